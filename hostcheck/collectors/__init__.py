@@ -1,0 +1,175 @@
+"""Collectors: the only code that touches the system.
+
+Each collector module exposes ``SECTION`` (top-level facts key it fills), ``TIMEOUT``
+(seconds), an optional ``NEEDS_NETWORK = True`` and ``collect(ctx) -> dict``. Several
+collectors may fill the same section: their dicts are merged at the top level.
+A value a collector cannot determine is an ``Unknown(reason)``, never ``None``-as-no.
+"""
+
+from __future__ import annotations
+
+import importlib
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait, FIRST_COMPLETED
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from hostcheck import __version__
+from hostcheck.facts import FACTS_FORMAT, Unknown
+
+# Import names, not modules: importing psutil/pynvml/docker is deferred to audit time so
+# that `hostcheck --help` stays fast.
+COLLECTOR_MODULES: tuple[str, ...] = (
+    "hostcheck.collectors.gpu",
+    "hostcheck.collectors.system",
+    "hostcheck.collectors.power",
+    "hostcheck.collectors.storage",
+    "hostcheck.collectors.accounts",
+    "hostcheck.collectors.docker_daemon",
+    "hostcheck.collectors.sshd",
+    "hostcheck.collectors.packages",
+    "hostcheck.collectors.network_local",
+    "hostcheck.collectors.reachability",
+)
+
+DEFAULT_BUDGET_S = 10.0
+
+
+@dataclass
+class CollectContext:
+    """What collectors may know about the run (never global state)."""
+
+    offline: bool = False
+    budget_s: float = DEFAULT_BUDGET_S
+    stun_servers: list[str] = field(default_factory=list)
+    probe_url: str | None = None
+    probe_token: str | None = None
+    probe_ports: list[int] = field(default_factory=list)
+    # Extra networks to treat as "global" (the NAT lab's documentation ranges).
+    public_ranges: list[str] = field(default_factory=list)
+    deadline: float = 0.0
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+ProgressFn = Callable[[str, str], None]
+"""Called as progress(collector_name, state) with state 'start' | 'done' | 'timeout' | 'error'."""
+
+
+@dataclass(frozen=True)
+class CollectorSpec:
+    name: str
+    section: str
+    timeout: float
+    needs_network: bool
+    collect: Callable[[CollectContext], dict[str, Any]]
+
+
+def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[CollectorSpec]:
+    specs = []
+    for modname in modules:
+        mod = importlib.import_module(modname)
+        specs.append(
+            CollectorSpec(
+                name=modname.rsplit(".", 1)[-1],
+                section=mod.SECTION,
+                timeout=float(mod.TIMEOUT),
+                needs_network=bool(getattr(mod, "NEEDS_NETWORK", False)),
+                collect=mod.collect,
+            )
+        )
+    return specs
+
+
+def _merge(facts: dict[str, Any], section: str, part: Any) -> None:
+    current = facts.get(section)
+    if isinstance(part, dict) and isinstance(current, dict):
+        current.update(part)
+    elif current is None or isinstance(current, Unknown):
+        facts[section] = part
+    # else: keep what is there; an Unknown never overwrites known data of a sibling collector
+
+
+def collect_facts(
+    ctx: CollectContext,
+    progress: ProgressFn | None = None,
+    specs: list[CollectorSpec] | None = None,
+) -> dict[str, Any]:
+    """Run every collector concurrently, each within its own timeout and the overall budget."""
+    started = time.monotonic()
+    ctx.deadline = started + ctx.budget_s
+    specs = load_collectors() if specs is None else specs
+    facts: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    notify = progress or (lambda _name, _state: None)
+
+    runnable = []
+    for spec in specs:
+        if spec.needs_network and ctx.offline:
+            _merge(facts, spec.section, _offline_part(spec))
+            timings[spec.name] = 0.0
+            notify(spec.name, "skipped")
+        else:
+            runnable.append(spec)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, len(runnable)), thread_name_prefix="collector")
+    futures = {}
+    begun: dict[str, float] = {}
+    for spec in runnable:
+        notify(spec.name, "start")
+        begun[spec.name] = time.monotonic()
+        futures[pool.submit(spec.collect, ctx)] = spec
+    pending = set(futures)
+    try:
+        while pending:
+            now = time.monotonic()
+            # Each collector's own limit, capped by the overall budget.
+            limits = {f: min(begun[futures[f].name] + futures[f].timeout, ctx.deadline) for f in pending}
+            wait_for = max(0.0, min(limits.values()) - now)
+            done, pending = wait(pending, timeout=wait_for, return_when=FIRST_COMPLETED)
+            for fut in done:
+                spec = futures[fut]
+                timings[spec.name] = round(time.monotonic() - begun[spec.name], 3)
+                try:
+                    part = fut.result()
+                    notify(spec.name, "done")
+                except Exception as exc:  # a crashing collector is an unknown, never a pass
+                    part = Unknown(f"collector '{spec.name}' failed: {type(exc).__name__}: {exc}")
+                    notify(spec.name, "error")
+                _merge(facts, spec.section, part)
+            now = time.monotonic()
+            for fut in [f for f in pending if limits[f] <= now]:
+                spec = futures[fut]
+                pending.discard(fut)
+                overall = ctx.deadline <= now
+                why = (
+                    f"overall audit budget of {ctx.budget_s:g}s ran out"
+                    if overall
+                    else f"collector '{spec.name}' timed out after {spec.timeout:g}s"
+                )
+                timings[spec.name] = round(now - begun[spec.name], 3)
+                _merge(facts, spec.section, Unknown(why))
+                notify(spec.name, "timeout")
+    finally:
+        # Never wait for a stuck probe: its thread is abandoned, the report goes out.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    facts["meta"] = {
+        "facts_format": FACTS_FORMAT,
+        "hostcheck_version": __version__,
+        "hostname": socket.gethostname(),
+        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "offline": ctx.offline,
+        "duration_s": round(time.monotonic() - started, 3),
+        "collector_timings_s": timings,
+        "source": "live",
+    }
+    return facts
+
+
+def _offline_part(spec: CollectorSpec) -> Any:
+    return Unknown(f"not probed: --offline (collector '{spec.name}' needs the network)")

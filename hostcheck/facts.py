@@ -1,0 +1,111 @@
+"""The facts tree: what collectors measured, and what they could not.
+
+Facts are a plain nested dict (JSON-serialisable) so that a snapshot saved with
+``hostcheck facts`` can be judged later with ``hostcheck audit --facts FILE``.
+Anything a collector could not determine is an :class:`Unknown` carrying the reason;
+in JSON it is written as ``{"$unknown": "reason"}``. Checks never see ``None`` for
+"don't know": they see an ``Unknown`` and must report the finding as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+UNKNOWN_KEY = "$unknown"
+FACTS_FORMAT = 1
+"""Version of the facts layout; bumped when a key changes meaning."""
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A fact that could not be determined, and why (never a silent pass)."""
+
+    reason: str
+
+    def __bool__(self) -> bool:  # an Unknown must never read as a truthy "yes"
+        return False
+
+
+class FactsError(ValueError):
+    """A facts snapshot that cannot be used (bad JSON, wrong shape, wrong version)."""
+
+
+def lookup(facts: Any, path: str) -> Any:
+    """Return the value at a dotted ``path`` or an :class:`Unknown` saying where it stops.
+
+    Integer components index lists (``gpu.devices.0.name``). An ``Unknown`` found on the
+    way is returned as is, so its reason reaches the finding.
+    """
+    node = facts
+    walked: list[str] = []
+    for part in path.split("."):
+        if isinstance(node, Unknown):
+            return node
+        if isinstance(node, dict):
+            if part not in node:
+                where = ".".join(walked) or "facts"
+                return Unknown(f"{where} has no '{part}' (not collected)")
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return Unknown(f"'{'.'.join(walked + [part])}' is not present")
+        walked.append(part)
+    return node
+
+
+def to_jsonable(value: Any) -> Any:
+    """Facts -> JSON-ready data (``Unknown`` becomes ``{"$unknown": reason}``)."""
+    if isinstance(value, Unknown):
+        return {UNKNOWN_KEY: value.reason}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def from_jsonable(value: Any) -> Any:
+    """JSON data -> facts (``{"$unknown": reason}`` becomes ``Unknown``)."""
+    if isinstance(value, dict):
+        if set(value) == {UNKNOWN_KEY}:
+            return Unknown(str(value[UNKNOWN_KEY]))
+        return {k: from_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_jsonable(v) for v in value]
+    return value
+
+
+def load_snapshot(path: Path) -> dict[str, Any]:
+    """Read a facts snapshot written by ``hostcheck facts`` (or by hand, for tests).
+
+    Raises :class:`FactsError` with the file and the reason for anything unusable.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FactsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FactsError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise FactsError(f"{path}: a facts snapshot is a JSON object, not {type(data).__name__}")
+    # A full report (hostcheck audit --format json) carries its facts under "facts".
+    if "facts" in data and isinstance(data["facts"], dict) and "report_version" in data:
+        data = data["facts"]
+    meta = data.get("meta")
+    if not isinstance(meta, dict):
+        raise FactsError(f"{path}: missing 'meta' object (is this a hostcheck facts file?)")
+    fmt = meta.get("facts_format")
+    if fmt != FACTS_FORMAT:
+        raise FactsError(
+            f"{path}: meta.facts_format is {fmt!r}; this hostcheck reads format {FACTS_FORMAT}"
+        )
+    for key, section in data.items():
+        if not isinstance(section, dict):
+            raise FactsError(f"{path}: section '{key}' must be an object, not {type(section).__name__}")
+    return from_jsonable(data)
