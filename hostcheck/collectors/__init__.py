@@ -72,7 +72,11 @@ class CollectorSpec:
 def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[CollectorSpec]:
     specs = []
     for modname in modules:
-        mod = importlib.import_module(modname)
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError as exc:
+            specs.append(_broken(modname, exc))
+            continue
         specs.append(
             CollectorSpec(
                 name=modname.rsplit(".", 1)[-1],
@@ -83,6 +87,13 @@ def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[Collec
             )
         )
     return specs
+
+
+def _broken(modname: str, exc: ImportError) -> CollectorSpec:
+    """A collector whose module cannot load still yields facts: Unknown, with the reason."""
+    section = {"reachability": "network", "network_local": "network"}.get(modname.rsplit(".", 1)[-1], modname.rsplit(".", 1)[-1])
+    reason = f"collector {modname} could not load: {exc}"
+    return CollectorSpec(modname.rsplit(".", 1)[-1], section, 1.0, False, lambda _ctx: Unknown(reason))
 
 
 def _merge(facts: dict[str, Any], section: str, part: Any) -> None:

@@ -1,0 +1,359 @@
+"""System, power and storage checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.checks.base import Missing, Outcome, check, compare, failed, known_devices, need, passed, unknown, version_tuple
+from hostcheck.facts import Unknown, lookup
+
+
+def _gpu_count(facts: dict[str, Any]) -> int:
+    return max(1, len(known_devices(facts)))
+
+
+@check(
+    "SYS-1010",
+    title="Physical CPU cores per GPU",
+    op=">=",
+    unit="cores/GPU",
+    threshold="number",
+    why="Data loading and the container runtime need CPU; too few cores starve the GPU.",
+    fix="Use a CPU with more cores, or rent fewer GPUs from this machine.",
+)
+def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+    cores = int(need(facts, "system.cpu_physical_cores"))
+    gpus = _gpu_count(facts)
+    return compare(round(cores / gpus, 2), ">=", threshold, f"{cores} cores, {gpus} GPU(s)")
+
+
+@check(
+    "SYS-1020",
+    title="RAM per GPU",
+    op=">=",
+    unit="GiB/GPU",
+    threshold="number",
+    why="Jobs stage data and models in host memory; below the floor they are killed or swap.",
+    fix="Add RAM.",
+)
+def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+    ram = float(need(facts, "system.ram_total_mib")) / 1024
+    gpus = _gpu_count(facts)
+    return compare(round(ram / gpus, 1), ">=", threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
+
+
+@check(
+    "SYS-1110",
+    title="RAM in total",
+    op=">=",
+    unit="GiB",
+    threshold="number",
+    why="Jobs stage data and models in host memory; below the floor they are killed or swap.",
+    fix="Add RAM.",
+)
+def ram_total(facts: dict[str, Any], threshold: Any) -> Outcome:
+    return compare(round(float(need(facts, "system.ram_total_mib")) / 1024, 1), ">=", threshold)
+
+
+@check(
+    "SYS-1030",
+    title="RAM relative to total VRAM",
+    op=">=",
+    unit="x VRAM",
+    threshold="number",
+    why="Loading a model that fills the GPU needs about as much host RAM; Vast's self-test "
+    "requires RAM of at least 95 % of total VRAM.",
+    fix="Add RAM until it matches the total VRAM.",
+)
+def ram_vs_vram(facts: dict[str, Any], threshold: Any) -> Outcome:
+    ram = float(need(facts, "system.ram_total_mib"))
+    vram = sum(float(d.get("vram_total_mib") or 0) for d in known_devices(facts))
+    if vram <= 0:
+        return unknown("total VRAM unknown")
+    return compare(round(ram / vram, 2), ">=", threshold, f"{ram / 1024:.1f} GiB RAM, {vram / 1024:.1f} GiB VRAM")
+
+
+@check(
+    "SYS-1040",
+    title="CPU supports AVX",
+    op="==",
+    threshold="none",
+    why="Many images (PyTorch, TensorFlow builds) require AVX and crash with 'illegal instruction' without it.",
+    fix="Use a CPU with AVX (any x86-64 CPU since about 2011 outside low-end Atom/Celeron).",
+)
+def cpu_avx(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    return passed("AVX") if need(facts, "system.cpu_avx") else failed("no AVX")
+
+
+@check(
+    "SYS-1050",
+    title="Operating system supported by the platform",
+    op="in",
+    threshold="list",
+    why="The provider agent is built and supported for specific systems; elsewhere it does not "
+    "install, or breaks on upgrades.",
+    fix="Install a supported system (see the threshold) on the machine, ideally on its own disk.",
+)
+def os_supported(facts: dict[str, Any], threshold: Any) -> Outcome:
+    os_id = str(need(facts, "system.os_id")).lower()
+    version = str(need(facts, "system.os_version_id"))
+    measured = f"{os_id} {version}"
+    for allowed in threshold:
+        name, _, want = str(allowed).lower().partition(" ")
+        if name != os_id:
+            continue
+        if not want or want == version:
+            return passed(measured)
+        if want.endswith("+"):
+            if version_tuple(version) >= version_tuple(want[:-1]):
+                return passed(measured)
+    return failed(measured)
+
+
+@check(
+    "SYS-1060",
+    title="Apple Silicon Mac",
+    op="==",
+    threshold="none",
+    why="This platform serves models on Apple Silicon (Metal) only; NVIDIA/CUDA machines cannot join.",
+    fix="None on this machine: the platform needs an Apple Silicon Mac (M1 or newer) on macOS 14+.",
+)
+def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    kernel = str(need(facts, "system.os_kernel_name"))
+    arch = str(need(facts, "system.cpu_arch"))
+    measured = f"{kernel} {arch}"
+    return passed(measured) if kernel == "Darwin" and arch in ("arm64", "aarch64") else failed(measured)
+
+
+@check(
+    "SYS-1070",
+    title="Secure Boot off",
+    op="==",
+    threshold="none",
+    why="With Secure Boot on, unsigned NVIDIA kernel modules do not load after a driver update "
+    "unless a MOK key is enrolled; Vast's stricter draft requires it off.",
+    fix="Disable Secure Boot in the firmware setup, or enrol a MOK key for DKMS modules.",
+)
+def secure_boot_off(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    return failed("on") if need(facts, "system.secure_boot") else passed("off")
+
+
+@check(
+    "SYS-1080",
+    title="IOMMU enabled",
+    op="==",
+    threshold="none",
+    why="VFIO passthrough of the GPU into customers' VMs needs a working IOMMU.",
+    fix="Enable VT-d / AMD-Vi in firmware and add intel_iommu=on or amd_iommu=on to the kernel command line.",
+)
+def iommu_enabled(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    groups = lookup(facts, "system.iommu_groups")
+    on = need(facts, "system.iommu_enabled")
+    shown = f"{groups} groups" if not isinstance(groups, Unknown) else ("on" if on else "off")
+    return passed(shown) if on else failed(shown)
+
+
+@check(
+    "SYS-1090",
+    title="A second, non-NVIDIA display adapter",
+    op=">=",
+    unit="adapters",
+    threshold="number",
+    why="When every NVIDIA GPU is handed to VMs (VFIO), the host itself needs another adapter "
+    "for its console; TensorDock's installer exits without one.",
+    fix="Use the CPU's integrated graphics or add a small non-NVIDIA card.",
+)
+def non_nvidia_display(facts: dict[str, Any], threshold: Any) -> Outcome:
+    adapters = need(facts, "gpu.display_adapters")
+    others = [a for a in adapters if a.get("vendor") != "nvidia"]
+    return compare(len(others), ">=", threshold, ", ".join(str(a.get("vendor")) for a in others))
+
+
+@check(
+    "PWR-1010",
+    title="Not a laptop",
+    op="==",
+    threshold="none",
+    why="A laptop is usually a personal machine; sustained full load shortens battery life, "
+    "throttles, and the lid, Wi-Fi and sleep settings make it an unreliable host.",
+    fix="Use a desktop or server chassis for hosting.",
+)
+def not_laptop_chassis(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    chassis = need(facts, "power.chassis_type")
+    battery = lookup(facts, "power.battery_present")
+    if chassis == "laptop" or battery is True:
+        evidence = f"chassis {chassis}" + (", battery present" if battery is True else "")
+        return failed("laptop", evidence)
+    return passed(str(chassis))
+
+
+@check(
+    "PWR-1020",
+    title="Running on mains power",
+    op="==",
+    threshold="none",
+    why="On battery the GPU is power-limited and the machine will shut down mid-job; Salad "
+    "requires laptops to stay plugged in.",
+    fix="Plug the machine in.",
+)
+def on_mains(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    if need(facts, "power.battery_present") is False:
+        return passed("no battery")
+    return passed("on AC") if need(facts, "power.on_ac") else failed("on battery")
+
+
+@check(
+    "PWR-1030",
+    title="Sleep, suspend and hibernate disabled",
+    op="==",
+    threshold="none",
+    why="A host that suspends drops running jobs and its listing; platforms count that as downtime "
+    "(TensorDock pays 5x the hourly rate for downtime; Vast lowers reliability).",
+    fix="`sudo systemctl mask sleep.target suspend.target hibernate.target hybrid-sleep.target`",
+    fix_role="host_baseline: host_baseline_mask_sleep",
+)
+def sleep_masked(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    targets = need(facts, "power.sleep_targets")
+    if not isinstance(targets, dict) or not targets:
+        return unknown("no sleep target states collected")
+    states = dict(targets)
+    open_targets = sorted(n for n, s in states.items() if not isinstance(s, Unknown) and s != "masked")
+    unknown_targets = sorted(n for n, s in states.items() if isinstance(s, Unknown))
+    if open_targets:
+        return failed(f"{len(open_targets)} not masked", ", ".join(open_targets))
+    if unknown_targets:
+        return unknown(f"state of {', '.join(unknown_targets)} unknown")
+    return passed("all masked")
+
+
+def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Where container data lands: Docker's data root if it exists, else the root filesystem."""
+    docker = lookup(facts, "storage.docker_root")
+    if isinstance(docker, dict) and docker.get("exists") is True:
+        return docker, f"Docker data root {docker.get('path')}"
+    root = need(facts, "storage.root")
+    return root, "root filesystem (no Docker data root yet)"
+
+
+def _free_space(facts: dict[str, Any]) -> tuple[float, str]:
+    where, label = _docker_or_root(facts)
+    free = where.get("free_gib")
+    if isinstance(free, Unknown) or free is None:
+        raise Missing("storage.free_gib", f"free space of the {label} unknown")
+    return float(free), f"{float(free):.0f} GiB free on the {label}"
+
+
+@check(
+    "STO-1010",
+    title="Free disk space for containers",
+    op=">=",
+    unit="GiB",
+    threshold="number",
+    why="Customers' images and datasets are large; a full disk fails jobs and can stop the host.",
+    fix="Give Docker a dedicated SSD or free space on the disk that holds container data.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def free_space(facts: dict[str, Any], threshold: Any) -> Outcome:
+    free, text = _free_space(facts)
+    return compare(round(free, 1), ">=", threshold, text)
+
+
+@check(
+    "STO-1060",
+    title="Free disk space for containers, per GPU",
+    op=">=",
+    unit="GiB/GPU",
+    threshold="number",
+    why="Each rented GPU brings its own images and datasets; platforms size disk per GPU.",
+    fix="Give Docker a dedicated SSD sized for every GPU in the machine.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def free_space_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+    free, text = _free_space(facts)
+    return compare(round(free / _gpu_count(facts), 1), ">=", threshold, text)
+
+
+@check(
+    "STO-1020",
+    title="Container storage on SSD",
+    op="==",
+    threshold="none",
+    why="Image pulls and dataset reads on a spinning disk make jobs slow to start; platforms ask for SSD.",
+    fix="Put Docker's data root on an SSD/NVMe drive.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def storage_ssd(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    where, label = _docker_or_root(facts)
+    rotational = where.get("rotational")
+    if isinstance(rotational, Unknown) or rotational is None:
+        return unknown(f"whether the {label} is rotational is unknown")
+    return failed("HDD", label) if rotational else passed("SSD", label)
+
+
+@check(
+    "STO-1030",
+    title="Docker data root on XFS with project quota",
+    op="==",
+    threshold="none",
+    why="Per-container disk limits (--storage-opt size) need overlay2 on XFS with prjquota; "
+    "without them one job can fill the disk. Vast's docs require it.",
+    fix="Give Docker a dedicated drive formatted XFS, mounted by UUID with prjquota,nofail.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def docker_xfs_quota(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    docker = need(facts, "storage.docker_root")
+    if docker.get("exists") is not True:
+        return failed("no Docker data root", str(docker.get("path")))
+    fstype = docker.get("fstype")
+    quota = docker.get("xfs_project_quota")
+    if isinstance(fstype, Unknown) or isinstance(quota, Unknown):
+        return unknown("filesystem of the Docker data root unknown")
+    measured = f"{fstype}" + (" with prjquota" if quota else "")
+    return passed(measured) if fstype == "xfs" and quota else failed(measured)
+
+
+@check(
+    "STO-1040",
+    title="Docker data on its own filesystem",
+    op="==",
+    threshold="none",
+    why="If containers fill the root filesystem, the host's own services fail; a dedicated "
+    "volume confines that damage (Vast's stricter draft asks for a dedicated Docker drive).",
+    fix="Mount a dedicated drive at Docker's data root.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def docker_separate(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    docker = need(facts, "storage.docker_root")
+    if docker.get("exists") is not True:
+        return failed("no Docker data root", str(docker.get("path")))
+    separate = docker.get("separate_mount")
+    if isinstance(separate, Unknown) or separate is None:
+        return unknown("whether the Docker data root is a separate mount is unknown")
+    return passed("separate mount") if separate else failed("on the root filesystem")
+
+
+@check(
+    "STO-1050",
+    title="Free space on the root filesystem",
+    op=">=",
+    unit="GiB",
+    threshold="number",
+    why="Logs, driver updates and the agent live on /; a full root filesystem stops the host.",
+    fix="Free space on / or move Docker's data root off it.",
+)
+def root_free(facts: dict[str, Any], threshold: Any) -> Outcome:
+    return compare(round(float(need(facts, "storage.root.free_gib")), 1), ">=", threshold)
+
+
+@check(
+    "SYS-1100",
+    title="Not inside a VM or container",
+    op="==",
+    threshold="none",
+    why="The provider agent expects the bare machine: GPU passthrough, Docker and the self-test "
+    "behave differently in a guest.",
+    fix="Run the audit (and the provider) on the host itself.",
+)
+def bare_metal(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    virt = need(facts, "system.virtualization")
+    return passed("bare metal") if virt in ("none", None) else failed(str(virt))

@@ -1,0 +1,264 @@
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | fleet`.
+
+Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
+commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+
+from hostcheck import __version__
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Is this machine fit, and safe, to rent out its GPU? A read-only audit against "
+    "each platform's published requirements. Exit codes: 0 a requested policy is feasible, "
+    "3 none is (--strict: any is not), 2 usage or input error, 1 internal error.",
+)
+
+FORMATS = ("table", "json", "markdown")
+
+
+class UsageError(Exception):
+    """Bad input from the user: a clear message and exit code 2."""
+
+
+def _die(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"hostcheck: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        sys.stdout.write(text)
+        _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
+    typer.echo(f"hostcheck: wrote {output}", err=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hostcheck {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = None,
+) -> None:
+    """hostcheck: read-only feasibility and risk audit of a GPU host."""
+
+
+def _context(offline: bool, timeout: float, stun_server: list[str], probe: str | None, token: str | None,
+             probe_port: list[int], public_range: list[str]) -> Any:
+    from hostcheck.collectors import CollectContext
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if probe and not token:
+        raise UsageError("--probe needs --token (the probe server's shared secret)")
+    return CollectContext(
+        offline=offline,
+        budget_s=timeout,
+        stun_servers=list(stun_server),
+        probe_url=probe,
+        probe_token=token,
+        probe_ports=list(probe_port),
+        public_ranges=list(public_range),
+    )
+
+
+def _collect_live(ctx: Any, show_progress: bool) -> dict[str, Any]:
+    from hostcheck.collectors import collect_facts
+
+    if not show_progress:
+        return collect_facts(ctx)
+    from hostcheck.progress import LiveProgress
+
+    with LiveProgress() as progress:
+        return collect_facts(ctx, progress=progress.update)
+
+
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="Send nothing over the network (no STUN, no probe).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Overall time budget for collecting facts, seconds.")]
+StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] (repeatable); default: public servers.")]
+ProbeOpt = Annotated[Optional[str], typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
+TokenOpt = Annotated[Optional[str], typer.Option("--token", help="Shared token of the probe server.")]
+ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", help="Port to verify from outside (repeatable).")]
+PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
+RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
+
+
+@app.command()
+def audit(
+    policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy name or YAML file (repeatable); default: all shipped.")] = [],  # noqa: B006
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
+    output: OutputOpt = None,
+    facts_file: Annotated[Optional[Path], typer.Option("--facts", help="Judge a saved facts snapshot instead of this machine.")] = None,
+    redact_output: RedactOpt = False,
+    offline: OfflineOpt = False,
+    timeout: TimeoutOpt = 10.0,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when any requested policy is not feasible.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show passed requirements too.")] = False,
+    stun_server: StunOpt = [],  # noqa: B006
+    probe: ProbeOpt = None,
+    token: TokenOpt = None,
+    probe_port: ProbePortOpt = [],  # noqa: B006
+    public_range: PublicRangeOpt = [],  # noqa: B006
+) -> None:
+    """Collect facts (or read --facts), judge them against policies, print the report."""
+    from hostcheck.facts import FactsError, load_snapshot
+    from hostcheck.policy import PolicyError, resolve_policies
+    from hostcheck.render import render
+    from hostcheck.report import build_report, exit_code
+
+    if fmt not in FORMATS:
+        _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    try:
+        policies = resolve_policies(policy)
+        if facts_file is not None:
+            facts = load_snapshot(facts_file)
+        else:
+            ctx = _context(offline, timeout, stun_server, probe, token, probe_port, public_range)
+            facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
+    except (PolicyError, FactsError, UsageError) as exc:
+        _die(str(exc))
+    report = build_report(facts, policies)
+    if redact_output:
+        from hostcheck.redact import redact
+
+        report = redact(report)
+    color = fmt == "table" and output is None and sys.stdout.isatty()
+    _emit(render(report, fmt, verbose=verbose, color=color), output)
+    raise typer.Exit(exit_code(report, strict=strict))
+
+
+@app.command()
+def facts(
+    output: OutputOpt = None,
+    redact_output: RedactOpt = False,
+    offline: OfflineOpt = False,
+    timeout: TimeoutOpt = 10.0,
+    stun_server: StunOpt = [],  # noqa: B006
+    probe: ProbeOpt = None,
+    token: TokenOpt = None,
+    probe_port: ProbePortOpt = [],  # noqa: B006
+    public_range: PublicRangeOpt = [],  # noqa: B006
+) -> None:
+    """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
+    from hostcheck.facts import to_jsonable
+
+    try:
+        ctx = _context(offline, timeout, stun_server, probe, token, probe_port, public_range)
+    except UsageError as exc:
+        _die(str(exc))
+    data = to_jsonable(_collect_live(ctx, show_progress=False))
+    if redact_output:
+        from hostcheck.redact import redact
+
+        data = redact({"host": {"hostname": data["meta"].get("hostname")}, "facts": data})["facts"]
+    _emit(json.dumps(data, indent=2) + "\n", output)
+
+
+@app.command()
+def policies(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json")] = "table",
+) -> None:
+    """List the shipped policies with their sources."""
+    from hostcheck.policy import PolicyError, load_shipped, shipped_policy_names
+
+    try:
+        loaded = [load_shipped(name) for name in shipped_policy_names()]
+    except PolicyError as exc:
+        _die(str(exc), 1)
+    if fmt == "json":
+        rows = [
+            {
+                "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
+                "follows": p.follows,
+                "sources": sorted({(r.source.title, r.source.url, r.source.checked) for r in p.requirements}),
+            }
+            for p in loaded
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    for p in loaded:
+        typer.echo(f"{p.id:16} {p.title}  [{len(p.requirements)} requirements, {p.kind}]")
+        seen = set()
+        for r in p.requirements:
+            if r.source.url not in seen:
+                seen.add(r.source.url)
+                typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
+
+
+@app.command()
+def explain(check_id: Annotated[str, typer.Argument(help="A check id, e.g. GPU-1050.")]) -> None:
+    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold."""
+    from hostcheck.checks import load_registry
+    from hostcheck.policy import load_shipped, shipped_policy_names
+
+    registry = load_registry()
+    meta = registry.get(check_id.upper())
+    if meta is None:
+        _die(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
+    typer.echo(f"{meta.id}  {meta.title}  ({meta.family})")
+    typer.echo(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}")
+    if meta.fix_role:
+        typer.echo(f"  Ansible profile: {meta.fix_role}")
+    typer.echo("\nUsed by:")
+    for name in shipped_policy_names():
+        for req in load_shipped(name).requirements:
+            if req.check == meta.id:
+                need = f"{meta.op} {req.threshold} {meta.unit}".strip() if req.threshold is not None else meta.op
+                typer.echo(f"  {name:16} {req.severity:8} {need:22} {req.source.title} ({req.source.checked})")
+                if req.note:
+                    typer.echo(f"  {'':16} {req.note}")
+
+
+@app.command("probe-server")
+def probe_server(
+    token: Annotated[str, typer.Option("--token", help="Shared secret clients must present.")],
+    bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "0.0.0.0",
+    port: Annotated[int, typer.Option("--port", help="TCP port for probe requests.")] = 8470,
+    max_ports: Annotated[int, typer.Option("--max-ports", help="Most ports one request may ask for.")] = 16,
+) -> None:
+    """Run on a machine OUTSIDE your network: connects back to the caller (only) on the ports it names."""
+    from hostcheck.netprobe.server import serve
+
+    if len(token) < 16:
+        _die("--token must be at least 16 characters")
+    serve(bind, port, token, max_ports=max_ports)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("hostcheck: interrupted", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a clear message and exit 1
+        typer.echo(f"hostcheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Who and what shares this machine with rented containers: users, sessions, credentials."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hostcheck.collectors._run import read_text, run_command
+from hostcheck.facts import Unknown
+
+SECTION = "isolation"
+TIMEOUT = 3.0
+
+HUMAN_UID_MIN = 1000
+HUMAN_UID_MAX = 65534  # exclusive: 65534 is nobody
+NON_LOGIN_SHELLS = frozenset({"nologin", "false", "true", "sync", "halt", "shutdown", ""})
+SUDO_GROUPS = ("sudo", "wheel", "admin")
+GRAPHICAL_SESSION_TYPES = frozenset({"x11", "wayland", "mir"})
+# /proc/PID/comm is cut at 15 characters, so names here stay short.
+GRAPHICAL_PROCESSES = frozenset(
+    {"Xorg", "X", "Xwayland", "gnome-shell", "kwin", "kwin_x11", "kwin_wayland", "plasmashell",
+     "sway", "weston", "Hyprland", "mutter", "cinnamon", "xfwm4"}
+)
+DISPLAY_MANAGER_PROCESSES = ("gdm", "gdm3", "sddm", "lightdm", "lxdm", "xdm", "slim", "greetd", "ly")
+DISPLAY_MANAGER_UNIT = "/etc/systemd/system/display-manager.service"
+
+# (kind, path relative to a home); directories count as present when they exist.
+CREDENTIAL_PATHS: tuple[tuple[str, str], ...] = (
+    ("aws", ".aws/credentials"),
+    ("azure", ".azure"),
+    ("gcloud", ".config/gcloud"),
+    ("kube", ".kube/config"),
+    ("browser_profile", ".mozilla/firefox"),
+    ("browser_profile", ".config/google-chrome"),
+    ("browser_profile", ".config/chromium"),
+    ("browser_profile", ".config/BraveSoftware"),
+    ("password_store", ".password-store"),
+    ("password_store", ".local/share/keyrings"),
+)
+
+
+@dataclass(frozen=True)
+class PasswdEntry:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    shell: str
+
+
+@dataclass(frozen=True)
+class GroupEntry:
+    name: str
+    gid: int
+    members: tuple[str, ...]
+
+
+def parse_passwd(text: str) -> list[PasswdEntry]:
+    """Entries of an /etc/passwd text; malformed lines (and NIS '+' lines) are skipped."""
+    entries = []
+    for line in text.splitlines():
+        if not line or line.startswith(("#", "+", "-")):
+            continue
+        fields = line.split(":")
+        if len(fields) != 7:
+            continue
+        try:
+            uid, gid = int(fields[2]), int(fields[3])
+        except ValueError:
+            continue
+        entries.append(PasswdEntry(fields[0], uid, gid, fields[5], fields[6]))
+    return entries
+
+
+def parse_group(text: str) -> list[GroupEntry]:
+    """Entries of an /etc/group text; malformed lines are skipped."""
+    entries = []
+    for line in text.splitlines():
+        if not line or line.startswith(("#", "+", "-")):
+            continue
+        fields = line.split(":")
+        if len(fields) != 4:
+            continue
+        try:
+            gid = int(fields[2])
+        except ValueError:
+            continue
+        members = tuple(m.strip() for m in fields[3].split(",") if m.strip())
+        entries.append(GroupEntry(fields[0], gid, members))
+    return entries
+
+
+def is_login_shell(shell: str) -> bool:
+    return os.path.basename(shell.strip()) not in NON_LOGIN_SHELLS
+
+
+def human_accounts(passwd: list[PasswdEntry]) -> list[dict[str, Any]]:
+    return [
+        {"name": e.name, "uid": e.uid, "home": e.home, "shell": e.shell}
+        for e in passwd
+        if HUMAN_UID_MIN <= e.uid < HUMAN_UID_MAX and is_login_shell(e.shell)
+    ]
+
+
+def group_members(
+    groups: list[GroupEntry], passwd: list[PasswdEntry], names: tuple[str, ...]
+) -> list[str]:
+    """Members of any of the named groups: listed members plus users whose primary group it is."""
+    wanted = [g for g in groups if g.name in names]
+    gids = {g.gid for g in wanted}
+    members = {m for g in wanted for m in g.members}
+    members.update(e.name for e in passwd if e.gid in gids)
+    return sorted(members)
+
+
+def _present(path: Path) -> bool | None:
+    """True/False for present/absent; None when a parent cannot be traversed."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        return False
+    except PermissionError:
+        return None
+    except OSError:
+        return None
+    return True
+
+
+def scan_credentials(homes: list[tuple[str, str]]) -> tuple[list[dict[str, str]], list[str]]:
+    """Credential files present in each (user, home); never opens a file.
+
+    Returns (credentials, unreadable homes). A home where any lookup hit "permission
+    denied" is unreadable: what was found there is reported, but the list may be incomplete.
+    """
+    found: list[dict[str, str]] = []
+    unreadable: list[str] = []
+    seen_homes: set[str] = set()
+    for user, home_s in homes:
+        if not home_s or home_s in seen_homes:
+            continue
+        seen_homes.add(home_s)
+        home = Path(home_s)
+        blocked = False
+        try:
+            if not stat.S_ISDIR(home.stat().st_mode):
+                continue
+            os.listdir(home)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            blocked = True
+        ssh_dir = home / ".ssh"
+        try:
+            names = sorted(os.listdir(ssh_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        except OSError:
+            names, blocked = [], True
+        for name in names:
+            if name.startswith("id_") and not name.endswith(".pub"):
+                found.append({"kind": "ssh_private_key", "user": user, "path": str(ssh_dir / name)})
+        for kind, rel in CREDENTIAL_PATHS:
+            present = _present(home / rel)
+            if present is None:
+                blocked = True
+            elif present:
+                found.append({"kind": kind, "user": user, "path": str(home / rel)})
+        if blocked:
+            unreadable.append(home_s)
+    return found, unreadable
+
+
+def _proc_comms() -> list[str]:
+    comms = []
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return comms
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+                comms.append(fh.read().strip())
+        except OSError:
+            continue  # the process exited, or hidepid hides it
+    return comms
+
+
+def _proc_hides_processes() -> bool:
+    """True when /proc is mounted with hidepid, so other users' processes are invisible."""
+    text = read_text("/proc/self/mountinfo")
+    if isinstance(text, Unknown):
+        return False
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == "/proc" and "hidepid=" in line:
+            return "hidepid=0" not in line and "hidepid=off" not in line
+    return False
+
+
+def _logind_graphical() -> bool | Unknown:
+    listing = run_command(["loginctl", "list-sessions", "--no-legend", "--no-pager"], timeout=1.5)
+    if isinstance(listing, Unknown):
+        return listing
+    if listing.returncode != 0:
+        return Unknown(f"loginctl failed: {(listing.stderr or listing.stdout).strip()[:200]}")
+    for line in listing.stdout.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        shown = run_command(
+            ["loginctl", "show-session", fields[0], "-p", "Type", "--value"], timeout=1.0
+        )
+        if not isinstance(shown, Unknown) and shown.stdout.strip() in GRAPHICAL_SESSION_TYPES:
+            return True
+    return False
+
+
+def graphical_session(comms: list[str]) -> bool | Unknown:
+    logind = _logind_graphical()
+    if logind is True or any(c in GRAPHICAL_PROCESSES for c in comms):
+        return True
+    if os.geteuid() != 0 and _proc_hides_processes():
+        why = "/proc is mounted with hidepid, other users' display servers are invisible without root"
+        if isinstance(logind, Unknown):
+            return Unknown(f"{why}; {logind.reason}")
+        return logind  # logind answered for every session
+    return False
+
+
+def display_manager(comms: list[str]) -> str | None:
+    try:
+        target = os.readlink(DISPLAY_MANAGER_UNIT)
+    except OSError:
+        target = ""
+    if target and target != "/dev/null":
+        name = os.path.basename(target).removesuffix(".service")
+        return "gdm" if name == "gdm3" else name
+    for name in DISPLAY_MANAGER_PROCESSES:
+        if name in comms:
+            return "gdm" if name == "gdm3" else name
+    return None
+
+
+def apparmor_enabled() -> bool | Unknown:
+    text = read_text("/sys/module/apparmor/parameters/enabled")
+    if isinstance(text, Unknown):
+        if os.path.isdir("/sys/module") and not os.path.exists("/sys/module/apparmor"):
+            return False  # the kernel has no AppArmor
+        return Unknown(f"AppArmor state unknown: {text.reason}")
+    return text.strip() == "Y"
+
+
+def collect(ctx: Any) -> dict[str, Any]:
+    comms = _proc_comms()
+    facts: dict[str, Any] = {
+        "graphical_session": graphical_session(comms),
+        "display_manager": display_manager(comms),
+        "apparmor_enabled": apparmor_enabled(),
+    }
+    passwd_text = read_text("/etc/passwd")
+    group_text = read_text("/etc/group")
+    passwd = [] if isinstance(passwd_text, Unknown) else parse_passwd(passwd_text)
+    groups = [] if isinstance(group_text, Unknown) else parse_group(group_text)
+
+    if isinstance(passwd_text, Unknown):
+        facts["human_accounts"] = passwd_text
+        facts["credentials"] = passwd_text
+        facts["unreadable_homes"] = passwd_text
+        humans: list[dict[str, Any]] = []
+    else:
+        humans = human_accounts(passwd)
+        facts["human_accounts"] = humans
+        homes = [(h["name"], h["home"]) for h in humans] + [("root", "/root")]
+        facts["credentials"], facts["unreadable_homes"] = scan_credentials(homes)
+
+    if isinstance(group_text, Unknown):
+        facts["docker_group_members"] = group_text
+        facts["sudo_group_members"] = group_text
+    else:
+        facts["docker_group_members"] = group_members(groups, passwd, ("docker",))
+        facts["sudo_group_members"] = group_members(groups, passwd, SUDO_GROUPS)
+    return facts

@@ -1,0 +1,430 @@
+"""This machine's own network view: interfaces, default route, listeners, firewall policy.
+
+NAT type, CGNAT and inbound reachability (same section) come from the reachability collector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from typing import Any
+
+from hostcheck.collectors._run import read_text, run_command
+from hostcheck.facts import Unknown
+from hostcheck.netaddr import classify_address, parse_address
+
+SECTION = "network"
+TIMEOUT = 3.0
+
+SYS_NET = "/sys/class/net"
+RTF_UP = 0x0001
+RTF_GATEWAY = 0x0002
+RTF_REJECT = 0x0200
+FIREWALL_NEEDS_ROOT = "reading the firewall ruleset needs root"
+FILTER_VERDICTS = frozenset({"drop", "reject"})
+
+
+# ---------------------------------------------------------------- interfaces
+
+
+def interface_kind(name: str, sys_net: str = SYS_NET) -> str:
+    base = os.path.join(sys_net, name)
+    if name == "lo":
+        return "loopback"
+    if os.path.isdir(os.path.join(base, "wireless")) or os.path.exists(os.path.join(base, "phy80211")):
+        return "wireless"
+    device = os.path.join(base, "device")
+    if os.path.lexists(device) and "/virtual/" not in os.path.realpath(device):
+        return "wired"
+    return "virtual"
+
+
+def _prefixlen(netmask: str | None) -> int | None:
+    ip = parse_address(netmask) if netmask else None
+    return None if ip is None else bin(int(ip)).count("1")
+
+
+def collect_interfaces(public_ranges: list[str]) -> list[dict[str, Any]] | Unknown:
+    try:
+        import psutil  # deferred: only the audit needs it
+    except ImportError as exc:
+        return Unknown(f"psutil is not installed: {exc}")
+    try:
+        addrs = psutil.net_if_addrs()
+        stats = psutil.net_if_stats()
+    except OSError as exc:
+        return Unknown(f"cannot list network interfaces: {exc}")
+    result = []
+    for name in sorted(addrs):
+        mac: str | Unknown = Unknown("no link-layer address")
+        addresses = []
+        for a in addrs[name]:
+            if a.family == psutil.AF_LINK:
+                mac = a.address
+            elif a.family in (socket.AF_INET, socket.AF_INET6):
+                family = 4 if a.family == socket.AF_INET else 6
+                address = a.address.split("%", 1)[0]
+                addresses.append(
+                    {"address": address, "family": family,
+                     "prefixlen": _prefixlen(a.netmask),
+                     "scope": classify_address(address, public_ranges)}
+                )
+        st = stats.get(name)
+        result.append(
+            {"name": name, "kind": interface_kind(name),
+             "up": bool(st.isup) if st else Unknown("no interface statistics"),
+             "mac": mac, "addresses": addresses}
+        )
+    return result
+
+
+# ---------------------------------------------------------------- routes
+
+
+def parse_proc_net_route(text: str) -> list[dict[str, Any]]:
+    """IPv4 default routes from /proc/net/route, best (lowest metric) first."""
+    routes = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 8:
+            continue
+        try:
+            dest, gateway, flags, metric, mask = (int(f[1], 16), int(f[2], 16), int(f[3], 16),
+                                                  int(f[6]), int(f[7], 16))
+        except ValueError:
+            continue
+        if dest != 0 or mask != 0 or not flags & RTF_UP or flags & RTF_REJECT:
+            continue
+        # The kernel prints the address in host (little-endian) byte order.
+        gw = socket.inet_ntoa((gateway & 0xFFFFFFFF).to_bytes(4, "little")) if flags & RTF_GATEWAY else None
+        routes.append({"interface": f[0], "gateway": gw, "metric": metric})
+    return sorted(routes, key=lambda r: r["metric"])
+
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def parse_proc_net_ipv6_route(text: str) -> list[dict[str, Any]]:
+    """IPv6 default routes (::/0) from /proc/net/ipv6_route, best first."""
+    routes = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) != 10 or not all(_HEX32.fullmatch(f[i]) for i in (0, 4)):
+            continue
+        try:
+            dest, plen, nexthop = int(f[0], 16), int(f[1], 16), int(f[4], 16)
+            metric, flags = int(f[5], 16), int(f[8], 16)
+        except ValueError:
+            continue
+        if dest != 0 or plen != 0 or not flags & RTF_UP or flags & RTF_REJECT or f[9] == "lo":
+            continue
+        gw = socket.inet_ntop(socket.AF_INET6, nexthop.to_bytes(16, "big")) if nexthop else None
+        routes.append({"interface": f[9], "gateway": gw, "metric": metric})
+    return sorted(routes, key=lambda r: r["metric"])
+
+
+def default_route() -> dict[str, Any] | None | Unknown:
+    v4 = read_text("/proc/net/route")
+    v6 = read_text("/proc/net/ipv6_route")
+    if isinstance(v4, Unknown) and isinstance(v6, Unknown):
+        return Unknown(f"no routing table: {v4.reason}")
+    routes = ([] if isinstance(v4, Unknown) else parse_proc_net_route(v4)) or (
+        [] if isinstance(v6, Unknown) else parse_proc_net_ipv6_route(v6))
+    if not routes:
+        return None
+    best = routes[0]
+    return {"interface": best["interface"], "gateway": best["gateway"],
+            "kind": interface_kind(best["interface"])}
+
+
+# ---------------------------------------------------------------- listeners
+
+
+def exposure(address: str) -> str:
+    ip = parse_address(address)
+    if ip is None:
+        return "specific"
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_unspecified:
+        return "all"
+    return "specific"
+
+
+_TCP_LISTEN = "0A"
+_UDP_UNCONNECTED = "07"
+
+
+def parse_proc_net_sockets(text: str, proto: str, family: int) -> list[dict[str, Any]]:
+    """Listening sockets from /proc/net/{tcp,tcp6,udp,udp6} (TCP LISTEN, unconnected UDP)."""
+    found = []
+    want = _TCP_LISTEN if proto == "tcp" else _UDP_UNCONNECTED
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 4 or f[3].upper() != want:
+            continue
+        local, _, port_hex = f[1].partition(":")
+        try:
+            port = int(port_hex, 16)
+            raw = bytes.fromhex(local)
+        except ValueError:
+            continue
+        if family == 4 and len(raw) == 4:
+            address = socket.inet_ntoa(raw[::-1])
+        elif family == 6 and len(raw) == 16:
+            # Four 32-bit words, each in host byte order.
+            words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+            address = socket.inet_ntop(socket.AF_INET6, words)
+        else:
+            continue
+        if proto == "udp" and f[2].partition(":")[2] not in ("0000", ""):
+            continue  # connected UDP socket: a client, not a listener
+        found.append({"proto": proto, "address": address, "port": port})
+    return found
+
+
+def _listeners_from_proc() -> list[dict[str, Any]] | Unknown:
+    found: list[dict[str, Any]] = []
+    read_any = False
+    for proto in ("tcp", "udp"):
+        for family, suffix in ((4, ""), (6, "6")):
+            text = read_text(f"/proc/net/{proto}{suffix}")
+            if isinstance(text, Unknown):
+                continue
+            read_any = True
+            found.extend(parse_proc_net_sockets(text, proto, family))
+    if not read_any:
+        return Unknown("cannot read /proc/net/tcp or /proc/net/udp")
+    why = Unknown("owning process not determined (psutil unavailable)")
+    return [{**s, "process": why, "exposure": exposure(s["address"])} for s in found]
+
+
+def collect_listening() -> list[dict[str, Any]] | Unknown:
+    try:
+        import psutil
+    except ImportError:
+        return _listeners_from_proc()
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return _listeners_from_proc()
+    root = os.geteuid() == 0
+    names: dict[int, str] = {}
+    seen: set[tuple[str, str, int, str]] = set()
+    result = []
+    for c in conns:
+        if not c.laddr:
+            continue
+        if c.type == socket.SOCK_STREAM:
+            if c.status != psutil.CONN_LISTEN:
+                continue
+            proto = "tcp"
+        elif c.type == socket.SOCK_DGRAM:
+            if c.raddr:
+                continue
+            proto = "udp"
+        else:
+            continue
+        process: str | Unknown
+        if c.pid is None:
+            process = Unknown("no visible process owns this socket (kernel, or another PID namespace)"
+                              if root else "socket owner not visible without root")
+        else:
+            if c.pid not in names:
+                try:
+                    names[c.pid] = psutil.Process(c.pid).name()
+                except psutil.Error:
+                    names[c.pid] = ""
+            process = names[c.pid] or Unknown(f"process {c.pid} exited")
+        address = c.laddr.ip.split("%", 1)[0]
+        key = (proto, address, c.laddr.port, process if isinstance(process, str) else "")
+        if key in seen:
+            continue  # a socket shared by several processes of one service
+        seen.add(key)
+        result.append({"proto": proto, "address": address, "port": c.laddr.port,
+                       "process": process, "exposure": exposure(address)})
+    return sorted(result, key=lambda s: (s["proto"], s["port"], s["address"]))
+
+
+# ---------------------------------------------------------------- firewall
+
+
+def _rule_verdicts(expr: Any) -> set[str]:
+    """Verdict keywords anywhere in a rule's expression list (drop, reject, accept, jump...)."""
+    found: set[str] = set()
+    stack = [expr]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("drop", "reject", "accept", "return", "jump", "goto", "queue"):
+                    found.add(key)
+                stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _is_unconditional(expr: Any) -> bool:
+    """A rule with no match: only counters, logging and a verdict."""
+    if not isinstance(expr, list):
+        return False
+    neutral = {"counter", "log", "drop", "reject", "accept", "return"}
+    return all(isinstance(e, dict) and set(e) <= neutral for e in expr)
+
+
+def _hook_policy(chains: list[dict[str, Any]], rules: dict[tuple[str, str, str], list[Any]],
+                 hook: str) -> str:
+    """Effective policy of a netfilter hook across every base chain on it.
+
+    "drop" only when both IPv4 and IPv6 traffic meet a dropping chain (policy drop, or an
+    unconditional final drop/reject rule as firewalld writes); a drop in any chain is final.
+    """
+    covered: set[int] = set()
+    seen_chain = False
+    for c in chains:
+        if c.get("hook") != hook or c.get("family") not in ("ip", "ip6", "inet"):
+            continue
+        seen_chain = True
+        chain_rules = rules.get((str(c.get("family", "")), str(c.get("table", "")), str(c.get("name", ""))), [])
+        drops = c.get("policy") == "drop" or bool(
+            chain_rules and _is_unconditional(chain_rules[-1])
+            and _rule_verdicts(chain_rules[-1]) & FILTER_VERDICTS)
+        if drops:
+            covered |= {"ip": {4}, "ip6": {6}, "inet": {4, 6}}[c["family"]]
+    if not seen_chain:
+        return "none"
+    return "drop" if covered == {4, 6} else "accept"
+
+
+def parse_nft_json(text: str) -> dict[str, Any] | Unknown:
+    """Firewall summary from `nft -j list ruleset`; invalid input is an Unknown, never an error."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return Unknown(f"nft output is not valid JSON: {exc}")
+    items = data.get("nftables") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return Unknown("nft output has no 'nftables' list")
+    chains: list[dict[str, Any]] = []
+    rules: dict[tuple[str, str, str], list[Any]] = {}
+    tables = 0
+    rule_count = 0
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("table"), dict):
+            tables += 1
+        chain = item.get("chain")
+        if isinstance(chain, dict):
+            chains.append(chain)
+        rule = item.get("rule")
+        if isinstance(rule, dict):
+            rule_count += 1
+            key = (str(rule.get("family", "")), str(rule.get("table", "")), str(rule.get("chain", "")))
+            rules.setdefault(key, []).append(rule.get("expr", []))
+    # Docker leaves DOCKER-USER empty or with a bare "return"; anything else is the admin's.
+    docker_user = any(
+        not (_is_unconditional(expr) and _rule_verdicts(expr) <= {"return"})
+        for (_fam, _tab, name), exprs in rules.items() if name == "DOCKER-USER" for expr in exprs
+    )
+    # Any drop in any forward chain is final, so a filter outside Docker's own table also
+    # constrains container traffic.
+    other_forward = any(
+        c.get("hook") == "forward" and c.get("family") in ("ip", "ip6", "inet")
+        and (c.get("family"), c.get("table")) != ("ip", "filter")
+        and (c.get("policy") == "drop" or any(
+            _rule_verdicts(e) & FILTER_VERDICTS
+            for e in rules.get((str(c.get("family")), str(c.get("table")), str(c.get("name"))), [])))
+        for c in chains
+    )
+    return {
+        "backend": "nftables" if chains or tables else "none",
+        "readable": True,
+        "input_policy": _hook_policy(chains, rules, "input"),
+        "forward_policy": _hook_policy(chains, rules, "forward"),
+        "rule_count": rule_count,
+        "docker_user_chain_filters": docker_user or other_forward,
+    }
+
+
+def parse_iptables_save(text: str) -> dict[str, Any]:
+    """Firewall summary from `iptables-save` (IPv4 only)."""
+    table = ""
+    policies: dict[str, str] = {}
+    rules: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("*"):
+            table = line[1:]
+        elif line.startswith(":") and table == "filter":
+            parts = line[1:].split()
+            if len(parts) >= 2:
+                policies[parts[0]] = parts[1].lower()
+        elif line.startswith("-A ") and table:
+            parts = line.split()
+            if len(parts) >= 2:
+                rules.setdefault(f"{table}/{parts[1]}", []).append(line)
+    rule_count = sum(len(v) for v in rules.values())
+
+    def policy(chain: str) -> str:
+        if chain not in policies:
+            return "none"
+        last = rules.get(f"filter/{chain}", [])
+        words = last[-1].split() if last else []
+        final_drop = len(words) >= 4 and words[2] == "-j" and words[3] in ("DROP", "REJECT")
+        return "drop" if policies[chain] == "drop" or final_drop else "accept"
+
+    docker_user = any(
+        r.split()[2:] != ["-j", "RETURN"] for r in rules.get("filter/DOCKER-USER", [])
+    )
+    return {
+        "backend": "iptables" if rule_count or any(p != "accept" for p in policies.values()) else "none",
+        "readable": True,
+        "input_policy": policy("INPUT"),
+        "forward_policy": policy("FORWARD"),
+        "rule_count": rule_count,
+        "docker_user_chain_filters": docker_user,
+    }
+
+
+def collect_firewall() -> dict[str, Any] | Unknown:
+    if os.geteuid() != 0:
+        return Unknown(FIREWALL_NEEDS_ROOT)
+    nft = run_command(["nft", "-j", "list", "ruleset"], timeout=2.0)
+    nft_result: dict[str, Any] | Unknown | None = None
+    if not isinstance(nft, Unknown):
+        if nft.returncode == 0:
+            nft_result = parse_nft_json(nft.stdout)
+        else:
+            nft_result = Unknown(f"nft failed: {nft.stderr.strip()[:200]}")
+    if isinstance(nft_result, dict) and nft_result["backend"] != "none":
+        return nft_result
+    # Legacy iptables rules do not show in nft's ruleset.
+    ipt = run_command(["iptables-save"], timeout=2.0)
+    if not isinstance(ipt, Unknown) and ipt.returncode == 0:
+        legacy = parse_iptables_save(ipt.stdout)
+        if legacy["backend"] != "none" or nft_result is None:
+            return legacy
+    if nft_result is not None:
+        return nft_result
+    return Unknown("neither nft nor iptables-save is installed")
+
+
+def collect(ctx: Any) -> dict[str, Any]:
+    public_ranges = list(getattr(ctx, "public_ranges", []) or [])
+    interfaces = collect_interfaces(public_ranges)
+    if isinstance(interfaces, Unknown):
+        ipv6_global: bool | Unknown = interfaces
+    else:
+        ipv6_global = any(a["family"] == 6 and a["scope"] == "global"
+                          for i in interfaces for a in i["addresses"])
+    return {
+        "interfaces": interfaces,
+        "default_route": default_route(),
+        "ipv6_global": ipv6_global,
+        "listening": collect_listening(),
+        "firewall": collect_firewall(),
+    }

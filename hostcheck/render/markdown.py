@@ -1,0 +1,51 @@
+"""The Markdown report, for forum posts and tickets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, measured_text, needs_attention, threshold_text
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
+    host = report["host"].get("hostname") or "this host"
+    lines = [f"# hostcheck report — {host}", "", f"hostcheck {report['tool']['version']}, {report['generated_at']}", ""]
+    lines += ["| policy | verdict | score | blockers | risks | unknown |", "|---|---|---|---|---|---|"]
+    for p in report["policies"]:
+        lines.append(
+            f"| {p['id']} | **{VERDICT_MARK[p['verdict']]}** | {p['score']} | "
+            f"{', '.join(p['blockers']) or '-'} | {', '.join(p['risks']) or '-'} | {', '.join(p['unknowns']) or '-'} |"
+        )
+    risk = report["owner_risk"]
+    lines += ["", f"## Owner risk: {risk['rating'].upper()}", "", risk["statement"], ""]
+    for row in risk["findings"]:
+        if row["status"] in ("warn", "unknown", "error"):
+            lines.append(f"- **{row['id']}** {row['title']} ({row['level'] if row['status'] == 'warn' else row['status']}): {row['detail'] or row['measured']}")
+    for p in report["policies"]:
+        lines += ["", f"## {p['title']}: {VERDICT_MARK[p['verdict']]} ({p['score']}/100)", "", p["summary"], ""]
+        if p.get("follows"):
+            lines += [f"*Where sources disagree:* {p['follows']}", ""]
+        shown = [f for f in p["findings"] if verbose or needs_attention(f)]
+        if not shown:
+            lines.append("Every requirement met.")
+            continue
+        lines += ["| status | id | check | measured | needs | detail | fix | source |", "|---|---|---|---|---|---|---|---|"]
+        for f in shown:
+            source = f"[{f['source']['title']}]({f['source']['url']}) ({f['source']['checked']})"
+            lines.append(
+                "| " + " | ".join(
+                    _cell(x)
+                    for x in (
+                        STATUS_LABEL[f["status"]], f["id"], f["title"], measured_text(f), threshold_text(f),
+                        f.get("detail") or "",
+                        (f["fix"] + (f" (Ansible {f['fix_role']})" if f.get("fix_role") else "")) if f["status"] in ("fail", "warn") else "",
+                        source,
+                    )
+                ) + " |"
+            )
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""The terminal report (rich): verdicts first, then per policy blockers, risks, unknowns."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, grouped_unknowns, headline, needs_attention
+
+VERDICT_STYLE = {
+    "feasible": "bold green",
+    "feasible with risks": "bold yellow",
+    "not feasible": "bold red",
+    "undetermined": "bold magenta",
+}
+STATUS_STYLE = {"fail": "red", "warn": "yellow", "unknown": "magenta", "error": "bold red", "pass": "green", "skipped": "dim"}
+RISK_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold green", "unknown": "bold magenta"}
+
+
+def _grid() -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=8, no_wrap=True)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool = False) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, force_terminal=color, no_color=not color, highlight=False)
+    host = report["host"].get("hostname") or "this host"
+    console.print(Text(f"hostcheck {report['tool']['version']} — {host}", style="bold"))
+
+    summary = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("policy", "verdict", "score", "blockers", "risks", "unknown"):
+        summary.add_column(column)
+    for policy in report["policies"]:
+        summary.add_row(
+            policy["id"],
+            Text(VERDICT_MARK[policy["verdict"]], style=VERDICT_STYLE[policy["verdict"]]),
+            str(policy["score"]),
+            str(len(policy["blockers"])),
+            str(len(policy["risks"])),
+            str(len(policy["unknowns"])),
+        )
+    console.print(summary)
+
+    risk = report["owner_risk"]
+    console.print()
+    console.print(Text.assemble(("Owner risk: ", "bold"), (risk["rating"].upper(), RISK_STYLE[risk["rating"]])))
+    console.print(risk["statement"], markup=False)
+    grid = _grid()
+    for row in risk["findings"]:
+        if row["status"] in ("warn", "unknown", "error"):
+            label = row["level"].upper() if row["status"] == "warn" else row["status"].upper()
+            grid.add_row(Text(label, style=STATUS_STYLE[row["status"]]), Text(f"{row['id']} {row['title']}: {row['detail'] or row['measured']}"))
+    console.print(grid)
+
+    for policy in report["policies"]:
+        console.print()
+        console.print(
+            Text.assemble(
+                (policy["title"], "bold"),
+                "  ",
+                (VERDICT_MARK[policy["verdict"]], VERDICT_STYLE[policy["verdict"]]),
+                f"  score {policy['score']}/100",
+            )
+        )
+        grid = _grid()
+        for finding in policy["findings"]:
+            if finding["status"] in ("unknown", "error") or not (verbose or needs_attention(finding)):
+                continue
+            body = Text(headline(finding), style="bold" if finding["status"] == "fail" else "")
+            if finding.get("detail"):
+                body.append(f"\n{finding['detail']}")
+            if finding["status"] in ("fail", "warn"):
+                body.append(f"\nfix: {finding['fix']}")
+                if finding.get("fix_role"):
+                    body.append(f" [Ansible {finding['fix_role']}]", style="dim")
+            grid.add_row(Text(STATUS_LABEL[finding["status"]], style=STATUS_STYLE[finding["status"]]), body)
+        for status, ids, reason in grouped_unknowns(policy["findings"]):
+            grid.add_row(Text(STATUS_LABEL[status], style=STATUS_STYLE[status]), Text(f"{', '.join(ids)}\n{reason}"))
+        console.print(grid)
+        met = sum(1 for f in policy["findings"] if f["status"] == "pass")
+        if met and not verbose:
+            console.print(Text(f"         {met} requirement(s) met (--verbose lists them)", style="dim"))
+    console.print()
+    console.print(Text("`hostcheck explain ID` tells why a check matters, its source and how to fix it.", style="dim"))
+    return buffer.getvalue()

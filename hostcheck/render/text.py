@@ -1,0 +1,67 @@
+"""Phrases shared by the terminal and Markdown renderers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+VERDICT_MARK = {
+    "feasible": "FEASIBLE",
+    "feasible with risks": "FEASIBLE WITH RISKS",
+    "not feasible": "NOT FEASIBLE",
+    "undetermined": "UNDETERMINED",
+}
+STATUS_LABEL = {
+    "fail": "BLOCKER",
+    "warn": "RISK",
+    "unknown": "UNKNOWN",
+    "error": "ERROR",
+    "pass": "ok",
+    "skipped": "skipped",
+}
+
+
+def _with_unit(value: Any, unit: str) -> str:
+    return f"{value} {unit}" if unit and isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def measured_text(finding: dict[str, Any]) -> str:
+    measured = finding.get("measured")
+    if measured is None or isinstance(measured, dict):
+        return ""
+    return _with_unit(measured, finding.get("unit", ""))
+
+
+def threshold_text(finding: dict[str, Any]) -> str:
+    threshold = finding.get("threshold")
+    if threshold is None:
+        return ""
+    if isinstance(threshold, list):
+        return f"one of {', '.join(map(str, threshold))}"
+    if isinstance(threshold, str) and finding["op"] == "==":
+        return ""  # a statement (e.g. why a platform is closed), not a bar to clear
+    return f"{finding['op']} {_with_unit(threshold, finding.get('unit', ''))}"
+
+
+def headline(finding: dict[str, Any]) -> str:
+    """'GPU-1050 GPU power limit vs its default: 0.36 ratio (needs >= 0.9 ratio)'."""
+    text = f"{finding['id']} {finding['title']}"
+    measured, needs = measured_text(finding), threshold_text(finding)
+    if measured:
+        text += f": {measured}"
+    if needs:
+        text += f" (needs {needs})"
+    return text
+
+
+def grouped_unknowns(findings: list[dict[str, Any]]) -> list[tuple[str, list[str], str]]:
+    """Unknown/error findings grouped by their reason, so one missing fact is said once."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for finding in findings:
+        if finding["status"] in ("error", "unknown"):
+            groups.setdefault((finding["status"], finding.get("detail") or "no reason given"), []).append(finding["id"])
+    ordered = sorted(groups.items(), key=lambda item: (item[0][0] != "error", item[1][0]))
+    return [(status, ids, reason) for (status, reason), ids in ordered]
+
+
+def needs_attention(finding: dict[str, Any]) -> bool:
+    return finding["status"] in ("fail", "warn", "unknown", "error")

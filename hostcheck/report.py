@@ -1,0 +1,68 @@
+"""The report: facts + per-policy verdicts + owner risk, as one JSON-ready document."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from hostcheck import __version__
+from hostcheck.facts import lookup, to_jsonable
+from hostcheck.judge import judge_policy
+from hostcheck.policy import Policy
+from hostcheck.scoring import owner_risk, score, verdict
+
+REPORT_VERSION = 1
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_NOT_FEASIBLE = 3
+
+STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "unknown": 3, "pass": 4, "skipped": 5}
+FEASIBLE = ("feasible", "feasible with risks")
+
+
+def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
+    results = []
+    for policy in policies:
+        findings = judge_policy(policy, facts)
+        ordered = sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.id))
+        results.append(
+            {
+                "id": policy.id,
+                "title": policy.title,
+                "platform": policy.platform,
+                "kind": policy.kind,
+                "summary": policy.summary,
+                "follows": policy.follows,
+                "verdict": verdict(findings),
+                "score": score(findings),
+                "blockers": [f.id for f in ordered if f.status == "fail"],
+                "risks": [f.id for f in ordered if f.status == "warn"],
+                "unknowns": [f.id for f in ordered if f.status in ("unknown", "error")],
+                "findings": [f.as_dict() for f in ordered],
+            }
+        )
+    risk = owner_risk(facts)
+    hostname = lookup(facts, "meta.hostname")
+    return {
+        "report_version": REPORT_VERSION,
+        "tool": {"name": "hostcheck", "version": __version__},
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": {"hostname": hostname if isinstance(hostname, str) else None},
+        "policies": results,
+        "owner_risk": {
+            "rating": risk.rating,
+            "statement": risk.statement,
+            "findings": to_jsonable(risk.findings),
+        },
+        "facts": to_jsonable(facts),
+    }
+
+
+def exit_code(report: dict[str, Any], strict: bool = False) -> int:
+    """0 when at least one requested policy is feasible (possibly with risks), else 3;
+    with strict, 3 as soon as any requested policy is not feasible."""
+    verdicts = [p["verdict"] for p in report["policies"]]
+    if strict:
+        return EXIT_OK if verdicts and all(v in FEASIBLE for v in verdicts) else EXIT_NOT_FEASIBLE
+    return EXIT_OK if any(v in FEASIBLE for v in verdicts) else EXIT_NOT_FEASIBLE

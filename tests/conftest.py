@@ -1,0 +1,3 @@
+"""Shared pytest setup. Keep this minimal: test modules live in several places under tests/."""
+
+pytest_plugins = ["tests.lab.fixtures"]

@@ -1,0 +1,201 @@
+"""Build and cache the Debian 12 root filesystem every lab host (nspawn and VM) starts from.
+
+One debootstrap serves both lanes: the cloud kernel and initramfs are in the package list so
+the VM image is made from the very same tree the containers boot (a container ignores
+/boot). The result is cached twice under the cache dir:
+
+- ``rootfs-<key>.tar[.zst]``: the portable artifact (CI caches this file),
+- ``rootfs-<key>/``: the extracted tree, used read-only as the overlay lower layer.
+
+``<key>`` hashes the suite, mirror, package list and :data:`RECIPE_VERSION`, so a changed
+package list or customisation never reuses a stale tree.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.lab.errors import LabError
+from tests.lab.util import log, run
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+
+PACKAGES: tuple[str, ...] = (
+    # what lab-hosts.md measured as the minimum for a real systemd server reachable by SSH
+    "systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "python3-apt",
+    "iproute2", "sudo", "kmod", "nftables", "ca-certificates",
+    # pre-baked because the roles and the audit need them (apt inside a host costs ~5 s each)
+    "libpam-systemd",  # logind sessions, as on a standard server (hostcheck reads them)
+    "udev",  # the VM lane needs /dev/disk/by-label and en* names; inert in containers
+    "procps",  # sysctl, ps: ansible.posix.sysctl and hostcheck need them
+    "acl",  # Ansible's become_user to an unprivileged user needs setfacl
+    "tzdata", "systemd-timesyncd", "unattended-upgrades", "apt-utils", "xfsprogs",
+    "python3-venv",  # installing hostcheck into a venv inside a lab host
+    "iputils-ping", "netcat-openbsd", "curl", "less",
+    # VM lane: kernel + initrd end up in /boot (lab-hosts.md: ~4 s to turn into an image)
+    "linux-image-cloud-amd64", "initramfs-tools",
+)
+"""Debian packages in the lab rootfs. docker.io is deliberately absent (large; roles install it)."""
+
+RECIPE_VERSION = 1
+"""Bump whenever :func:`_customize` changes, so cached trees are rebuilt."""
+
+DEFAULT_CACHE = Path("/var/cache/hostcheck-lab")
+ADMIN_USER = "admin"
+ADMIN_UID = 1000
+TAR_FLAGS = ["--numeric-owner", "--xattrs", "--xattrs-include=*", "--acls"]
+
+
+def cache_dir() -> Path:
+    """Where built artifacts live (``HOSTCHECK_LAB_CACHE`` overrides the default)."""
+    path = Path(os.environ.get("HOSTCHECK_LAB_CACHE") or DEFAULT_CACHE)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def rootfs_key(packages: tuple[str, ...] = PACKAGES) -> str:
+    """Cache key: anything that changes the tree's content changes the key."""
+    recipe = {"suite": SUITE, "mirror": MIRROR, "packages": sorted(packages), "recipe": RECIPE_VERSION}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Rootfs:
+    """A built, extracted lab rootfs (treat :attr:`base` as read-only: overlays sit on it)."""
+
+    key: str
+    base: Path
+    """Extracted tree; the lower layer of every lab host's overlay."""
+    tarball: Path
+    packages: tuple[str, ...]
+    origin: str
+    """How this call got it: "built" (debootstrap ran), "extracted" (from the tarball), "cached"."""
+    seconds: float
+
+    @property
+    def kernel(self) -> Path:
+        return _one(self.base / "boot", "vmlinuz-*")
+
+    @property
+    def initrd(self) -> Path:
+        return _one(self.base / "boot", "initrd.img-*")
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    found = sorted(folder.glob(pattern))
+    if len(found) != 1:
+        raise LabError(f"expected exactly one {pattern} in {folder}, found {[p.name for p in found]}")
+    return found[0]
+
+
+@contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """Serialise builds of one artifact across concurrent test sessions (other developers)."""
+    path = cache_dir() / f"{name}.lock"
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compressor() -> tuple[str, list[str]]:
+    # zstd makes the CI cache artifact ~2x smaller at no measurable cost; plain tar otherwise
+    if shutil.which("zstd"):
+        return ".tar.zst", ["--use-compress-program=zstd -T0 -3 -q"]
+    return ".tar", []
+
+
+def ensure_rootfs(packages: tuple[str, ...] = PACKAGES) -> Rootfs:
+    """Return the cached rootfs for ``packages``, building or extracting it if needed."""
+    key = rootfs_key(packages)
+    cache = cache_dir()
+    base = cache / f"rootfs-{key}"
+    started = time.monotonic()
+    with cache_lock(f"rootfs-{key}"):
+        tarball = next((p for p in (cache / f"rootfs-{key}.tar.zst", cache / f"rootfs-{key}.tar") if p.exists()), None)
+        if (base / ".complete").exists() and tarball is not None:
+            return Rootfs(key, base, tarball, packages, "cached", time.monotonic() - started)
+        if base.exists():
+            shutil.rmtree(base)  # half-extracted by a killed session
+        staging = cache / f"rootfs-{key}.partial"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir()
+        if tarball is not None:
+            origin = "extracted"
+            flags = ["--use-compress-program=zstd -d -q"] if tarball.suffix == ".zst" else []
+            run(["tar", *TAR_FLAGS, *flags, "-xpf", str(tarball), "-C", str(staging)], timeout=300)
+        else:
+            origin = "built"
+            _debootstrap(staging, packages)
+            _customize(staging)
+            suffix, flags = _compressor()
+            tarball = cache / f"rootfs-{key}{suffix}"
+            partial = tarball.with_name(tarball.name + ".partial")
+            run(["tar", *TAR_FLAGS, *flags, "-cf", str(partial), "-C", str(staging), "."], timeout=300)
+            partial.rename(tarball)
+        (staging / ".complete").write_text(f"{key}\n")
+        staging.rename(base)
+    seconds = time.monotonic() - started
+    log(f"rootfs {key}: {origin} in {seconds:.1f}s")
+    return Rootfs(key, base, tarball, packages, origin, seconds)
+
+
+def _debootstrap(target: Path, packages: tuple[str, ...]) -> None:
+    log(f"debootstrap {SUITE} into {target} ({len(packages)} packages, ~70 s)")
+    argv = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(target), MIRROR]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        debootstrap_log = target / "debootstrap" / "debootstrap.log"
+        if debootstrap_log.exists():
+            tail += "\n--- debootstrap.log ---\n" + "\n".join(debootstrap_log.read_text(errors="replace").splitlines()[-30:])
+        raise LabError(f"debootstrap failed (rc {result.returncode}):\n{tail}")
+
+
+def _write(root: Path, rel: str, text: str, mode: int = 0o644) -> None:
+    path = root / rel.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():
+        path.unlink()
+    path.write_text(text)
+    os.chmod(path, mode)
+
+
+def _customize(root: Path) -> None:
+    """Session-independent setup baked into the cache. Per-host data (keys, hostname,
+    machine-id, password) is written when a host starts, never here.
+
+    Only offline tools touch the tree (``useradd --root``, ``systemctl --root``): nothing
+    executes inside it, so no package script can reach this machine.
+    """
+    # what debootstrap copied from this machine must not leak into the lab hosts
+    _write(root, "etc/hostname", "lab\n")
+    _write(root, "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+    # slirp4netns (nspawn lane) and qemu user networking (VM lane) both answer DNS here
+    _write(root, "etc/resolv.conf", "nameserver 10.0.2.3\n")
+    _write(root, "etc/apt/sources.list", (
+        f"deb {MIRROR} {SUITE} main\n"
+        f"deb {MIRROR} {SUITE}-updates main\n"
+        f"deb {MIRROR}-security {SUITE}-security main\n"
+    ))
+    run(["useradd", "--root", str(root), "--create-home", "--shell", "/bin/bash",
+         "--uid", str(ADMIN_UID), "--user-group", "--groups", "sudo", "--comment", "lab admin", ADMIN_USER])
+    # NOPASSWD as on a cloud server: Ansible's become and testinfra's sudo cannot type one
+    _write(root, f"etc/sudoers.d/90-lab-{ADMIN_USER}", f"{ADMIN_USER} ALL=(ALL) NOPASSWD:ALL\n", 0o440)
+    # an empty machine-id would make systemd run first-boot presets on every container
+    _write(root, "etc/machine-id", "0" * 31 + "1\n", 0o444)
+    run(["systemctl", f"--root={root}", "enable", "ssh.service"])

@@ -1,0 +1,79 @@
+"""Small helpers shared by the lab modules: logged subprocess runs and waiting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from tests.lab.errors import LabError
+
+T = TypeVar("T")
+
+VERBOSE = os.environ.get("HOSTCHECK_LAB_VERBOSE", "") not in ("", "0")
+
+
+def log(message: str) -> None:
+    """Progress lines on stderr (pytest shows them with -s or on failure)."""
+    if VERBOSE:
+        print(f"[lab] {message}", file=sys.stderr, flush=True)
+
+
+def run(argv: Sequence[str], *, timeout: float = 60, check: bool = True,
+        input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a local command with a timeout; on failure raise :class:`LabError` with its output."""
+    try:
+        result = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                                input=input, env=env, stdin=None if input is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise LabError(f"timed out after {timeout}s: {' '.join(argv)}") from exc
+    if check and result.returncode != 0:
+        raise LabError(f"rc {result.returncode}: {' '.join(argv)}\n{result.stdout}{result.stderr}".rstrip())
+    return result
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.2) -> T:
+    """Poll ``probe`` until it returns something truthy; LabError naming ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise LabError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0); it is dead for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def pid_cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def pid_starttime(pid: int) -> str:
+    """Kernel start time of a process (guards against PID reuse in pid files)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
