@@ -6,6 +6,7 @@ import errno
 import glob
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,8 @@ def _read_config(
         problems.append(f"{path}: Include nested deeper than {MAX_INCLUDE_DEPTH}")
         return
     try:
-        if not os.path.isfile(path):  # a FIFO or device could block the audit
-            raise FileNotFoundError(errno.ENOENT, "not a regular file")
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device could block the audit
+            raise OSError(errno.EINVAL, "not a regular file")
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read(1 << 20)
     except (OSError, ValueError) as exc:

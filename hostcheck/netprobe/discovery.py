@@ -29,9 +29,10 @@ from hostcheck.netprobe.client import (
 )
 from hostcheck.netprobe.stun import Address, binding_request
 
-EIM = "endpoint-independent"
-ADM = "address-dependent"
-APDM = "address-and-port-dependent"
+# The same three words name mapping and filtering behaviours (RFC 4787).
+EI = "endpoint-independent"
+AD = "address-dependent"
+APD = "address-and-port-dependent"
 UNKNOWN = "unknown"
 
 
@@ -51,6 +52,7 @@ class NatDiscovery:
     tests: list[dict[str, object]] = field(default_factory=list)
     packets_sent: int = 0
     duration_s: float = 0.0
+    rtt_max: float | None = None
 
     @property
     def reason(self) -> str | None:
@@ -60,6 +62,22 @@ class NatDiscovery:
         for o in outcomes:
             self.tests.append(o.summary())
             self.packets_sent += o.sent
+            if o.ok and o.rtt_s is not None:
+                self.rtt_max = max(self.rtt_max or 0.0, o.rtt_s)
+
+
+def filtering_timing(timing: Timing, rtt: float | None) -> Timing:
+    """The filtering tests' schedule, from the round trip the mapping tests measured.
+
+    A filtering NAT answers these tests with silence, so their timeout is the price of every
+    run behind one. Once the server's round trip is known (RFC 8489 lets the RTO follow it),
+    waiting many round trips plus a second is enough; without a measurement, the defaults.
+    """
+    if rtt is None:
+        return timing
+    timeout = min(timing.probe_timeout, max(1.5, 1.2 + 4 * rtt))
+    rto = min(timing.rto, max(0.2, 2 * rtt))
+    return Timing(rto=rto, retransmissions=timing.retransmissions, probe_timeout=timeout)
 
 
 def discover_nat(
@@ -123,11 +141,11 @@ def _discover(result: NatDiscovery, family: int, deadline: float, timing: Timing
             return
         if not result.nat_present:
             # Nothing translates our address: the mapping is trivially endpoint-independent.
-            result.mapping = EIM
+            result.mapping = EI
         else:
             result.mapping = _mapping_tests(result, main, other, deadline, timing)
         result.filtering, result.hairpinning = _filtering_and_hairpin_tests(
-            result, main, family, local_ip, deadline, timing, hairpin
+            result, main, family, local_ip, deadline, filtering_timing(timing, result.rtt_max), hairpin
         )
 
 
@@ -142,14 +160,14 @@ def _mapping_tests(result: NatDiscovery, main: socket.socket, other: Address, de
         result.reasons.append(f"mapping: {describe_failure(second) if not second.ok else 'no mapped address in answer'}")
         return UNKNOWN
     if second.message.mapped == result.mapped:
-        return EIM
+        return EI
     # Test III: other address and other port. Same as test II -> address-dependent.
     (third,) = run_transactions([binding_transaction("mapping III", main, other, timing=timing)], deadline)
     result._record([third])
     if not third.ok or third.message is None or third.message.mapped is None:
         result.reasons.append(f"mapping: {describe_failure(third) if not third.ok else 'no mapped address in answer'}")
         return UNKNOWN
-    return ADM if third.message.mapped == second.message.mapped else APDM
+    return AD if third.message.mapped == second.message.mapped else APD
 
 
 def _filtering_and_hairpin_tests(
@@ -218,7 +236,7 @@ def _filtering_verdict(result: NatDiscovery, f2: Outcome, f3: Outcome, server: A
                 f"not {fmt_address(other)} (the server ignores CHANGE-REQUEST)"
             )
             return UNKNOWN
-        return EIM
+        return EI
     if f3.ok:
         expected = (server[0], other[1])
         if f3.source != expected:
@@ -227,9 +245,9 @@ def _filtering_verdict(result: NatDiscovery, f2: Outcome, f3: Outcome, server: A
                 f"not {fmt_address(expected)} (the server ignores CHANGE-REQUEST)"
             )
             return UNKNOWN
-        return ADM
+        return AD
     if f2.timed_out and f3.timed_out:
-        return APDM
+        return APD
     for o in (f2, f3):
         if not o.ok and not o.timed_out:
             result.reasons.append(f"filtering: {describe_failure(o)}")

@@ -77,3 +77,8 @@ def pid_starttime(pid: int) -> str:
             return handle.read().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
         return ""
+
+
+def sha512_crypt(password: str) -> str:
+    """A /etc/shadow hash (openssl, since Python's crypt module is deprecated)."""
+    return run(["openssl", "passwd", "-6", "-stdin"], input=password).stdout.strip()
