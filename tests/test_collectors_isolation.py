@@ -15,6 +15,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import socket
 import socketserver
 import subprocess
@@ -30,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from hostcheck.collectors import CollectContext, accounts, docker_daemon, network_local, packages, sshd
+from hostcheck.collectors import CollectContext, _proc, accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown, to_jsonable
 from hostcheck.netaddr import classify_address
 
@@ -85,6 +86,26 @@ def world_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def process_named(directory: Path, name: str, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process whose /proc/PID/comm is ``name`` (a copy of sh that sleeps)."""
+    binary = directory / name
+    shutil.copy2(shutil.which("sh") or "/bin/sh", binary)
+    # "; :" keeps sh alive as the parent instead of exec'ing sleep in its place.
+    proc = subprocess.Popen([str(binary), "-c", "sleep 60; :", name, *args], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{proc.pid}/comm").read_text().strip() == name:
+                    break
+            time.sleep(0.02)
+        yield proc
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own group: sh and the sleep it started
+        proc.wait(timeout=10)
 
 
 def assert_jsonable(facts: dict[str, Any]) -> None:
@@ -192,6 +213,31 @@ def test_unreadable_home_is_reported_not_guessed(world_tmp: Path) -> None:
         private.chmod(0o700)
     assert unreadable == [str(private)]
     assert found == [{"kind": "kube", "user": "alice", "path": str(open_home / ".kube/config")}]
+
+
+def test_graphical_session_and_display_manager_from_real_processes(tmp_path: Path) -> None:
+    assert accounts.graphical_session(["bash", "Xwayland"]) is True
+    with process_named(tmp_path, "Xorg"):
+        facts = accounts.collect(CollectContext())
+    assert facts["graphical_session"] is True
+    if not os.path.lexists(accounts.DISPLAY_MANAGER_UNIT):
+        assert accounts.display_manager(["bash"]) is None
+        with process_named(tmp_path, "sddm"):
+            assert accounts.collect(CollectContext())["display_manager"] == "sddm"
+        assert accounts.display_manager(["gdm3"]) == "gdm"
+
+
+def test_display_manager_from_the_unit_symlink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    unit = tmp_path / "display-manager.service"
+    unit.symlink_to("/lib/systemd/system/gdm3.service")
+    monkeypatch.setattr(accounts, "DISPLAY_MANAGER_UNIT", str(unit))
+    assert accounts.display_manager([]) == "gdm"
+    unit.unlink()
+    unit.symlink_to("/usr/lib/systemd/system/lightdm.service")
+    assert accounts.display_manager(["sddm"]) == "lightdm"  # the enabled one, not a stray process
+    unit.unlink()
+    unit.symlink_to("/dev/null")  # masked
+    assert accounts.display_manager([]) is None
 
 
 def test_accounts_collect_contract() -> None:
@@ -333,8 +379,10 @@ def test_docker_absent_when_socket_path_does_not_exist(docker_env: Any, tmp_path
     assert facts["reachable"] is False
     assert facts["unreachable_reason"] == "absent"
     assert facts["daemon_json"] == Unknown(f"{tmp_path / 'daemon.json'} does not exist")
-    assert all(isinstance(facts[k], Unknown) for k in docker_daemon.ALL_KEYS)
-    assert facts["icc"].reason == "docker daemon not reachable (absent)"
+    for key in ("version", "seccomp", "apparmor", "rootless", "published_ports"):
+        assert facts[key] == Unknown("docker daemon not reachable (absent)")
+    if docker_daemon.dockerd_flags() is None:  # else a running dockerd's flags settle some
+        assert all(facts[k] == Unknown("docker daemon not reachable (absent)") for k in docker_daemon.ALL_KEYS)
     assert_jsonable(facts)
 
 
@@ -429,6 +477,20 @@ def test_docker_reachable_through_the_sdk(docker_env: Any, tmp_path: Path) -> No
     }
     paths = [re.sub(r"^/v1\.\d+", "", p.split("?", 1)[0]) for p in server.requests]
     assert paths[0] == "/version" and {"/info", "/containers/json"} <= set(paths)
+
+
+def test_docker_settings_from_running_dockerd_flags(docker_env: Any, tmp_path: Path) -> None:
+    docker_env(tmp_path / "nowhere" / "docker.sock")
+    with process_named(tmp_path, "dockerd", "--icc=false", "--live-restore", "--data-root=/srv/docker"):
+        facts = docker_daemon.collect(CollectContext())
+    assert facts["reachable"] is False and facts["unreachable_reason"] == "absent"
+    # No daemon.json, but the running daemon's flags plus dockerd's defaults settle these.
+    assert facts["icc"] is False
+    assert facts["live_restore"] is True
+    assert facts["data_root"] == "/srv/docker"
+    assert facts["userland_proxy"] is True
+    assert facts["runtimes"] == ["runc"]
+    assert facts["version"] == Unknown("docker daemon not reachable (absent)")
 
 
 def test_docker_security_options_and_error_classification() -> None:
@@ -589,6 +651,38 @@ def test_real_sshd_T_agrees_with_file_parser(tmp_path: Path) -> None:
     assert real["passwordauthentication"] == "yes"
     assert real["port"] == ["22", "2222"]
     assert real["hostkey"] == str(tmp_path / "hostkey")
+
+
+def test_sshd_running_sees_a_real_process(tmp_path: Path) -> None:
+    with process_named(tmp_path, "sshd"):
+        assert sshd.sshd_running() is True
+        assert sshd.collect(CollectContext())["running"] is True
+
+
+@pytest.mark.root
+@root_only
+def test_processes_in_a_container_pid_namespace_are_not_the_hosts(tmp_path: Path) -> None:
+    # A rented container's own sshd must not read as the host's sshd.
+    binary = tmp_path / "sshd"
+    shutil.copy2(shutil.which("sh") or "/bin/sh", binary)
+    inner: int | None = None
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", str(binary), "-c", "sleep 60; :"],
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and inner is None:
+            for pid in os.listdir("/proc"):
+                with contextlib.suppress(OSError):
+                    if pid.isdigit() and Path(f"/proc/{pid}/comm").read_text().strip() == "sshd" \
+                            and Path(f"/proc/{pid}/exe").resolve() == binary.resolve():
+                        inner = int(pid)
+            time.sleep(0.02)
+        assert inner is not None, "the namespaced process did not start"
+        assert inner not in {pid for pid, _comm in _proc.host_processes()}
+        assert proc.pid in {pid for pid, _comm in _proc.host_processes()}  # unshare itself is ours
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # unshare, the namespaced sh and its sleep
+        proc.wait(timeout=10)
 
 
 def test_sshd_collect_contract() -> None:

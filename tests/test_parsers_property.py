@@ -26,7 +26,9 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
     max_leaves=40,
 )
-lsblk_keys = st.sampled_from(["name", "type", "rota", "pkname", "maj:min", "children", "fstype", "mountpoint"])
+lsblk_keys = st.sampled_from(
+    ["name", "type", "rota", "pkname", "maj:min", "children", "fstype", "mountpoint"]
+)
 lsblk_device = st.recursive(
     st.dictionaries(lsblk_keys, json_values, max_size=6),
     lambda inner: st.dictionaries(lsblk_keys, json_values | st.lists(inner, max_size=4), max_size=7),
@@ -100,7 +102,10 @@ def test_parse_chassis_type_never_raises(text: str) -> None:
 
 supply_attrs = st.dictionaries(
     st.sampled_from(["type", "online", "capacity", "status", "scope", "present"]),
-    st.one_of(st.sampled_from(["Battery", "Mains", "USB", "Device", "System", "0", "1", "87", "Discharging"]), st.text()),
+    st.one_of(
+        st.sampled_from(["Battery", "Mains", "USB", "Device", "System", "0", "1", "87", "Discharging"]),
+        st.text(),
+    ),
 )
 
 
@@ -158,10 +163,13 @@ def test_decode_throttle_reasons_covers_every_bit(mask: int) -> None:
 def test_pci_text_helpers_never_raise(text: str) -> None:
     assert isinstance(gpu.is_display_class(text), bool)
     assert gpu.vendor_name(text) in ("nvidia", "amd", "intel", "other")
-    assert isinstance(gpu.normalize_bus_id(text), str)
+    verdict, evidence = gpu.laptop_verdict(text, ("desktop", 3))
+    assert isinstance(verdict, bool) and isinstance(evidence, str)
 
 
-sysfs_value = st.one_of(st.text(max_size=20), st.sampled_from(["0x030000", "0x10de", "1", "0", "CRYPT-LUKS2-x", "8:1"]))
+sysfs_value = st.one_of(
+    st.text(max_size=20), st.sampled_from(["0x030000", "0x10de", "1", "0", "CRYPT-LUKS2-x", "8:1"])
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

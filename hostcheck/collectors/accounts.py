@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
 
@@ -175,21 +176,6 @@ def scan_credentials(homes: list[tuple[str, str]]) -> tuple[list[dict[str, str]]
     return found, unreadable
 
 
-def _proc_comms() -> list[str]:
-    comms = []
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return comms
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
-                comms.append(fh.read().strip())
-        except OSError:
-            continue  # the process exited, or hidepid hides it
-    return comms
-
-
 def _proc_hides_processes() -> bool:
     """True when /proc is mounted with hidepid, so other users' processes are invisible."""
     text = read_text("/proc/self/mountinfo")
@@ -256,7 +242,7 @@ def apparmor_enabled() -> bool | Unknown:
 
 
 def collect(ctx: Any) -> dict[str, Any]:
-    comms = _proc_comms()
+    comms = host_process_names()
     facts: dict[str, Any] = {
         "graphical_session": graphical_session(comms),
         "display_manager": display_manager(comms),

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+from hostcheck.collectors._proc import host_processes
 from hostcheck.collectors._run import read_text
 from hostcheck.facts import Unknown
 
@@ -100,17 +101,12 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
     return ports
 
 
-def dockerd_flags() -> dict[str, str]:
-    """--option=value flags of a running dockerd (its cmdline is world-readable)."""
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return {}
-    for pid in pids:
+def dockerd_flags() -> dict[str, str] | None:
+    """--option=value flags of a running dockerd (its cmdline is world-readable); None if none runs."""
+    for pid, comm in host_processes():
+        if comm != "dockerd":
+            continue
         try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8") as fh:
-                if fh.read().strip() != "dockerd":
-                    continue
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 argv = fh.read().decode("utf-8", "replace").split("\0")
         except OSError:
@@ -121,7 +117,7 @@ def dockerd_flags() -> dict[str, str]:
                 key, sep, value = arg[2:].partition("=")
                 flags[key] = value if sep else "true"
         return flags
-    return {}
+    return None
 
 
 def read_daemon_json(path: str | None = None) -> dict[str, Any] | Unknown:
@@ -223,23 +219,33 @@ ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_
 
 def collect(ctx: Any) -> dict[str, Any]:
     daemon_json = read_daemon_json()
-    flags = dockerd_flags()
+    running_flags = dockerd_flags()
+    flags = running_flags or {}
     facts = _connect_and_collect()
-    json_missing = isinstance(daemon_json, Unknown) and "does not exist" in daemon_json.reason
+    json_missing = isinstance(daemon_json, Unknown) and not os.path.lexists(DAEMON_JSON)
     if facts.get("reachable") is True:
         # The API does not report these; daemon.json / dockerd flags do (no file = defaults).
         if isinstance(daemon_json, dict) or json_missing:
             config = settings_from_config(daemon_json if isinstance(daemon_json, dict) else {}, flags)
             facts["icc"], facts["userland_proxy"] = config["icc"], config["userland_proxy"]
             facts["no_new_privileges"] = facts.get("no_new_privileges") is True or config["no_new_privileges"]
-        else:
-            for key in ("icc", "userland_proxy", "no_new_privileges"):
-                facts[key] = Unknown(f"not reported by the API and {daemon_json.reason}")  # type: ignore[union-attr]
+        elif isinstance(daemon_json, Unknown):
+            for fact in ("icc", "userland_proxy", "no_new_privileges"):
+                flag = _as_bool(flags.get(BOOL_SETTINGS[fact][0]))
+                if facts.get(fact) is True:
+                    continue  # the daemon itself reported it
+                facts[fact] = flag if flag is not None else Unknown(
+                    f"not reported by the API and {daemon_json.reason}")
         return facts
 
     reason = facts.get("unreachable_reason") or getattr(facts.get("reachable"), "reason", "")
     facts["daemon_json"] = daemon_json
-    derived = settings_from_config(daemon_json, flags) if isinstance(daemon_json, dict) else {}
+    if isinstance(daemon_json, dict):
+        derived = settings_from_config(daemon_json, flags)
+    elif json_missing and running_flags is not None:
+        derived = settings_from_config({}, flags)  # a running dockerd without daemon.json: flags + defaults
+    else:
+        derived = {}
     for key in ALL_KEYS:
         if key in derived:
             facts[key] = derived[key]

@@ -75,30 +75,26 @@ def cuda_version_string(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
-def normalize_bus_id(bus_id: str) -> str:
-    """NVML's "00000000:01:00.0" -> sysfs's "0000:01:00.0", to match display_adapters."""
-    parts = bus_id.strip().lower().split(":")
-    if len(parts) == 3 and len(parts[0]) > 4:
-        parts[0] = parts[0][-4:]
-    return ":".join(parts)
-
-
 def laptop_verdict(name: str | Unknown, chassis: Chassis) -> tuple[bool | Unknown, str]:
     kind, code = chassis
     evidence = []
     if isinstance(name, str):
-        marker = next((m for m in LAPTOP_MARKERS if m in name.lower()), None)
-        if marker:
-            evidence.append(f"GPU name '{name}' says {marker}")
+        lowered = name.lower()
+        for marker in LAPTOP_MARKERS:
+            at = lowered.find(marker)
+            if at >= 0:
+                evidence.append(f"name contains '{name[at:at + len(marker)]}'")
+                break
     if kind == "laptop":
         evidence.append(f"DMI chassis type {code} (laptop)")
     if evidence:
         return True, "; ".join(evidence)
+    named = "GPU name has no laptop marker" if isinstance(name, str) else "GPU name unknown"
     # Pre-Ampere mobile GPUs often carry no marker in their name, so only the chassis can say no.
     if isinstance(kind, Unknown):
-        text = f"GPU name has no laptop marker, but the chassis type is unknown ({kind.reason})"
+        text = f"{named}, but the chassis type is unknown ({kind.reason})"
         return Unknown(text), text
-    return False, f"GPU name has no laptop marker; DMI chassis type {code} ({kind})"
+    return False, f"{named}; DMI chassis type {code} ({kind})"
 
 
 def _text(value: Any) -> Any:
@@ -133,7 +129,9 @@ def _call(nvml: Any, fn_name: str, *args: Any) -> Any:
         return fn(*args)
     except nvml.NVMLError as exc:
         if getattr(exc, "value", None) == ERR_GPU_IS_LOST:
-            raise _GpuLost(f"GPU is lost (fell off the bus during {fn_name}); its readings are unusable") from exc
+            raise _GpuLost(
+                f"GPU is lost (fell off the bus during {fn_name}); its readings are unusable"
+            ) from exc
         return Unknown(_error_reason(exc, fn_name))
 
 
@@ -178,10 +176,12 @@ def _fill_device(nvml: Any, index: int, chassis: Chassis, out: dict[str, Any]) -
     out["uuid"] = _map(_call(nvml, "nvmlDeviceGetUUID", handle), _text)
     out["serial"] = _map(_call(nvml, "nvmlDeviceGetSerial", handle), _text)
     pci = _call(nvml, "nvmlDeviceGetPciInfo", handle)
-    out["pci_bus_id"] = _map(pci, lambda p: normalize_bus_id(_text(p.busId)))
+    out["pci_bus_id"] = _map(pci, lambda p: _text(p.busId))
     mem = _call(nvml, "nvmlDeviceGetMemoryInfo", handle)
     out["vram_total_mib"] = _map(mem, lambda m: int(m.total) // MIB)
     out["vram_used_mib"] = _map(mem, lambda m: int(m.used) // MIB)
+    # The enforced cap is what the card obeys (it can sit below the configured limit on
+    # laptops and under platform limits); the configured limit stands in where it is missing.
     enforced = _call(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
     if isinstance(enforced, Unknown):
         enforced = _call(nvml, "nvmlDeviceGetPowerManagementLimit", handle)

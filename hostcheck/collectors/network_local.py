@@ -275,6 +275,10 @@ def _is_unconditional(expr: Any) -> bool:
     return all(isinstance(e, dict) and set(e) <= neutral for e in expr)
 
 
+def _chain_key(chain: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(chain.get("family", "")), str(chain.get("table", "")), str(chain.get("name", "")))
+
+
 def _hook_policy(chains: list[dict[str, Any]], rules: dict[tuple[str, str, str], list[Any]],
                  hook: str) -> str:
     """Effective policy of a netfilter hook across every base chain on it.
@@ -288,7 +292,7 @@ def _hook_policy(chains: list[dict[str, Any]], rules: dict[tuple[str, str, str],
         if c.get("hook") != hook or c.get("family") not in ("ip", "ip6", "inet"):
             continue
         seen_chain = True
-        chain_rules = rules.get((str(c.get("family", "")), str(c.get("table", "")), str(c.get("name", ""))), [])
+        chain_rules = rules.get(_chain_key(c), [])
         drops = c.get("policy") == "drop" or bool(
             chain_rules and _is_unconditional(chain_rules[-1])
             and _rule_verdicts(chain_rules[-1]) & FILTER_VERDICTS)
@@ -337,7 +341,7 @@ def parse_nft_json(text: str) -> dict[str, Any] | Unknown:
         and (c.get("family"), c.get("table")) != ("ip", "filter")
         and (c.get("policy") == "drop" or any(
             _rule_verdicts(e) & FILTER_VERDICTS
-            for e in rules.get((str(c.get("family")), str(c.get("table")), str(c.get("name"))), [])))
+            for e in rules.get(_chain_key(c), [])))
         for c in chains
     )
     return {

@@ -69,7 +69,10 @@ def parse_power_supply(supplies: dict[str, dict[str, str]]) -> dict[str, Any]:
         kind = str(attrs.get("type", "")).strip()
         if kind == "Battery":
             # Mouse and headset batteries are scope "Device"; an empty bay reports present=0.
-            if str(attrs.get("scope", "")).strip() == "Device" or str(attrs.get("present", "1")).strip() == "0":
+            if (
+                str(attrs.get("scope", "")).strip() == "Device"
+                or str(attrs.get("present", "1")).strip() == "0"
+            ):
                 continue
             status = str(attrs.get("status", "")).strip()
             batteries.append(
@@ -127,7 +130,7 @@ def parse_is_enabled(stdout: str, units: tuple[str, ...]) -> dict[str, str] | No
 
 
 def _state_of(unit: str) -> str | Unknown:
-    res = run_command(["systemctl", "is-enabled", unit], timeout=1.0)
+    res = run_command(["systemctl", "is-enabled", unit], timeout=0.5)
     if isinstance(res, Unknown):
         return res
     state = res.stdout.strip()
@@ -139,7 +142,7 @@ def _state_of(unit: str) -> str | Unknown:
 def sleep_targets(systemd_running: bool | None = None) -> dict[str, str | Unknown] | Unknown:
     res = run_command(["systemctl", "is-enabled", *SLEEP_TARGETS], timeout=1.5)
     if isinstance(res, Unknown):
-        return Unknown(f"no systemd: {res.reason}")
+        return Unknown(f"cannot ask systemd about sleep targets: {res.reason}")
     states: dict[str, str | Unknown] | None = parse_is_enabled(res.stdout, SLEEP_TARGETS)
     if states is None:
         states = {unit: _state_of(unit) for unit in SLEEP_TARGETS}
@@ -148,7 +151,9 @@ def sleep_targets(systemd_running: bool | None = None) -> dict[str, str | Unknow
     if not systemd_running:
         # Unit files exist but systemd is not the init: something else decides about sleep.
         found = ", ".join(f"{u}={s}" for u, s in states.items() if isinstance(s, str))
-        return Unknown(f"systemd is not the running init (no /run/systemd/system); unit files say: {found or 'nothing'}")
+        return Unknown(
+            f"systemd is not the running init (no /run/systemd/system); unit files say: {found or 'nothing'}"
+        )
     return states
 
 
@@ -160,4 +165,3 @@ def collect(ctx: Any) -> dict[str, Any]:
     else:
         supply_facts = parse_power_supply(supplies)
     return {"chassis_type": kind, "chassis_type_code": code, **supply_facts, "sleep_targets": sleep_targets()}
-

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import run_command
 from hostcheck.facts import Unknown
 
@@ -209,18 +210,8 @@ def find_sshd() -> str | None:
 
 
 def sshd_running() -> bool:
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return False
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
-                if fh.read().strip() == "sshd":
-                    return True
-        except OSError:
-            continue
-    return False
+    """An sshd of this host (one inside a rented container does not count)."""
+    return "sshd" in host_process_names()
 
 
 def collect(ctx: Any) -> dict[str, Any]:

@@ -189,7 +189,7 @@ def sysfs_block_index(root: Path = SYS_CLASS_BLOCK) -> BlockIndex | Unknown:
 
 
 def block_index() -> BlockIndex | Unknown:
-    res = run_command(LSBLK, timeout=2.0)
+    res = run_command(LSBLK, timeout=1.5)
     if not isinstance(res, Unknown) and res.returncode == 0:
         parsed = parse_lsblk_json(res.stdout)
         if not isinstance(parsed, Unknown):
@@ -285,7 +285,9 @@ def _existing(path: str) -> str:
     return os.path.realpath(path or "/")
 
 
-def docker_root_facts(path: str | Unknown, mounts: list[Mount], index: BlockIndex | Unknown) -> dict[str, Any]:
+def docker_root_facts(
+    path: str | Unknown, mounts: list[Mount], index: BlockIndex | Unknown
+) -> dict[str, Any]:
     keys = ("free_gib", "fstype", "xfs_project_quota", "separate_mount", "encrypted", "rotational")
     if isinstance(path, Unknown):
         return {"path": path, "exists": path, **dict.fromkeys(keys, path)}
@@ -317,7 +319,9 @@ def _docker_root_path() -> str | Unknown:
     return text if isinstance(text, Unknown) else parse_daemon_json(text)
 
 
-def swap_facts(swaps: list[dict[str, str]], mounts: list[Mount], index: BlockIndex | Unknown) -> list[dict[str, Any]]:
+def swap_facts(
+    swaps: list[dict[str, str]], mounts: list[Mount], index: BlockIndex | Unknown
+) -> list[dict[str, Any]]:
     out = []
     for swap in swaps:
         name = swap["filename"]
@@ -355,11 +359,16 @@ def collect(ctx: Any) -> dict[str, Any]:
     home: dict[str, Any] | Unknown = (
         Unknown("no mount for /home in mountinfo")
         if home_mount is None
-        else {"mountpoint": home_mount["mountpoint"], "encrypted": _encrypted(_mount_block(home_mount, index))}
+        else {
+            "mountpoint": home_mount["mountpoint"],
+            "encrypted": _encrypted(_mount_block(home_mount, index)),
+        }
     )
 
     swaps_text = read_text("/proc/swaps")
-    swap = swaps_text if isinstance(swaps_text, Unknown) else swap_facts(parse_swaps(swaps_text), mounts, index)
+    swap = (
+        swaps_text if isinstance(swaps_text, Unknown) else swap_facts(parse_swaps(swaps_text), mounts, index)
+    )
     return {
         "filesystems": filesystems,
         "root": root,

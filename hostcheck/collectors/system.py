@@ -43,7 +43,8 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
     processors = [b for b in _blocks(text) if "processor" in b]
     if not processors:
         why = Unknown("/proc/cpuinfo lists no processor")
-        return {"cpu_model": why, "cpu_avx": why, "cpu_logical_cores": why, "cpu_physical_cores": why, "hypervisor": why}
+        keys = ("cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor")
+        return dict.fromkeys(keys, why)
     first = processors[0]
     model: str | Unknown = first.get("model name") or first.get("Hardware") or first.get("cpu model") or ""
     if not model and "CPU implementer" in first:
@@ -202,7 +203,11 @@ def collect(ctx: Any) -> dict[str, Any]:
     if isinstance(release_text, Unknown):
         release_text = read_text("/usr/lib/os-release")
     release = {} if isinstance(release_text, Unknown) else parse_os_release(release_text)
-    no_release = Unknown("os-release not readable" if isinstance(release_text, Unknown) else "not in os-release")
+    no_release = Unknown(
+        f"os-release not readable: {release_text.reason}"
+        if isinstance(release_text, Unknown)
+        else "not in os-release"
+    )
 
     virt = run_command(["systemd-detect-virt"], timeout=1.0)
     virt_output = virt if isinstance(virt, Unknown) else virt.stdout

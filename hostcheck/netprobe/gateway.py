@@ -72,6 +72,10 @@ def parse_natpmp_response(data: bytes) -> str | None:
     version, opcode, result = struct.unpack("!BBH", data[:4])
     if version != 0 or opcode != 128:
         raise ValueError(f"not a NAT-PMP public address response (version {version}, opcode {opcode})")
+    if result == 3:
+        # "Network failure": the router has no external address to give (RFC 6886 3.5);
+        # miniupnpd answers this when its WAN address is private or reserved.
+        return None
     if result != 0:
         names = {1: "unsupported version", 2: "not authorized/refused", 3: "network failure",
                  4: "out of resources", 5: "unsupported opcode"}
@@ -114,6 +118,8 @@ def natpmp_external_address(gateway: str, timeout: float = 1.0) -> RouterAnswer 
                 except ValueError as exc:
                     return Unknown(f"NAT-PMP: {gateway}: {exc}")
                 detail = f"NAT-PMP public address request to {gateway}:{NATPMP_PORT}"
+                if addr is None:
+                    detail += " (answered 'network failure' or 0.0.0.0)"
                 return RouterAnswer("nat-pmp", addr, detail)
             if time.monotonic() >= deadline:
                 break

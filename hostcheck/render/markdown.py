@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, measured_text, needs_attention, threshold_text
+from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, measured_text, needs_attention, risk_row_text, threshold_text
 
 
 def _cell(text: str) -> str:
@@ -24,7 +24,7 @@ def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
     lines += ["", f"## Owner risk: {risk['rating'].upper()}", "", risk["statement"], ""]
     for row in risk["findings"]:
         if row["status"] in ("warn", "unknown", "error"):
-            lines.append(f"- **{row['id']}** {row['title']} ({row['level'] if row['status'] == 'warn' else row['status']}): {row['detail'] or row['measured']}")
+            lines.append(f"- ({row['level'] if row['status'] == 'warn' else row['status']}) {risk_row_text(row)}")
     for p in report["policies"]:
         lines += ["", f"## {p['title']}: {VERDICT_MARK[p['verdict']]} ({p['score']}/100)", "", p["summary"], ""]
         if p.get("follows"):

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, grouped_unknowns, headline, needs_attention
+from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, grouped_unknowns, headline, needs_attention, risk_row_text
 
 VERDICT_STYLE = {
     "feasible": "bold green",
@@ -56,7 +56,7 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
     for row in risk["findings"]:
         if row["status"] in ("warn", "unknown", "error"):
             label = row["level"].upper() if row["status"] == "warn" else row["status"].upper()
-            grid.add_row(Text(label, style=STATUS_STYLE[row["status"]]), Text(f"{row['id']} {row['title']}: {row['detail'] or row['measured']}"))
+            grid.add_row(Text(label, style=STATUS_STYLE[row["status"]]), Text(risk_row_text(row)))
     console.print(grid)
 
     for policy in report["policies"]:

@@ -65,3 +65,10 @@ def grouped_unknowns(findings: list[dict[str, Any]]) -> list[tuple[str, list[str
 
 def needs_attention(finding: dict[str, Any]) -> bool:
     return finding["status"] in ("fail", "warn", "unknown", "error")
+
+
+def risk_row_text(row: dict[str, Any]) -> str:
+    """One owner-risk line: what was measured and the evidence, whichever exist."""
+    measured = row.get("measured")
+    parts = [str(measured) if measured not in (None, "") and not isinstance(measured, dict) else "", row.get("detail") or ""]
+    return f"{row['id']} {row['title']}: " + " — ".join(p for p in parts if p)

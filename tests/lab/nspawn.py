@@ -211,6 +211,9 @@ class LabHost(RemoteHost):
         """Run ``argv`` in the hub namespace: where an outside client of the lab network sits."""
         return self.lab.hub_exec(argv, timeout=timeout)
 
+    def tcp_from_outside(self, port: int, timeout: float = 2.0) -> str:
+        return self.lab.tcp_probe(self.ip, port, timeout)
+
     def ssh_config_block(self) -> str:
         return (super().ssh_config_block() +
                 f"  ProxyCommand {self.lab.proxy_command()}\n")

@@ -146,6 +146,11 @@ class RemoteHost:
         """Run ``argv`` where an outside client of this host sits (subclasses say where)."""
         raise NotImplementedError
 
+    def tcp_from_outside(self, port: int, timeout: float = 2.0) -> str:
+        """Try a TCP connection to ``port`` as an outside client would: "open", "refused",
+        "timeout" (a firewall dropped it) or "unreachable"."""
+        raise NotImplementedError
+
     # ---- lifecycle helpers -------------------------------------------------------------------
     def ssh_ready(self) -> bool:
         try:

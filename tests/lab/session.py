@@ -44,6 +44,18 @@ RELAY = HERE / "relay.py"
 SESSION_ROOT = Path("/tmp")
 MARK_RE = re.compile(r"hcl-([0-9a-f]{6})")
 MAX_HOSTS = 250
+TCP_PROBE = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), float(sys.argv[3])).close()
+    print("open")
+except ConnectionRefusedError:
+    print("refused")
+except TimeoutError:
+    print("timeout")
+except OSError:
+    print("unreachable")
+"""
 
 _LABS: weakref.WeakSet[Lab] = weakref.WeakSet()
 _signalled = False
@@ -92,18 +104,27 @@ class Lab:
             self._hub_ready = True
 
     def proxy_command(self) -> str:
-        return f"nsenter --net=/run/netns/{self.hub} /usr/bin/python3 -I -S {RELAY} %h %p"
+        # the trailing marker is ignored by the relay; it lets leftovers() find stray relays
+        return f"nsenter --net=/run/netns/{self.hub} /usr/bin/python3 -I -S {RELAY} %h %p {self.prefix}"
 
     def hub_exec(self, argv: list[str], *, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside the hub namespace (the lab network's outside)."""
         self.ensure_hub()
         return run(["nsenter", f"--net=/run/netns/{self.hub}", *argv], timeout=timeout, check=False)
 
+    def tcp_probe(self, ip: str, port: int, timeout: float = 2.0) -> str:
+        """Connect from the hub to ``ip:port``: "open", "refused" (RST: closed or rejected),
+        "timeout" (dropped) or "unreachable"."""
+        result = self.hub_exec(["/usr/bin/python3", "-I", "-S", "-c", TCP_PROBE, ip, str(port), str(timeout)],
+                               timeout=timeout + 10)
+        return result.stdout.strip() or f"error: {result.stderr.strip()}"
+
     def kill_relays(self, ip: str) -> None:
         """SSH relays to ``ip`` (an ssh master may keep one open after the host is gone)."""
         needle = f"{RELAY} {ip} "
         for pid in _all_pids():
-            if needle in pid_cmdline(pid) + " ":
+            cmdline = pid_cmdline(pid)
+            if needle in cmdline and self.prefix in cmdline:
                 _kill(pid)
 
     # ---- bookkeeping -------------------------------------------------------------------------

@@ -258,6 +258,20 @@ class LabVM(RemoteHost):
         """The VM is reached through this machine's loopback, so outside is here."""
         return run(argv, timeout=timeout, check=False)
 
+    def tcp_from_outside(self, port: int, timeout: float = 2.0) -> str:
+        """Only the SSH port is forwarded to the VM; other ports are not reachable from outside."""
+        if port != 22:
+            raise LabError(f"{self.name}: only port 22 is forwarded from this machine (qemu user networking)")
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout).close()
+            return "open"
+        except ConnectionRefusedError:
+            return "refused"
+        except TimeoutError:
+            return "timeout"
+        except OSError:
+            return "unreachable"
+
     def diagnostics(self) -> str:
         try:
             tail = self.console_log.read_text(errors="replace").splitlines()[-25:]
