@@ -247,6 +247,42 @@ def probe_server(
     serve(bind, port, token, max_ports=max_ports)
 
 
+@app.command(context_settings={"allow_extra_args": False})
+def fleet(
+    paths: Annotated[list[Path], typer.Argument(help="Report directories or files; or: diff OLD_DIR NEW_DIR.")],
+    policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policies to show (repeatable); the first sorts failing hosts first.")] = [],  # noqa: B006
+    sort: Annotated[str, typer.Option("--sort", help="host | score | vram (after failing hosts).")] = "host",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
+    output: OutputOpt = None,
+) -> None:
+    """One table across many hosts' reports (`hostcheck fleet DIR`), or drift between two audits
+    (`hostcheck fleet diff OLD_DIR NEW_DIR`)."""
+    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, fleet_rows, load_fleet, sort_rows
+    from hostcheck.render.fleet import drift_text, fleet_table
+
+    if fmt not in FORMATS:
+        _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if sort not in ("host", "score", "vram"):
+        _die(f"--sort must be host, score or vram, not {sort!r}")
+    try:
+        if paths and str(paths[0]) == "diff":
+            if len(paths) != 3:
+                _die("usage: hostcheck fleet diff OLD_DIR NEW_DIR")
+            changes = diff_fleets(load_fleet([paths[1]]), load_fleet([paths[2]]))
+            text = json.dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
+            _emit(text, output)
+            return
+        entries = load_fleet(paths)
+    except FleetError as exc:
+        _die(str(exc))
+    ids = list(policy) or all_policy_ids(entries)
+    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+    if fmt == "json":
+        _emit(json.dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
+    else:
+        _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+
+
 def main() -> None:
     try:
         app()

@@ -456,6 +456,7 @@ def test_docker_reachable_through_the_sdk(docker_env: Any, tmp_path: Path) -> No
         facts = docker_daemon.collect(CollectContext())
     assert facts == {
         "reachable": True,
+        "unreachable_reason": None,
         "version": "24.0.7",
         "runtimes": ["io.containerd.runc.v2", "nvidia", "runc"],
         "default_runtime": "nvidia",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,12 +195,16 @@ def _logind_graphical() -> bool | Unknown:
         return listing
     if listing.returncode != 0:
         return Unknown(f"loginctl failed: {(listing.stderr or listing.stdout).strip()[:200]}")
+    deadline = time.monotonic() + 1.5  # many sessions must not eat the collector's budget
     for line in listing.stdout.splitlines():
         fields = line.split()
         if not fields:
             continue
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            return Unknown("loginctl too slow to inspect every session")
         shown = run_command(
-            ["loginctl", "show-session", fields[0], "-p", "Type", "--value"], timeout=1.0
+            ["loginctl", "show-session", fields[0], "-p", "Type", "--value"], timeout=min(1.0, left)
         )
         if not isinstance(shown, Unknown) and shown.stdout.strip() in GRAPHICAL_SESSION_TYPES:
             return True

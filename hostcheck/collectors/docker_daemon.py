@@ -164,7 +164,7 @@ def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[
 
 
 def _from_api(client: Any) -> dict[str, Any]:
-    facts: dict[str, Any] = {"reachable": True}
+    facts: dict[str, Any] = {"reachable": True, "unreachable_reason": None}
     try:
         facts["version"] = str(client.version().get("Version", Unknown("daemon did not report a version")))
     except Exception as exc:  # the daemon answered once; a later failure is only this fact's
@@ -198,7 +198,8 @@ def _connect_and_collect() -> dict[str, Any]:
     try:
         import docker  # deferred: importing the SDK is slow and only needed here
     except ImportError as exc:
-        return {"reachable": Unknown(f"the docker Python SDK is not installed: {exc}")}
+        why = Unknown(f"the docker Python SDK is not installed: {exc}")
+        return {"reachable": why, "unreachable_reason": why}
     try:
         params = docker.utils.kwargs_from_env()
         params.setdefault("base_url", f"unix://{DEFAULT_SOCKET}")
@@ -212,6 +213,17 @@ def _connect_and_collect() -> dict[str, Any]:
         client.close()
 
 
+def _is_missing(path: str) -> bool:
+    """True only when the file is known not to exist (an untraversable /etc/docker is not "missing")."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_remap",
             "rootless", "seccomp", "apparmor", "no_new_privileges", "live_restore", "icc",
             "userland_proxy", "data_root", "published_ports")
@@ -222,7 +234,7 @@ def collect(ctx: Any) -> dict[str, Any]:
     running_flags = dockerd_flags()
     flags = running_flags or {}
     facts = _connect_and_collect()
-    json_missing = isinstance(daemon_json, Unknown) and not os.path.lexists(DAEMON_JSON)
+    json_missing = isinstance(daemon_json, Unknown) and _is_missing(DAEMON_JSON)
     if facts.get("reachable") is True:
         # The API does not report these; daemon.json / dockerd flags do (no file = defaults).
         if isinstance(daemon_json, dict) or json_missing:
@@ -238,7 +250,8 @@ def collect(ctx: Any) -> dict[str, Any]:
                     f"not reported by the API and {daemon_json.reason}")
         return facts
 
-    reason = facts.get("unreachable_reason") or getattr(facts.get("reachable"), "reason", "")
+    reason = facts["unreachable_reason"]
+    reason = reason.reason if isinstance(reason, Unknown) else reason
     facts["daemon_json"] = daemon_json
     if isinstance(daemon_json, dict):
         derived = settings_from_config(daemon_json, flags)

@@ -397,7 +397,7 @@ def parse_iptables_save(text: str) -> dict[str, Any]:
 def collect_firewall() -> dict[str, Any] | Unknown:
     if os.geteuid() != 0:
         return Unknown(FIREWALL_NEEDS_ROOT)
-    nft = run_command(["nft", "-j", "list", "ruleset"], timeout=2.0)
+    nft = run_command(["nft", "-j", "list", "ruleset"], timeout=1.5)
     nft_result: dict[str, Any] | Unknown | None = None
     if not isinstance(nft, Unknown):
         if nft.returncode == 0:
@@ -407,7 +407,7 @@ def collect_firewall() -> dict[str, Any] | Unknown:
     if isinstance(nft_result, dict) and nft_result["backend"] != "none":
         return nft_result
     # Legacy iptables rules do not show in nft's ruleset.
-    ipt = run_command(["iptables-save"], timeout=2.0)
+    ipt = run_command(["iptables-save"], timeout=1.0)
     if not isinstance(ipt, Unknown) and ipt.returncode == 0:
         legacy = parse_iptables_save(ipt.stdout)
         if legacy["backend"] != "none" or nft_result is None:

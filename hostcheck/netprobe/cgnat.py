@@ -11,7 +11,7 @@ verdict combines them (:func:`cgnat_verdict`, a pure function):
   each make it "likely"; two of them together make it "yes";
 - weak evidence against (the router reports the public address the internet sees; the
   first hop after the home router is public) gives "no" only when nothing points the
-  other way. A router that learnt its "public" address by STUN itself (miniupnpd's
+  other way, and only once STUN has shown the public address. A router that learnt its "public" address by STUN itself (miniupnpd's
   ``ext_perform_stun``) reports the carrier's address, so this is never strong evidence;
 - nothing either way: "unknown".
 """
@@ -54,6 +54,7 @@ def signal(name: str, result: str, evidence: str) -> dict[str, str]:
 
 def cgnat_verdict(signals: Iterable[dict[str, Any]]) -> str:
     """Combine signals into "yes" | "likely" | "no" | "unknown" (see the module doc)."""
+    signals = list(signals)
     votes: list[tuple[str, str]] = []
     for s in signals:
         name, result = str(s.get("name")), str(s.get("result"))
@@ -69,7 +70,10 @@ def cgnat_verdict(signals: Iterable[dict[str, Any]]) -> str:
         return "yes"
     if likely_sources:
         return "likely"
-    if any(v == WEAK_NO for _, v in votes):
+    # Weak evidence against counts only once STUN showed the public address: without it we
+    # do not even know what the router's address or the traceroute should be compared to.
+    stun_answered = any(str(s.get("name")) == "stun_mapped_address" and s.get("result") == "nat" for s in signals)
+    if stun_answered and any(v == WEAK_NO for _, v in votes):
         return "no"
     return "unknown"
 

@@ -74,6 +74,8 @@ class LabHost(RemoteHost):
         self.slirp: subprocess.Popen[bytes] | None = None
         self.timings: dict[str, float] = {}
         self.boot_state = ""
+        self.last_status: list[str] = []
+        """The supervisor's "boot N PID" / "exit N RC" lines, kept after stop()."""
 
     # ---- start -------------------------------------------------------------------------------
     def start(self) -> LabHost:
@@ -269,6 +271,11 @@ class LabHost(RemoteHost):
         if Path(f"/run/netns/{self.netns}").exists():
             wait_for(f"{self.netns} to empty", lambda: not _netns_pids(self.netns) or None, 10, 0.05)
             run(["ip", "netns", "delete", self.netns], check=False)
+        try:
+            self.last_status = self.status_file.read_text().splitlines()
+        except OSError:
+            self.last_status = []
+        log(f"{self.name} stopped: {self.last_status}")
         propagate = Path("/run/systemd/nspawn/propagate") / self.machine
         if propagate.exists():
             shutil.rmtree(propagate, ignore_errors=True)

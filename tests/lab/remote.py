@@ -102,7 +102,7 @@ class RemoteHost:
             input: str | None = None) -> Result:
         """Run ``command`` (a shell string) through SSH as ``user``; never hangs past ``timeout``."""
         started = time.monotonic()
-        argv = self.ssh_argv(user, "--", command)
+        argv = [*self.ssh_argv(user), command]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input,
                                   stdin=None if input is not None else subprocess.DEVNULL)

@@ -1,0 +1,216 @@
+"""Fleet: read many hosts' JSON reports, compare them side by side, and show drift.
+
+Input is what `playbooks/audit.yml` fetches: one `<host>.json` report per host, and for a
+host that could not be audited a `<host>.unreachable.json` marker
+(`{"hostcheck_fleet": "unreachable", "host": ..., "reason": ...}`), so it is reported, not dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hostcheck.facts import Unknown, from_jsonable, lookup
+from hostcheck.report import REPORT_VERSION
+
+UNREACHABLE_SUFFIX = ".unreachable.json"
+STATUS_RANK = {"pass": 0, "skipped": 0, "warn": 1, "unknown": 2, "error": 2, "fail": 3}
+VERDICT_RANK = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
+
+
+class FleetError(ValueError):
+    """Input the fleet view cannot use (no reports, unreadable file, other report version)."""
+
+
+@dataclass
+class HostEntry:
+    host: str
+    report: dict[str, Any] | None = None
+    unreachable: str | None = None  # reason, when the host could not be audited
+    path: str = ""
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _host_name(path: Path) -> str:
+    name = path.name
+    return name[: -len(UNREACHABLE_SUFFIX)] if name.endswith(UNREACHABLE_SUFFIX) else path.stem
+
+
+def read_entry(path: Path) -> HostEntry:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FleetError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise FleetError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise FleetError(f"{path}: not a hostcheck report (a JSON object is expected)")
+    if data.get("hostcheck_fleet") == "unreachable":
+        return HostEntry(host=str(data.get("host") or _host_name(path)), unreachable=str(data.get("reason") or "unreachable"), path=str(path))
+    version = data.get("report_version")
+    if version is None:
+        raise FleetError(f"{path}: not a hostcheck report (no report_version)")
+    if version != REPORT_VERSION:
+        tool = data.get("tool", {}).get("version", "?")
+        raise FleetError(
+            f"{path}: report format {version} (written by hostcheck {tool}); this hostcheck reads format "
+            f"{REPORT_VERSION}: re-run the audit on that host with this version"
+        )
+    entry = HostEntry(host=_host_name(path), report=data, path=str(path))
+    entry.policies = {p["id"]: p for p in data.get("policies", [])}
+    return entry
+
+
+def load_fleet(paths: list[Path]) -> list[HostEntry]:
+    """Directories are read for `*.json`; files are taken as given."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.glob("*.json") if p.is_file()))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise FleetError(f"{path}: no such file or directory")
+    if not files:
+        raise FleetError(f"no reports (*.json) found in {', '.join(map(str, paths))}")
+    entries = [read_entry(p) for p in files]
+    seen: dict[str, str] = {}
+    for entry in entries:
+        if entry.host in seen:
+            raise FleetError(f"host {entry.host!r} appears twice: {seen[entry.host]} and {entry.path}")
+        seen[entry.host] = entry.path
+    return entries
+
+
+def _gpu_summary(facts: Any) -> dict[str, Any]:
+    devices = lookup(facts, "gpu.devices")
+    if isinstance(devices, Unknown) or not isinstance(devices, list) or not devices:
+        reason = devices.reason if isinstance(devices, Unknown) else "no GPU"
+        return {"gpu": None, "vram_gib": None, "power": None, "gpu_reason": reason}
+    first = devices[0]
+    names = sorted({str(d.get("name")) for d in devices})
+    gpu = f"{len(devices)}x {names[0]}" if len(names) == 1 else ", ".join(names)
+    vram = first.get("vram_total_mib")
+    limit, default = first.get("power_limit_w"), first.get("power_default_w")
+    power = f"{limit:g}/{default:g} W" if isinstance(limit, (int, float)) and isinstance(default, (int, float)) else None
+    return {"gpu": gpu, "vram_gib": round(vram / 1024, 1) if isinstance(vram, (int, float)) else None, "power": power, "gpu_reason": None}
+
+
+def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str, Any]]:
+    """One row per host: hardware summary, owner risk, and per policy verdict/score/blockers."""
+    rows = []
+    for entry in entries:
+        if entry.report is None:
+            rows.append({"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}})
+            continue
+        facts = from_jsonable(entry.report.get("facts", {}))
+        row: dict[str, Any] = {
+            "host": entry.host,
+            "reachable": True,
+            "hostcheck_version": entry.report.get("tool", {}).get("version"),
+            "generated_at": entry.report.get("generated_at"),
+            "owner_risk": entry.report.get("owner_risk", {}).get("rating"),
+            **_gpu_summary(facts),
+            "policies": {},
+        }
+        for pid in policy_ids:
+            result = entry.policies.get(pid)
+            row["policies"][pid] = (
+                {"verdict": result["verdict"], "score": result["score"], "blockers": result["blockers"]}
+                if result
+                else None
+            )
+        rows.append(row)
+    return rows
+
+
+def sort_rows(rows: list[dict[str, Any]], focus: str | None, by: str) -> list[dict[str, Any]]:
+    """Hosts that fail the focus policy first (unreachable first of all), then by `by`."""
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        if not row["reachable"]:
+            return (0, 0, 0, row["host"])
+        result = row["policies"].get(focus) if focus else None
+        failing = -VERDICT_RANK[result["verdict"]] if result else 0
+        score = result["score"] if result else 0
+        secondary = {"host": row["host"], "score": score, "vram": -(row.get("vram_gib") or 0)}.get(by, row["host"])
+        return (1, failing, secondary, row["host"])
+
+    return sorted(rows, key=key)
+
+
+def all_policy_ids(entries: list[HostEntry]) -> list[str]:
+    ids: list[str] = []
+    for entry in entries:
+        for pid in entry.policies:
+            if pid not in ids:
+                ids.append(pid)
+    return ids
+
+
+def _listening(report: dict[str, Any]) -> set[str]:
+    sockets = lookup(from_jsonable(report.get("facts", {})), "network.listening")
+    if not isinstance(sockets, list):
+        return set()
+    return {f"{s.get('proto')}/{s.get('port')} on {s.get('address')}" for s in sockets if isinstance(s, dict)}
+
+
+def diff_fleets(old: list[HostEntry], new: list[HostEntry]) -> list[dict[str, Any]]:
+    """Per host: verdicts that flipped, findings that regressed or improved, new listening sockets."""
+    old_by_host = {e.host: e for e in old}
+    new_by_host = {e.host: e for e in new}
+    changes = []
+    for host in sorted(set(old_by_host) | set(new_by_host)):
+        before, after = old_by_host.get(host), new_by_host.get(host)
+        item: dict[str, Any] = {"host": host, "changes": []}
+        if before is None:
+            item["changes"].append({"kind": "host_added", "detail": "new in this audit"})
+        elif after is None:
+            item["changes"].append({"kind": "host_removed", "detail": "missing from this audit"})
+        elif (before.report is None) != (after.report is None):
+            state = f"unreachable: {after.unreachable}" if after.report is None else "reachable again"
+            item["changes"].append({"kind": "reachability", "detail": state})
+        elif before.report is not None and after.report is not None:
+            item["changes"].extend(_diff_reports(before, after))
+        if item["changes"]:
+            changes.append(item)
+    return changes
+
+
+def _diff_reports(before: HostEntry, after: HostEntry) -> list[dict[str, Any]]:
+    assert before.report is not None and after.report is not None
+    out: list[dict[str, Any]] = []
+    for pid in sorted(set(before.policies) & set(after.policies)):
+        old_p, new_p = before.policies[pid], after.policies[pid]
+        if old_p["verdict"] != new_p["verdict"]:
+            worse = VERDICT_RANK[new_p["verdict"]] > VERDICT_RANK[old_p["verdict"]]
+            out.append({"kind": "verdict_regressed" if worse else "verdict_improved", "policy": pid,
+                        "detail": f"{old_p['verdict']} -> {new_p['verdict']}"})
+    # A check judged by several policies changes once: group its change and name the policies.
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    titles: dict[str, str] = {}
+    for pid in sorted(set(before.policies) & set(after.policies)):
+        old_f = {f["id"]: f for f in before.policies[pid]["findings"]}
+        for finding in after.policies[pid]["findings"]:
+            previous = old_f.get(finding["id"])
+            if previous is None or previous["status"] == finding["status"]:
+                continue
+            titles[finding["id"]] = finding["title"]
+            grouped.setdefault((finding["id"], previous["status"], finding["status"]), []).append(pid)
+    for (check_id, was, now), pids in sorted(grouped.items()):
+        worse = STATUS_RANK[now] > STATUS_RANK[was]
+        out.append({
+            "kind": "finding_regressed" if worse else "finding_improved", "check": check_id, "policies": pids,
+            "detail": f"{check_id} {titles[check_id]}: {was} -> {now} ({', '.join(pids)})",
+        })
+    old_risk = before.report.get("owner_risk", {}).get("rating")
+    new_risk = after.report.get("owner_risk", {}).get("rating")
+    if old_risk != new_risk:
+        out.append({"kind": "owner_risk", "detail": f"{old_risk} -> {new_risk}"})
+    for socket in sorted(_listening(after.report) - _listening(before.report)):
+        out.append({"kind": "new_listening", "detail": socket})
+    for socket in sorted(_listening(before.report) - _listening(after.report)):
+        out.append({"kind": "closed_listening", "detail": socket})
+    return out

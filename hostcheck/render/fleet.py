@@ -1,0 +1,60 @@
+"""Fleet table and drift, as terminal text or Markdown (JSON is the rows themselves)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SHORT = {"feasible": "ok", "feasible with risks": "risks", "not feasible": "NO", "undetermined": "??"}
+
+
+def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:
+    if not row["reachable"]:
+        return [row["host"], "UNREACHABLE", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
+    cells = [
+        row["host"],
+        row.get("gpu") or "none",
+        "" if row.get("vram_gib") is None else f"{row['vram_gib']:g}",
+        row.get("power") or "",
+        row.get("owner_risk") or "",
+        "",
+    ]
+    for pid in policy_ids:
+        result = row["policies"].get(pid)
+        if result is None:
+            cells.append("-")
+            continue
+        blockers = f" [{', '.join(result['blockers'])}]" if result["blockers"] else ""
+        cells.append(f"{SHORT[result['verdict']]} {result['score']}{blockers}")
+    return cells
+
+
+HEADERS = ["host", "GPU", "VRAM GiB", "power cap/default", "owner risk", "note"]
+
+
+def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: bool = False) -> str:
+    headers = HEADERS + policy_ids
+    body = [_cells(row, policy_ids) for row in rows]
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
+        legend = "\nVerdicts: ok = feasible, risks = feasible with risks, NO = not feasible (blockers in brackets), ?? = undetermined.\n"
+        return "\n".join(lines) + "\n" + legend
+    widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in body]
+    lines.append("\nok = feasible, risks = feasible with risks, NO = not feasible [blockers], ?? = undetermined")
+    return "\n".join(lines) + "\n"
+
+
+def drift_text(changes: list[dict[str, Any]], markdown: bool = False) -> str:
+    if not changes:
+        return "No drift: every host's verdicts, findings and listening sockets are unchanged.\n"
+    lines = []
+    for item in changes:
+        lines.append(f"## {item['host']}" if markdown else f"{item['host']}:")
+        for change in item["changes"]:
+            where = f"[{change['policy']}] " if change.get("policy") else ""
+            lines.append(f"- {change['kind']}: {where}{change['detail']}" if markdown else f"  {change['kind']:18} {where}{change['detail']}")
+        if markdown:
+            lines.append("")
+    return "\n".join(lines) + "\n"

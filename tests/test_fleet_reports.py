@@ -1,0 +1,80 @@
+"""`hostcheck fleet` over report files: the table and the diff name exactly the differences.
+
+The lab version (8 nspawn hosts audited through playbooks/audit.yml) is in
+tests/fleet/; this module pins the reading, sorting and diffing on recorded reports.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import SNAPSHOTS, hostcheck
+
+
+def write_report(folder: Path, host: str, snapshot: str | Path) -> None:
+    facts = snapshot if isinstance(snapshot, Path) else SNAPSHOTS / f"{snapshot}.json"
+    proc = hostcheck("audit", "--facts", str(facts), "--format", "json", "-o", str(folder / f"{host}.json"))
+    assert proc.returncode in (0, 3), proc.stderr
+
+
+@pytest.fixture()
+def fleet_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    for folder in (old, new):
+        write_report(folder, "laptop", "reference-laptop")
+    write_report(old, "box-a", "dedicated-4090")
+    write_report(old, "box-b", "dedicated-4090")
+    (new / "box-b.unreachable.json").write_text(json.dumps({"hostcheck_fleet": "unreachable", "host": "box-b", "reason": "ssh: connect timed out"}))
+    # box-a drifts: a new service listens on all interfaces.
+    facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    facts["network"]["listening"].append({"proto": "tcp", "address": "0.0.0.0", "port": 8080, "process": "python3", "exposure": "all"})
+    drifted = tmp_path / "box-a-facts.json"
+    drifted.write_text(json.dumps(facts))
+    write_report(new, "box-a", drifted)
+    return old, new
+
+
+def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple[Path, Path]) -> None:
+    _, new = fleet_dirs
+    proc = hostcheck("fleet", str(new), "--policy", "vast", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [row["host"] for row in data["hosts"]] == ["box-b", "laptop", "box-a"]
+    assert data["hosts"][0] == {"host": "box-b", "reachable": False, "reason": "ssh: connect timed out", "policies": {}}
+    laptop = data["hosts"][1]
+    assert laptop["policies"]["vast"]["verdict"] == "not feasible"
+    assert laptop["policies"]["vast"]["blockers"] == ["ISO-1010"]
+    assert (laptop["gpu"], laptop["vram_gib"], laptop["power"], laptop["owner_risk"]) == (
+        "1x NVIDIA GeForce RTX 3080 Ti Laptop GPU", 16.0, "45/125 W", "high")
+    table = hostcheck("fleet", str(new), "-p", "vast").stdout
+    assert "UNREACHABLE" in table and "NO 71 [ISO-1010]" in table and "ok 98" in table
+
+
+def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> None:
+    old, new = fleet_dirs
+    proc = hostcheck("fleet", "diff", str(old), str(new), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    changes = {item["host"]: item["changes"] for item in json.loads(proc.stdout)}
+    assert set(changes) == {"box-a", "box-b"}
+    assert changes["box-b"] == [{"kind": "reachability", "detail": "unreachable: ssh: connect timed out"}]
+    kinds = [(c["kind"], c["detail"]) for c in changes["box-a"]]
+    assert ("new_listening", "tcp/8080 on 0.0.0.0") in kinds
+    regressed = {c["check"] for c in changes["box-a"] if c["kind"] == "finding_regressed"}
+    assert regressed == {"OWN-1040"}
+
+
+def test_fleet_refuses_other_report_versions(tmp_path: Path) -> None:
+    (tmp_path / "old.json").write_text(json.dumps({"report_version": 0, "tool": {"version": "0.0.1"}}))
+    proc = hostcheck("fleet", str(tmp_path))
+    assert proc.returncode == 2
+    assert "report format 0 (written by hostcheck 0.0.1); this hostcheck reads format 1" in proc.stderr
+
+
+def test_fleet_without_reports_is_a_usage_error(tmp_path: Path) -> None:
+    proc = hostcheck("fleet", str(tmp_path))
+    assert proc.returncode == 2 and "no reports" in proc.stderr
