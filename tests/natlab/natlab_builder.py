@@ -312,6 +312,8 @@ class NatLab:
             # Router namespaces only: the machine's own sysctls are never touched.
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"])
+            # Back-to-back hop probes must not meet ICMP rate limiting (a flaky hop list).
+            self.exec(role, ["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"])
         self.set_isp(firewall=False)
         self.set_home("masquerade", firewall=False)
         self.start_coturn()
@@ -361,19 +363,24 @@ class NatLab:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.wait_udp_listen("inet", STUN_IP1, STUN_ALT_PORT)
 
-    def start_miniupnpd(self) -> None:
+    def start_miniupnpd(self, stun: bool | None = None) -> None:
+        """(Re)start miniupnpd; ``stun`` makes it learn its public address by STUN."""
         assert self.tmp is not None
+        if stun is not None:
+            self.upnp_stun = stun
         conf = self.tmp / "miniupnpd.conf"
         lines = [
-            "ext_ifname=wan0", "listening_ip=lan0", "port=0", "enable_natpmp=yes",
+            "ext_ifname=wan0", "listening_ip=lan0", "http_port=0", "enable_natpmp=yes",
             "enable_upnp=yes", "secure_mode=yes", "system_uptime=yes",
             f"uuid=3d3cec3a-8cf0-11e0-98ee-{secrets.token_hex(6)}",
             f"lease_file={self.tmp / 'upnp.leases'}",
             "allow 1024-65535 192.168.1.0/24 1024-65535", "deny 0-65535 0.0.0.0/0 0-65535",
+            "ipv6_disable=yes",
         ]
         if self.upnp_stun:
             lines += ["ext_perform_stun=yes", f"ext_stun_host={STUN_IP1}", f"ext_stun_port={STUN_PORT}"]
         conf.write_text("\n".join(lines) + "\n")
+        self.stop("miniupnpd")
         self.popen("miniupnpd", "home",
                    ["miniupnpd", "-f", str(conf), "-d", "-P", str(self.tmp / "miniupnpd.pid")],
                    stdout=subprocess.DEVNULL, stderr=open(self.tmp / "miniupnpd.log", "w"))
