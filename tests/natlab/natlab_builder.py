@@ -60,6 +60,16 @@ WAN = {
     "cgnat": {"home_wan": "100.64.0.2", "isp_in": "100.64.0.1", "prefix": 10},
 }
 
+LAB_STUN_SERVERS = [f"{STUN_IP1}:{STUN_PORT}", f"{STUN_IP2}:{STUN_PORT}", f"[{STUN_IP6}]:{STUN_PORT}"]
+
+
+def collect_args(**extra: object) -> dict[str, object]:
+    """Arguments for ``nsrun.py collect``: the lab's servers and "public" ranges, never defaults."""
+    args: dict[str, object] = {"stun_servers": LAB_STUN_SERVERS, "public_ranges": PUBLIC_RANGES}
+    args.update(extra)
+    return args
+
+
 HOME_VARIANTS = ("masquerade", "fully-random", "port-forward", "restricted-cone")
 
 
@@ -347,21 +357,23 @@ class NatLab:
         self.isp_firewall = firewall
 
     # -- daemons -------------------------------------------------------------------
-    def start_coturn(self) -> None:
+    def start_coturn(self, name: str = "coturn", ips: tuple[str, ...] = (STUN_IP1, STUN_IP2, STUN_IP6),
+                     extra: tuple[str, ...] = ()) -> None:
+        """coturn as the lab's STUN server; with two IPv4 addresses it speaks RFC 5780."""
         assert self.tmp is not None
-        conf = self.tmp / "turnserver.conf"
+        conf = self.tmp / f"{name}.conf"
         conf.write_text(
             "\n".join([
-                f"listening-ip={STUN_IP1}", f"listening-ip={STUN_IP2}", f"listening-ip={STUN_IP6}",
+                *(f"listening-ip={ip}" for ip in ips),
                 f"listening-port={STUN_PORT}", f"alt-listening-port={STUN_ALT_PORT}",
                 "stun-only", "no-tls", "no-dtls", "no-tcp", "no-cli", "simple-log",
-                f"log-file={self.tmp / 'turn.log'}", f"pidfile={self.tmp / 'turn.pid'}",
-                f"userdb={self.tmp / 'turndb'}", "",
+                f"log-file={self.tmp / (name + '.log')}", f"pidfile={self.tmp / (name + '.pid')}",
+                f"userdb={self.tmp / (name + '.db')}", *extra, "",
             ])
         )
-        self.popen("coturn", "inet", ["turnserver", "-c", str(conf)],
+        self.popen(name, "inet", ["turnserver", "-c", str(conf)],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.wait_udp_listen("inet", STUN_IP1, STUN_ALT_PORT)
+        self.wait_udp_listen("inet", ips[0], STUN_PORT)
 
     def start_miniupnpd(self, stun: bool | None = None) -> None:
         """(Re)start miniupnpd; ``stun`` makes it learn its public address by STUN."""
