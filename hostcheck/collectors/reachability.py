@@ -35,7 +35,7 @@ from hostcheck.netprobe.gateway import (
     natpmp_external_address,
     upnp_external_address,
 )
-from hostcheck.netprobe.hops import Hop, udp_hops
+from hostcheck.netprobe.hops import udp_hops
 from hostcheck.netprobe.server import request_probe
 from hostcheck.netprobe.servers import ResolvedServer, resolve_servers
 
@@ -53,6 +53,9 @@ UPNP_TIMEOUT_S = 2.5
 UPNP_DISCOVER_MS = 1000
 HOP_TIMEOUT_S = 1.2
 MARGIN_S = 0.15
+JOIN_SLACK_S = 0.05
+"""Probes end this much before their waiters give up on them, so a probe that ran to its
+deadline still hands over its own (more precise) reason."""
 
 
 class _Task:
@@ -107,24 +110,29 @@ def probe_reachability(
     deadline: float,
 ) -> dict[str, Any]:
     """Run every reachability probe concurrently and return the three facts subtrees."""
-    stun = _Task("STUN", lambda: _stun_phase(stun_servers, public_ranges, deadline))
+    probes_end = deadline - 2 * JOIN_SLACK_S
+    stun = _Task("STUN", lambda: _stun_phase(stun_servers, public_ranges, probes_end))
     gateway = default_gateway_v4()
     if isinstance(gateway, Unknown):
         natpmp: _Task | None = None
     else:
-        natpmp = _Task("NAT-PMP", lambda: natpmp_external_address(gateway, _left(deadline, NATPMP_TIMEOUT_S)))
-    upnp = _Task("UPnP", lambda: upnp_external_address(_left(deadline, UPNP_TIMEOUT_S), UPNP_DISCOVER_MS))
+        natpmp = _Task(
+            "NAT-PMP", lambda: natpmp_external_address(gateway, _left(probes_end, NATPMP_TIMEOUT_S))
+        )
+    upnp = _Task("UPnP", lambda: upnp_external_address(_left(probes_end, UPNP_TIMEOUT_S), UPNP_DISCOVER_MS))
     inbound_task = None
     if probe_url and probe_token and probe_ports:
         ports = [(p, proto) for p in probe_ports for proto in ("tcp", "udp")]
-        inbound_task = _Task("inbound probe",
-                             lambda: request_probe(probe_url, probe_token, ports, _left(deadline, 5.0)))
+        inbound_task = _Task(
+            "inbound probe", lambda: request_probe(probe_url, probe_token, ports, _left(probes_end, 5.0))
+        )
 
     phase = stun.result(deadline)
     pmp = natpmp.result(deadline) if natpmp else gateway
     igd = upnp.result(deadline)
-    inbound = _inbound_facts(probe_url, probe_token, probe_ports,
-                             inbound_task.result(deadline) if inbound_task else None)
+    inbound = _inbound_facts(
+        probe_url, probe_token, probe_ports, inbound_task.result(deadline) if inbound_task else None
+    )
     nat, mapped_ip, disc = _nat_facts(phase)
     signals = _cgnat_signals(phase, disc, pmp, igd, public_ranges, mapped_ip)
     return {
@@ -144,26 +152,34 @@ def _left(deadline: float, cap: float) -> float:
 def _stun_phase(specs: list[str], public_ranges: list[str], deadline: float) -> dict[str, Any]:
     """Resolve servers, then discovery, second-server binding, IPv6 binding and hops at once."""
     out: dict[str, Any] = {}
+    join_at, deadline = deadline, deadline - JOIN_SLACK_S
     resolved = resolve_servers(specs, _left(deadline, RESOLVE_TIMEOUT_S))
     out["resolved"] = resolved
     v4 = [(r, r.v4[0]) for r in resolved if r.v4]
     v6 = [(r, r.v6[0]) for r in resolved if r.v6]
     if not v4 and not v6:
-        errors = "; ".join(r.error or f"{r.spec}: no address" for r in resolved) or "no STUN servers configured"
+        errors = (
+            "; ".join(r.error or f"{r.spec}: no address" for r in resolved) or "no STUN servers configured"
+        )
         out["failure"] = f"no usable STUN server ({errors})"
         return out
     primary, primary_ip = v4[0] if v4 else v6[0]
     out["primary"] = primary
     tasks: dict[str, _Task] = {
-        "discovery": _Task("NAT discovery", lambda: discover_nat((primary_ip, primary.port), deadline=deadline)),
+        "discovery": _Task(
+            "NAT discovery", lambda: discover_nat((primary_ip, primary.port), deadline=deadline)
+        ),
     }
     if len(v4) > 1:
         second, second_ip = v4[1]
         out["secondary_spec"] = second.spec
-        tasks["secondary"] = _Task("second STUN server",
-                                   lambda: stun_binding((second_ip, second.port), deadline=deadline))
+        tasks["secondary"] = _Task(
+            "second STUN server", lambda: stun_binding((second_ip, second.port), deadline=deadline)
+        )
     if ":" not in primary_ip:
-        tasks["hops"] = _Task("hop probe", lambda: udp_hops(primary_ip, timeout=_left(deadline, HOP_TIMEOUT_S)))
+        tasks["hops"] = _Task(
+            "hop probe", lambda: udp_hops(primary_ip, timeout=_left(deadline, HOP_TIMEOUT_S))
+        )
     out["ipv6_local"] = None
     if v6:
         server6, ip6 = v6[0]
@@ -175,14 +191,15 @@ def _stun_phase(specs: list[str], public_ranges: list[str], deadline: float) -> 
             if classify_address(local6, public_ranges) == "global":
                 out["ipv6_local"] = local6
                 out["ipv6_server"] = server6
-                tasks["ipv6"] = _Task("IPv6 STUN binding",
-                                      lambda: stun_binding((ip6, server6.port), deadline=deadline))
+                tasks["ipv6"] = _Task(
+                    "IPv6 STUN binding", lambda: stun_binding((ip6, server6.port), deadline=deadline)
+                )
             else:
                 out["ipv6_failure"] = f"no global IPv6 address (source {local6})"
     else:
         out["ipv6_failure"] = "no STUN server with an IPv6 address"
     for key, task in tasks.items():
-        out[key] = task.result(deadline)
+        out[key] = task.result(join_at)
     return out
 
 
@@ -208,8 +225,7 @@ def _nat_facts(phase: Any) -> tuple[dict[str, Any], str | None, NatDiscovery | N
         "mapped_address": disc.mapped[0] if disc.mapped else mapped_unknown,
         "mapped_port": disc.mapped[1] if disc.mapped else mapped_unknown,
         "server": server,
-        "hairpinning": disc.hairpinning if disc.hairpinning is not None else Unknown(
-            _hairpin_reason(disc)),
+        "hairpinning": disc.hairpinning if disc.hairpinning is not None else Unknown(_hairpin_reason(disc)),
         "reason": reason,
         "local_address": fmt_address(disc.local) if disc.local else None,
         "other_address": fmt_address(disc.other_address) if disc.other_address else None,
@@ -261,13 +277,17 @@ def _cgnat_signals(
 ) -> list[dict[str, str]]:
     ok_phase = isinstance(phase, dict) and "failure" not in phase
     failure = (
-        phase.reason if isinstance(phase, Unknown)
-        else phase.get("failure") if isinstance(phase, dict) and "failure" in phase
+        phase.reason
+        if isinstance(phase, Unknown)
+        else phase.get("failure")
+        if isinstance(phase, dict) and "failure" in phase
         else (disc.reason if disc else "NAT discovery did not finish")
     )
     server = phase["primary"].spec if ok_phase else "the STUN server"
     signals = [
-        cg.stun_signal(disc.mapped if disc else None, disc.local if disc else None, server, failure, public_ranges),
+        cg.stun_signal(
+            disc.mapped if disc else None, disc.local if disc else None, server, failure, public_ranges
+        ),
         cg.local_address_signal(disc.local[0] if disc and disc.local else None, public_ranges),
         _router("router_upnp", igd, mapped_ip, public_ranges),
         _router("router_natpmp", pmp, mapped_ip, public_ranges),
@@ -276,7 +296,11 @@ def _cgnat_signals(
     if isinstance(hops, list):
         signals.append(cg.hop_signal(hops, None, public_ranges))
     else:
-        why = hops.reason if isinstance(hops, Unknown) else (failure if not ok_phase else "no IPv4 STUN server to trace towards")
+        why = (
+            hops.reason
+            if isinstance(hops, Unknown)
+            else (failure if not ok_phase else "no IPv4 STUN server to trace towards")
+        )
         signals.append(cg.hop_signal(None, why, public_ranges))
     mapped_list: list[tuple[str, tuple[str, int] | None]] = []
     if disc is not None:
@@ -288,8 +312,12 @@ def _cgnat_signals(
     if ok_phase:
         v6 = phase.get("ipv6")
         v6_res = v6 if isinstance(v6, BindingResult) else None
-        v6_fail = (v6_res.error if v6_res else (v6.reason if isinstance(v6, Unknown) else phase.get("ipv6_failure")))
-        signals.append(cg.ipv6_signal(v6_res.mapped if v6_res else None, phase.get("ipv6_local"), v6_fail, public_ranges))
+        v6_fail = (
+            v6_res.error if v6_res else (v6.reason if isinstance(v6, Unknown) else phase.get("ipv6_failure"))
+        )
+        signals.append(
+            cg.ipv6_signal(v6_res.mapped if v6_res else None, phase.get("ipv6_local"), v6_fail, public_ranges)
+        )
     else:
         signals.append(cg.ipv6_signal(None, None, failure, public_ranges))
     return signals

@@ -11,8 +11,9 @@ verdict combines them (:func:`cgnat_verdict`, a pure function):
   each make it "likely"; two of them together make it "yes";
 - weak evidence against (the router reports the public address the internet sees; the
   first hop after the home router is public) gives "no" only when nothing points the
-  other way, and only once STUN has shown the public address. A router that learnt its "public" address by STUN itself (miniupnpd's
-  ``ext_perform_stun``) reports the carrier's address, so this is never strong evidence;
+  other way, and only once STUN has shown the public address. A router that learnt its
+  "public" address by STUN itself (miniupnpd's ``ext_perform_stun``) reports the
+  carrier's address, so this is never strong evidence;
 - nothing either way: "unknown".
 """
 
@@ -72,7 +73,9 @@ def cgnat_verdict(signals: Iterable[dict[str, Any]]) -> str:
         return "likely"
     # Weak evidence against counts only once STUN showed the public address: without it we
     # do not even know what the router's address or the traceroute should be compared to.
-    stun_answered = any(str(s.get("name")) == "stun_mapped_address" and s.get("result") == "nat" for s in signals)
+    stun_answered = any(
+        str(s.get("name")) == "stun_mapped_address" and s.get("result") == "nat" for s in signals
+    )
     if stun_answered and any(v == WEAK_NO for _, v in votes):
         return "no"
     return "unknown"
@@ -129,7 +132,9 @@ def router_signal(
     scope = classify_address(answer_address, public_ranges)
     base = f"{detail}: WAN address {answer_address} ({scope})"
     if scope == "cgnat":
-        return signal(name, "shared-address", f"{base}: the router's own WAN is in the carrier's shared space")
+        return signal(
+            name, "shared-address", f"{base}: the router's own WAN is in the carrier's shared space"
+        )
     if scope in ("private", "link-local", "loopback"):
         return signal(name, "private", f"{base}: another NAT sits between the router and the internet")
     if scope != "global":
@@ -142,7 +147,9 @@ def router_signal(
             "public-matches",
             f"{base}, the same address the STUN server sees (weak: a router may learn it by STUN itself)",
         )
-    return signal(name, "public-differs", f"{base}, but the STUN server sees {mapped_ip}: another NAT upstream")
+    return signal(
+        name, "public-differs", f"{base}, but the STUN server sees {mapped_ip}: another NAT upstream"
+    )
 
 
 def hop_signal(hops: list[Hop] | None, failure: str | None, public_ranges: Sequence[str]) -> dict[str, str]:
@@ -164,34 +171,55 @@ def hop_signal(hops: list[Hop] | None, failure: str | None, public_ranges: Seque
     if upstream and upstream[0].ttl == 2:
         scope = classify_address(upstream[0].address, public_ranges)
         if scope == "global":
-            return signal("hop_probe", "public-upstream",
-                          f"the hop after the home router is public ({upstream[0].address}; hops {listed})")
-        return signal("hop_probe", "private-upstream",
-                      f"the hop after the home router is {scope} ({upstream[0].address}; hops {listed}): "
-                      "double NAT, or a carrier numbering its routers privately")
+            return signal(
+                "hop_probe",
+                "public-upstream",
+                f"the hop after the home router is public ({upstream[0].address}; hops {listed})",
+            )
+        return signal(
+            "hop_probe",
+            "private-upstream",
+            f"the hop after the home router is {scope} ({upstream[0].address}; hops {listed}): "
+            "double NAT, or a carrier numbering its routers privately",
+        )
     return signal("hop_probe", "inconclusive", f"hops {listed}")
 
 
 def servers_signal(mapped: list[tuple[str, tuple[str, int] | None]]) -> dict[str, str]:
     answered = [(srv, m) for srv, m in mapped if m is not None]
     if len(answered) < 2:
-        return signal("servers_agree", "not-tested",
-                      "needs answers from two STUN servers" + (f" (only {answered[0][0]} answered)" if answered else ""))
+        return signal(
+            "servers_agree",
+            "not-tested",
+            "needs answers from two STUN servers"
+            + (f" (only {answered[0][0]} answered)" if answered else ""),
+        )
     seen = "; ".join(f"{srv} sees {m[0]}" for srv, m in answered if m)
     if len({m[0] for _, m in answered if m}) > 1:
-        return signal("servers_agree", "different-addresses",
-                      f"{seen}: one connection leaves through several public addresses (a carrier NAT pool)")
+        return signal(
+            "servers_agree",
+            "different-addresses",
+            f"{seen}: one connection leaves through several public addresses (a carrier NAT pool)",
+        )
     return signal("servers_agree", "same-address", seen)
 
 
-def ipv6_signal(mapped6: tuple[str, int] | None, local6: str | None, failure: str | None,
-                public_ranges: Sequence[str]) -> dict[str, str]:
+def ipv6_signal(
+    mapped6: tuple[str, int] | None, local6: str | None, failure: str | None, public_ranges: Sequence[str]
+) -> dict[str, str]:
     if local6 is None:
-        return signal("ipv6", "none", failure or "no global IPv6 address (no way around an IPv4 NAT over IPv6)")
+        return signal(
+            "ipv6", "none", failure or "no global IPv6 address (no way around an IPv4 NAT over IPv6)"
+        )
     if mapped6 is None:
-        return signal("ipv6", "unknown", f"global IPv6 address {local6}, but {failure or 'no STUN answer over IPv6'}")
+        return signal(
+            "ipv6", "unknown", f"global IPv6 address {local6}, but {failure or 'no STUN answer over IPv6'}"
+        )
     if mapped6[0] == local6:
-        return signal("ipv6", "global-ipv6",
-                      f"global IPv6 address {local6}, seen unchanged by the STUN server: the usual way around CGNAT")
+        return signal(
+            "ipv6",
+            "global-ipv6",
+            f"global IPv6 address {local6}, seen unchanged by the STUN server: the usual way around CGNAT",
+        )
     scope = classify_address(mapped6[0], public_ranges)
     return signal("ipv6", "ipv6-translated", f"IPv6 {local6} is seen as {mapped6[0]} ({scope})")

@@ -253,8 +253,12 @@ def _answer(t: Transaction, msg: StunMessage, source: Address, now: float) -> No
     elif msg.is_success:
         if msg.unknown_required:
             types = ", ".join(f"0x{x:04x}" for x in msg.unknown_required)
-            t.finish(error=f"response with unknown comprehension-required attributes {types}",
-                     message=msg, source=source, rtt_s=rtt)
+            t.finish(
+                error=f"response with unknown comprehension-required attributes {types}",
+                message=msg,
+                source=source,
+                rtt_s=rtt,
+            )
         else:
             t.finish(ok=True, message=msg, source=source, rtt_s=rtt)
     else:

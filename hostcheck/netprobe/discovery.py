@@ -135,7 +135,8 @@ def _discover(result: NatDiscovery, family: int, deadline: float, timing: Timing
             return
         if other[0] == server[0] or other[1] == server[1]:
             result.reasons.append(
-                f"STUN server {fmt_address(server)} gave OTHER-ADDRESS {fmt_address(other)}, which must differ "
+                f"STUN server {fmt_address(server)} gave OTHER-ADDRESS {fmt_address(other)}, "
+                "which must differ "
                 "in address and port: mapping and filtering behaviour cannot be tested"
             )
             return
@@ -149,7 +150,9 @@ def _discover(result: NatDiscovery, family: int, deadline: float, timing: Timing
         )
 
 
-def _mapping_tests(result: NatDiscovery, main: socket.socket, other: Address, deadline: float, timing: Timing) -> str:
+def _mapping_tests(
+    result: NatDiscovery, main: socket.socket, other: Address, deadline: float, timing: Timing
+) -> str:
     server = result.server
     # Test II: the other address, same port. Same mapping -> endpoint-independent.
     (second,) = run_transactions(
@@ -157,7 +160,9 @@ def _mapping_tests(result: NatDiscovery, main: socket.socket, other: Address, de
     )
     result._record([second])
     if not second.ok or second.message is None or second.message.mapped is None:
-        result.reasons.append(f"mapping: {describe_failure(second) if not second.ok else 'no mapped address in answer'}")
+        result.reasons.append(
+            f"mapping: {describe_failure(second) if not second.ok else 'no mapped address in answer'}"
+        )
         return UNKNOWN
     if second.message.mapped == result.mapped:
         return EI
@@ -165,7 +170,9 @@ def _mapping_tests(result: NatDiscovery, main: socket.socket, other: Address, de
     (third,) = run_transactions([binding_transaction("mapping III", main, other, timing=timing)], deadline)
     result._record([third])
     if not third.ok or third.message is None or third.message.mapped is None:
-        result.reasons.append(f"mapping: {describe_failure(third) if not third.ok else 'no mapped address in answer'}")
+        result.reasons.append(
+            f"mapping: {describe_failure(third) if not third.ok else 'no mapped address in answer'}"
+        )
         return UNKNOWN
     return AD if third.message.mapped == second.message.mapped else APD
 
@@ -193,15 +200,27 @@ def _filtering_and_hairpin_tests(
         return UNKNOWN, None
     try:
         txns: list[Transaction] = [
-            binding_transaction("filtering II", socks[0], server, change_ip=True, change_port=True, timing=timing),
+            binding_transaction(
+                "filtering II", socks[0], server, change_ip=True, change_port=True, timing=timing
+            ),
             binding_transaction("filtering III", socks[1], server, change_port=True, timing=timing),
         ]
         if len(socks) == 3:
             # Hairpinning (RFC 5780 4.5): our request to our own mapped address must come
             # back, through the NAT, to the socket that owns that mapping.
             payload, tid = binding_request()
-            txns.append(Transaction("hairpinning", socks[2], result.mapped, payload, tid,
-                                    HAIRPIN_TIMING, recv_sock=main, expect="request"))
+            txns.append(
+                Transaction(
+                    "hairpinning",
+                    socks[2],
+                    result.mapped,
+                    payload,
+                    tid,
+                    HAIRPIN_TIMING,
+                    recv_sock=main,
+                    expect="request",
+                )
+            )
         outcomes = run_transactions(txns, deadline)
     finally:
         for s in socks:
@@ -222,17 +241,21 @@ def _filtering_and_hairpin_tests(
     return _filtering_verdict(result, f2, f3, server, other), hairpinning
 
 
-def _filtering_verdict(result: NatDiscovery, f2: Outcome, f3: Outcome, server: Address, other: Address) -> str:
+def _filtering_verdict(
+    result: NatDiscovery, f2: Outcome, f3: Outcome, server: Address, other: Address
+) -> str:
     for o in (f2, f3):
         if o.error_code is not None:
             result.reasons.append(
-                f"filtering: {fmt_address(server)} rejected CHANGE-REQUEST ({o.error}): filtering cannot be tested"
+                f"filtering: {fmt_address(server)} rejected CHANGE-REQUEST ({o.error}): "
+                "filtering cannot be tested"
             )
             return UNKNOWN
     if f2.ok:
         if f2.source != other:
             result.reasons.append(
-                f"filtering: the answer to change-address-and-port came from {fmt_address(f2.source or server)}, "
+                "filtering: the answer to change-address-and-port came from "
+                f"{fmt_address(f2.source or server)}, "
                 f"not {fmt_address(other)} (the server ignores CHANGE-REQUEST)"
             )
             return UNKNOWN

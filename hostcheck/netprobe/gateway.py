@@ -77,8 +77,13 @@ def parse_natpmp_response(data: bytes) -> str | None:
         # miniupnpd answers this when its WAN address is private or reserved.
         return None
     if result != 0:
-        names = {1: "unsupported version", 2: "not authorized/refused", 3: "network failure",
-                 4: "out of resources", 5: "unsupported opcode"}
+        names = {
+            1: "unsupported version",
+            2: "not authorized/refused",
+            3: "network failure",
+            4: "out of resources",
+            5: "unsupported opcode",
+        }
         raise ValueError(f"NAT-PMP result code {result} ({names.get(result, 'unknown')})")
     addr = socket.inet_ntoa(data[8:12])
     return None if addr == "0.0.0.0" else addr

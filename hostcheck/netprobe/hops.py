@@ -90,7 +90,8 @@ def udp_hops(dest: str, *, max_ttl: int = 6, timeout: float = 1.2, tries: int = 
     finally:
         for s in socks.values():
             s.close()
-    return [hops[t] for t in sorted(hops)]
+    reached = min((h.ttl for h in hops.values() if h.reached), default=max_ttl)
+    return [hops[t] for t in sorted(hops) if t <= reached]
 
 
 def _read_errors(sock: socket.socket, ttl: int, hops: dict[int, Hop]) -> None:

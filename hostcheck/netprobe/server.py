@@ -30,6 +30,7 @@ accepted by the router itself (its admin page on that port) proves nothing.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import json
@@ -190,7 +191,7 @@ def udp_echo_back(peer: str, probe: PortProbe, timeout: float = UDP_WAIT_S) -> d
     deadline = time.monotonic() + timeout
     try:
         with socket.socket(family, socket.SOCK_DGRAM) as s:
-            for attempt in range(3):
+            for _attempt in range(3):
                 try:
                     s.sendto(payload, (peer, probe.port))
                 except OSError as exc:
@@ -246,6 +247,9 @@ class ProbeHandler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
+        if status != 200:
+            self.server.stats["refused"] += 1
+            log.info("probe request refused: HTTP %d", status)
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -253,9 +257,6 @@ class ProbeHandler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
-        if status != 200:
-            self.server.stats["refused"] += 1
-            log.info("probe request refused: HTTP %d", status)
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/health":
@@ -299,9 +300,12 @@ class ProbeHandler(BaseHTTPRequestHandler):
         finally:
             self.server.busy.release()
         self.server.stats["probes"] += 1
-        log.info("probe done: %d tcp, %d udp port(s), %d reachable",
-                 sum(p.proto == "tcp" for p in request.ports), sum(p.proto == "udp" for p in request.ports),
-                 sum(r["result"] == "reachable" for r in results))
+        log.info(
+            "probe done: %d tcp, %d udp port(s), %d reachable",
+            sum(p.proto == "tcp" for p in request.ports),
+            sum(p.proto == "udp" for p in request.ports),
+            sum(r["result"] == "reachable" for r in results),
+        )
         self._send(200, {"peer": peer, "results": results})
 
 
@@ -309,7 +313,9 @@ def _probe_one(peer: str, probe: PortProbe) -> dict[str, Any]:
     return tcp_connect_back(peer, probe) if probe.proto == "tcp" else udp_echo_back(peer, probe)
 
 
-def make_server(bind: str, port: int, token: str, *, max_ports: int = 16, rate_per_min: int = 30) -> ProbeServer:
+def make_server(
+    bind: str, port: int, token: str, *, max_ports: int = 16, rate_per_min: int = 30
+) -> ProbeServer:
     """A ready probe server (not yet serving); ``port`` 0 picks a free port."""
     return ProbeServer(bind, port, token, max_ports=max_ports, rate_per_min=rate_per_min)
 
@@ -318,8 +324,13 @@ def serve(bind: str, port: int, token: str, *, max_ports: int = 16, rate_per_min
     """Run the probe server until interrupted (blocking)."""
     server = make_server(bind, port, token, max_ports=max_ports, rate_per_min=rate_per_min)
     host, real_port = server.server_address[:2]
-    log.warning("hostcheck probe server on %s:%s (max %d ports/request, %d requests/min per caller)",
-                host, real_port, max_ports, rate_per_min)
+    log.warning(
+        "hostcheck probe server on %s:%s (max %d ports/request, %d requests/min per caller)",
+        host,
+        real_port,
+        max_ports,
+        rate_per_min,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -343,25 +354,37 @@ class _Listener:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
-        try:
-            s = socket.socket(socket.AF_INET, kind)
-            if proto == "tcp":
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("0.0.0.0", port))
-            if proto == "tcp":
-                s.listen(8)
-            s.settimeout(0.2)
-            self.sock = s
-        except OSError as exc:
-            self.error = exc.strerror or str(exc)
+        # Dual-stack where the host has IPv6: the server connects back to whichever address
+        # family the request reached it over.
+        for family, addr in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
             try:
+                s = socket.socket(family, kind)
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
+                continue
+            try:
+                if family == socket.AF_INET6:
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                if proto == "tcp":
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((addr, port))
+                if proto == "tcp":
+                    s.listen(8)
+                s.settimeout(0.2)
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
                 s.close()
-            except (OSError, UnboundLocalError):
-                pass
+                if exc.errno == errno.EADDRINUSE:
+                    return  # in use: the IPv4-only fallback would only hide that
+                continue
+            self.sock, self.error = s, None
+            return
 
     def start(self) -> None:
         if self.sock is not None:
-            self._thread = threading.Thread(target=self._run, daemon=True, name=f"probe-listen-{self.proto}{self.port}")
+            self._thread = threading.Thread(
+                target=self._run, daemon=True, name=f"probe-listen-{self.proto}{self.port}"
+            )
             self._thread.start()
 
     def _run(self) -> None:
@@ -412,11 +435,14 @@ def request_probe(url: str, token: str, ports: list[tuple[int, str]], timeout: f
     here the result is "unverified" (something answered, but we cannot see that it was us).
     Never raises for network trouble: it becomes ``probed: False`` with the reason.
     """
+
     def unverified(why: str) -> dict[str, Any]:
         return {
             "probed": False,
             "peer": None,
-            "ports": [{"port": p, "proto": proto, "result": "unverified", "detail": why} for p, proto in ports],
+            "ports": [
+                {"port": p, "proto": proto, "result": "unverified", "detail": why} for p, proto in ports
+            ],
             "reason": why,
         }
 
@@ -457,9 +483,7 @@ def request_probe(url: str, token: str, ports: list[tuple[int, str]], timeout: f
             lst.close()
     if not isinstance(answer, dict) or not isinstance(answer.get("results"), list):
         return unverified("probe server gave an answer of the wrong shape")
-    by_key = {
-        (r.get("port"), r.get("proto")): r for r in answer["results"] if isinstance(r, dict)
-    }
+    by_key = {(r.get("port"), r.get("proto")): r for r in answer["results"] if isinstance(r, dict)}
     out_ports = []
     for lst in listeners:
         server_side = by_key.get((lst.port, lst.proto), {})

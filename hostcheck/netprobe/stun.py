@@ -151,9 +151,7 @@ def decode_message(data: bytes, expected_tid: bytes | None = None) -> StunMessag
     if msg_type & 0xC000:
         raise StunDecodeError("not a STUN message (first two bits are not zero)")
     if cookie != MAGIC_COOKIE:
-        raise StunDecodeError(
-            f"wrong magic cookie 0x{cookie:08x} (an RFC 3489 server, or not STUN)"
-        )
+        raise StunDecodeError(f"wrong magic cookie 0x{cookie:08x} (an RFC 3489 server, or not STUN)")
     if length % 4:
         raise StunDecodeError(f"message length {length} is not a multiple of 4")
     if HEADER_LENGTH + length != len(data):
@@ -220,7 +218,9 @@ def decode_message(data: bytes, expected_tid: bytes | None = None) -> StunMessag
     )
 
 
-def _decode_attribute(attr_type: int, value: bytes, tid: bytes, fields: dict[str, Any], unknown: list[int]) -> None:
+def _decode_attribute(
+    attr_type: int, value: bytes, tid: bytes, fields: dict[str, Any], unknown: list[int]
+) -> None:
     # Only the first of a repeated attribute counts (RFC 8489 section 14).
     if attr_type == ATTR_XOR_MAPPED_ADDRESS:
         fields.setdefault("xor_mapped", _address(value, tid, xor=True))
@@ -244,7 +244,11 @@ def _decode_attribute(attr_type: int, value: bytes, tid: bytes, fields: dict[str
         fields.setdefault("change_request", struct.unpack("!I", value)[0])
     elif attr_type == ATTR_SOFTWARE:
         fields.setdefault("software", value.decode("utf-8", errors="replace")[:128])
-    elif attr_type < 0x8000 and attr_type not in _aioice.ATTRIBUTES_BY_TYPE and attr_type != ATTR_UNKNOWN_ATTRIBUTES:
+    elif (
+        attr_type < 0x8000
+        and attr_type not in _aioice.ATTRIBUTES_BY_TYPE
+        and attr_type != ATTR_UNKNOWN_ATTRIBUTES
+    ):
         unknown.append(attr_type)
     # Other known attributes and comprehension-optional ones (>= 0x8000) are ignored.
 

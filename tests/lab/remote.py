@@ -6,8 +6,11 @@ one runs against the other.
 
 from __future__ import annotations
 
+import os
+import secrets
 import shlex
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +64,9 @@ class RemoteHost:
         self.admin_password = ""
         """admin's real password (random per host): lets tests prove password logins are refused."""
         self._testinfra: dict[str, Any] = {}
+        # a new token per host start: SSH masters of an earlier host on the same alias/address
+        # must never be reused (they would hang until ServerAlive gives up)
+        self.incarnation = secrets.token_hex(3)
 
     # ---- connection facts ------------------------------------------------------------------
     @property
@@ -92,7 +98,8 @@ class RemoteHost:
         )
 
     def ssh_config_block(self) -> str:
-        return f"Host {self.name}\n  HostName {self.ip}\n  Port {self.port}\n"
+        return (f"Host {self.name}\n  HostName {self.ip}\n  Port {self.port}\n"
+                f"  ControlPath {self.lab.dir}/cm-{self.name}-{self.incarnation}-%r\n")
 
     # ---- commands ----------------------------------------------------------------------------
     def ssh_argv(self, user: str = ADMIN, *extra: str) -> list[str]:
@@ -118,6 +125,27 @@ class RemoteHost:
     def sudo(self, command: str, **kwargs: Any) -> Result:
         """Run ``command`` as root through admin's sudo (the path Ansible's become takes)."""
         return self.run(f"sudo -n sh -c {shlex.quote(command)}", **kwargs)
+
+    def password_login(self, password: str, *, user: str = ADMIN, command: str = "id -un",
+                       timeout: float = 30) -> Result:
+        """A real SSH password attempt (no key offered, no multiplexed master reused): rc 0
+        when sshd accepted ``password``, 255 with "Permission denied" when it refused."""
+        with tempfile.TemporaryDirectory(prefix="hcl-askpass-") as folder:
+            askpass = Path(folder) / "askpass"
+            askpass.write_text('#!/bin/sh\nprintf "%s\\n" "$LAB_PASSWORD"\n')
+            askpass.chmod(0o700)
+            env = dict(os.environ, SSH_ASKPASS=str(askpass), SSH_ASKPASS_REQUIRE="force",
+                       LAB_PASSWORD=password, DISPLAY=os.environ.get("DISPLAY", ":0"))
+            argv = ["ssh", "-F", str(self.ssh_config), "-o", "ControlMaster=no", "-o", "ControlPath=none",
+                    "-o", "BatchMode=no", "-o", "PubkeyAuthentication=no", "-o", "IdentityFile=none",
+                    "-o", "PreferredAuthentications=password,keyboard-interactive",
+                    "-o", "NumberOfPasswordPrompts=1", "-l", user, self.name, command]
+            started = time.monotonic()
+            # own session: without a controlling terminal ssh must use SSH_ASKPASS
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        return Result(f"password login: {command}", user, proc.returncode, proc.stdout, proc.stderr,
+                      time.monotonic() - started)
 
     def put(self, local: Path | str, remote: str, *, user: str = ADMIN, timeout: float = 120) -> None:
         """Copy a local file or directory to ``remote`` (scp -r)."""

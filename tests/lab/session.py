@@ -86,6 +86,7 @@ class Lab:
         self._lock = threading.RLock()
         self._hub_ready = False
         self._closed = False
+        self._last_index = 0
         self._write_connection_files()
         _LABS.add(self)
         _install_teardown_hooks()
@@ -178,11 +179,14 @@ class Lab:
                 self._write_connection_files()
 
     def _free_index(self, taken: set[int]) -> int:
+        """Next index not in use, preferring ones never used in this session (fresh address)."""
         used = {getattr(h, "index", 0) for h in self._hosts.values()} | taken
-        for index in range(1, MAX_HOSTS + 1):
+        for step in range(MAX_HOSTS):
+            index = (self._last_index + step) % MAX_HOSTS + 1
             if index not in used:
+                self._last_index = index
                 return index
-        raise LabError(f"more than {MAX_HOSTS} lab hosts")
+        raise LabError(f"more than {MAX_HOSTS} lab hosts at once")
 
     # ---- hosts -------------------------------------------------------------------------------
     def start_hosts(self, count: int = 1, **options: Any) -> list[LabHost]:

@@ -197,6 +197,7 @@ class LabVM(RemoteHost):
     def _boot(self) -> None:
         started = time.monotonic()
         self.port = _free_port()
+        self.incarnation = secrets.token_hex(3)
         self.lab._write_connection_files()
         argv = [
             "qemu-system-x86_64", "-name", f"{self.lab.prefix}-{self.name}",

@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import natlab_builder as nb  # noqa: E402
 
 REQUIRED_TOOLS = ("ip", "nft", "turnserver", "miniupnpd", "ss", "sysctl")
-PROBE_TOKEN = "natlab-probe-token-" + os.urandom(6).hex()
 
 
 def _require_lab() -> None:
@@ -53,7 +52,7 @@ def natlab_factory() -> Iterator[Callable[[str], nb.NatLab]]:
             lab = nb.NatLab(isp=isp).build()
             labs[isp] = lab
             try:
-                lab.start_probe_server(PROBE_TOKEN, rate_per_min=1000)
+                lab.start_probe_server(nb.PROBE_TOKEN, rate_per_min=1000)
             except BaseException:
                 lab.close()
                 del labs[isp]

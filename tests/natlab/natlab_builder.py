@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
+PYTHON = (
+    str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
+)
 NSRUN = str(Path(__file__).resolve().parent / "nsrun.py")
 RESPONDER = str(Path(__file__).resolve().parent / "udp_responder.py")
 
@@ -51,7 +53,9 @@ STUN_IP6 = "2001:db8:3::10"
 HOST_IP6 = "2001:db8:1::10"
 # Extra servers started by tests (silent, error-answering) listen here.
 AUX_IP = "203.0.113.20"
+AUX_IP2 = "203.0.113.21"
 PROBE_SERVER_PORT = 8470
+PROBE_TOKEN = "natlab-probe-token-" + secrets.token_hex(6)
 FORWARDED_PORT = 40000
 PUBLIC_RANGES = ["198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
 
@@ -73,10 +77,14 @@ def collect_args(**extra: object) -> dict[str, object]:
 HOME_VARIANTS = ("masquerade", "fully-random", "port-forward", "restricted-cone")
 
 
-def sh(argv: list[str], *, check: bool = True, timeout: float = 20, input: str | None = None) -> subprocess.CompletedProcess:
+def sh(
+    argv: list[str], *, check: bool = True, timeout: float = 20, input: str | None = None
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
     if check and proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+        raise RuntimeError(
+            f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}"
+        )
     return proc
 
 
@@ -118,10 +126,14 @@ def remove_stale_labs() -> list[str]:
     return removed
 
 
-def home_ruleset(variant: str, firewall: bool, block_udp: bool = False) -> str:
+def home_ruleset(
+    variant: str, firewall: bool, block_udp: bool = False, hairpin_wan: str | None = None
+) -> str:
     """The home router's nftables tables for a NAT variant (replaced atomically).
 
-    Only our own tables are replaced, so miniupnpd's tables stay as they are.
+    Only our own tables are replaced, so miniupnpd's tables stay as they are. With
+    ``hairpin_wan`` (the router's WAN address) the router also loops LAN traffic sent to its
+    WAN address back to the host ("NAT loopback"), the way some routers do.
     """
     if variant not in HOME_VARIANTS:
         raise ValueError(variant)
@@ -148,13 +160,15 @@ def home_ruleset(variant: str, firewall: bool, block_udp: bool = False) -> str:
         decl,
         "chain prerouting { type nat hook prerouting priority dstnat; policy accept;",
         pre,
+        (f'iifname "lan0" ip daddr {hairpin_wan} dnat to {HOST_IP}\n' if hairpin_wan else ""),
         "}",
         "chain postrouting { type nat hook postrouting priority srcnat; policy accept;",
         f'oifname "wan0" {masq}',
+        ('iifname "lan0" oifname "lan0" masquerade\n' if hairpin_wan else ""),
         "}",
         "chain forward { type filter hook forward priority -10; policy accept;",
         fwd,
-        ('meta l4proto udp drop\n' if block_udp else ""),
+        ("meta l4proto udp drop\n" if block_udp else ""),
         "}",
         "}",
         "table inet hcfw {}",
@@ -241,15 +255,19 @@ class NatLab:
     def ipn(self, role: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return sh(["ip", "-n", self.ns(role), *args], check=check)
 
-    def exec(self, role: str, argv: list[str], *, check: bool = True, timeout: float = 30,
-             input: str | None = None) -> subprocess.CompletedProcess:
+    def exec(
+        self, role: str, argv: list[str], *, check: bool = True, timeout: float = 30, input: str | None = None
+    ) -> subprocess.CompletedProcess:
         return sh(["ip", "netns", "exec", self.ns(role), *argv], check=check, timeout=timeout, input=input)
 
     def popen(self, name: str, role: str, argv: list[str], **kw) -> subprocess.Popen:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", self.ns(role), *argv],
-            stdin=subprocess.DEVNULL, stdout=kw.pop("stdout", subprocess.PIPE),
-            stderr=kw.pop("stderr", subprocess.PIPE), text=True, **kw,
+            stdin=subprocess.DEVNULL,
+            stdout=kw.pop("stdout", subprocess.PIPE),
+            stderr=kw.pop("stderr", subprocess.PIPE),
+            text=True,
+            **kw,
         )
         self.procs[name] = proc
         return proc
@@ -289,24 +307,43 @@ class NatLab:
             self.built.append(role)
             self.ipn(role, "link", "set", "lo", "up")
         # veth pairs are created directly inside the namespaces: nothing appears on the host.
-        self.ipn("home", "link", "add", "lan0", "type", "veth", "peer", "name", "h0", "netns", self.ns("host"))
-        self.ipn("isp", "link", "add", "in0", "type", "veth", "peer", "name", "wan0", "netns", self.ns("home"))
+        self.ipn(
+            "home", "link", "add", "lan0", "type", "veth", "peer", "name", "h0", "netns", self.ns("host")
+        )
+        self.ipn(
+            "isp", "link", "add", "in0", "type", "veth", "peer", "name", "wan0", "netns", self.ns("home")
+        )
         self.ipn("isp", "link", "add", "out0", "type", "veth", "peer", "name", "e0", "netns", self.ns("inet"))
         addrs = [
-            ("host", "h0", f"{HOST_IP}/24"), ("host", "h0", f"{HOST_IP6}/64"),
-            ("home", "lan0", f"{HOME_LAN_IP}/24"), ("home", "lan0", "2001:db8:1::1/64"),
-            ("home", "wan0", f"{w['home_wan']}/{w['prefix']}"), ("home", "wan0", "2001:db8:2::2/64"),
-            ("isp", "in0", f"{w['isp_in']}/{w['prefix']}"), ("isp", "in0", "2001:db8:2::1/64"),
-            ("isp", "out0", f"{ISP_OUT_IP}/24"), ("isp", "out0", "2001:db8:3::2/64"),
-            ("inet", "e0", f"{INET_IP}/24"), ("inet", "e0", f"{STUN_IP1}/24"),
-            ("inet", "e0", f"{STUN_IP2}/24"), ("inet", "e0", f"{AUX_IP}/24"),
-            ("inet", "e0", "2001:db8:3::1/64"), ("inet", "e0", f"{STUN_IP6}/64"),
+            ("host", "h0", f"{HOST_IP}/24"),
+            ("host", "h0", f"{HOST_IP6}/64"),
+            ("home", "lan0", f"{HOME_LAN_IP}/24"),
+            ("home", "lan0", "2001:db8:1::1/64"),
+            ("home", "wan0", f"{w['home_wan']}/{w['prefix']}"),
+            ("home", "wan0", "2001:db8:2::2/64"),
+            ("isp", "in0", f"{w['isp_in']}/{w['prefix']}"),
+            ("isp", "in0", "2001:db8:2::1/64"),
+            ("isp", "out0", f"{ISP_OUT_IP}/24"),
+            ("isp", "out0", "2001:db8:3::2/64"),
+            ("inet", "e0", f"{INET_IP}/24"),
+            ("inet", "e0", f"{STUN_IP1}/24"),
+            ("inet", "e0", f"{STUN_IP2}/24"),
+            ("inet", "e0", f"{AUX_IP}/24"),
+            ("inet", "e0", f"{AUX_IP2}/24"),
+            ("inet", "e0", "2001:db8:3::1/64"),
+            ("inet", "e0", f"{STUN_IP6}/64"),
         ]
         for role, dev, cidr in addrs:
             extra = ["nodad"] if ":" in cidr else []
             self.ipn(role, "addr", "add", cidr, "dev", dev, *extra)
-        for role, dev in (("host", "h0"), ("home", "lan0"), ("home", "wan0"), ("isp", "in0"),
-                          ("isp", "out0"), ("inet", "e0")):
+        for role, dev in (
+            ("host", "h0"),
+            ("home", "lan0"),
+            ("home", "wan0"),
+            ("isp", "in0"),
+            ("isp", "out0"),
+            ("inet", "e0"),
+        ):
             self.ipn(role, "link", "set", dev, "up")
         self.ipn("host", "route", "add", "default", "via", HOME_LAN_IP)
         self.ipn("host", "-6", "route", "add", "default", "via", "2001:db8:1::1")
@@ -348,8 +385,8 @@ class NatLab:
         self.close()
 
     # -- router configuration ----------------------------------------------------
-    def set_home(self, variant: str, firewall: bool, block_udp: bool = False) -> None:
-        self.nft("home", home_ruleset(variant, firewall, block_udp))
+    def set_home(self, variant: str, firewall: bool, block_udp: bool = False, hairpin: bool = False) -> None:
+        self.nft("home", home_ruleset(variant, firewall, block_udp, self.home_wan_ip if hairpin else None))
         self.home_variant, self.home_firewall = variant, firewall
 
     def set_isp(self, firewall: bool) -> None:
@@ -357,22 +394,42 @@ class NatLab:
         self.isp_firewall = firewall
 
     # -- daemons -------------------------------------------------------------------
-    def start_coturn(self, name: str = "coturn", ips: tuple[str, ...] = (STUN_IP1, STUN_IP2, STUN_IP6),
-                     extra: tuple[str, ...] = ()) -> None:
+    def start_coturn(
+        self,
+        name: str = "coturn",
+        ips: tuple[str, ...] = (STUN_IP1, STUN_IP2, STUN_IP6),
+        extra: tuple[str, ...] = (),
+    ) -> None:
         """coturn as the lab's STUN server; with two IPv4 addresses it speaks RFC 5780."""
         assert self.tmp is not None
         conf = self.tmp / f"{name}.conf"
         conf.write_text(
-            "\n".join([
-                *(f"listening-ip={ip}" for ip in ips),
-                f"listening-port={STUN_PORT}", f"alt-listening-port={STUN_ALT_PORT}",
-                "stun-only", "no-tls", "no-dtls", "no-tcp", "no-cli", "simple-log",
-                f"log-file={self.tmp / (name + '.log')}", f"pidfile={self.tmp / (name + '.pid')}",
-                f"userdb={self.tmp / (name + '.db')}", *extra, "",
-            ])
+            "\n".join(
+                [
+                    *(f"listening-ip={ip}" for ip in ips),
+                    f"listening-port={STUN_PORT}",
+                    f"alt-listening-port={STUN_ALT_PORT}",
+                    "stun-only",
+                    "no-tls",
+                    "no-dtls",
+                    "no-tcp",
+                    "no-cli",
+                    "simple-log",
+                    f"log-file={self.tmp / (name + '.log')}",
+                    f"pidfile={self.tmp / (name + '.pid')}",
+                    f"userdb={self.tmp / (name + '.db')}",
+                    *extra,
+                    "",
+                ]
+            )
         )
-        self.popen(name, "inet", ["turnserver", "-c", str(conf)],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.popen(
+            name,
+            "inet",
+            ["turnserver", "-c", str(conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.wait_udp_listen("inet", ips[0], STUN_PORT)
 
     def start_miniupnpd(self, stun: bool | None = None) -> None:
@@ -382,29 +439,45 @@ class NatLab:
             self.upnp_stun = stun
         conf = self.tmp / "miniupnpd.conf"
         lines = [
-            "ext_ifname=wan0", "listening_ip=lan0", "http_port=0", "enable_natpmp=yes",
-            "enable_upnp=yes", "secure_mode=yes", "system_uptime=yes",
+            "ext_ifname=wan0",
+            "listening_ip=lan0",
+            "http_port=0",
+            "enable_natpmp=yes",
+            "enable_upnp=yes",
+            "secure_mode=yes",
+            "system_uptime=yes",
             f"uuid=3d3cec3a-8cf0-11e0-98ee-{secrets.token_hex(6)}",
             f"lease_file={self.tmp / 'upnp.leases'}",
-            "allow 1024-65535 192.168.1.0/24 1024-65535", "deny 0-65535 0.0.0.0/0 0-65535",
+            "allow 1024-65535 192.168.1.0/24 1024-65535",
+            "deny 0-65535 0.0.0.0/0 0-65535",
             "ipv6_disable=yes",
         ]
         if self.upnp_stun:
             lines += ["ext_perform_stun=yes", f"ext_stun_host={STUN_IP1}", f"ext_stun_port={STUN_PORT}"]
         conf.write_text("\n".join(lines) + "\n")
         self.stop("miniupnpd")
-        self.popen("miniupnpd", "home",
-                   ["miniupnpd", "-f", str(conf), "-d", "-P", str(self.tmp / "miniupnpd.pid")],
-                   stdout=subprocess.DEVNULL, stderr=open(self.tmp / "miniupnpd.log", "w"))
+        self.popen(
+            "miniupnpd",
+            "home",
+            ["miniupnpd", "-f", str(conf), "-d", "-P", str(self.tmp / "miniupnpd.pid")],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "miniupnpd.log", "w"),
+        )
         self.wait_udp_listen("home", "0.0.0.0", 5351, any_addr=True)
 
-    def wait_udp_listen(self, role: str, ip: str, port: int, timeout: float = 10, any_addr: bool = False) -> None:
+    def wait_udp_listen(
+        self, role: str, ip: str, port: int, timeout: float = 10, any_addr: bool = False
+    ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self.exec(role, ["ss", "-Hlun"], check=False).stdout
             for line in out.splitlines():
                 parts = line.split()
-                if len(parts) >= 4 and parts[3].endswith(f":{port}") and (any_addr or parts[3].startswith(ip)):
+                if (
+                    len(parts) >= 4
+                    and parts[3].endswith(f":{port}")
+                    and (any_addr or parts[3].startswith(ip))
+                ):
                     return
             time.sleep(0.05)
         raise RuntimeError(f"nothing listens on udp {ip}:{port} in {role} after {timeout}s")
@@ -413,7 +486,9 @@ class NatLab:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self.exec(role, ["ss", "-Hltn"], check=False).stdout
-            if any(line.split()[3].endswith(f":{port}") for line in out.splitlines() if len(line.split()) >= 4):
+            if any(
+                line.split()[3].endswith(f":{port}") for line in out.splitlines() if len(line.split()) >= 4
+            ):
                 return
             time.sleep(0.05)
         raise RuntimeError(f"nothing listens on tcp port {port} in {role} after {timeout}s")
@@ -424,8 +499,11 @@ class NatLab:
             "from hostcheck.netprobe.server import serve;"
             "serve(sys.argv[2], int(sys.argv[3]), sys.argv[4], **__import__('json').loads(sys.argv[5]))"
         )
-        self.popen("probe-server", "inet",
-                   [PYTHON, "-c", code, str(REPO), INET_IP, str(PROBE_SERVER_PORT), token, json.dumps(kw)])
+        self.popen(
+            "probe-server",
+            "inet",
+            [PYTHON, "-c", code, str(REPO), INET_IP, str(PROBE_SERVER_PORT), token, json.dumps(kw)],
+        )
         self.wait_tcp_listen("inet", PROBE_SERVER_PORT)
         return f"http://{INET_IP}:{PROBE_SERVER_PORT}"
 

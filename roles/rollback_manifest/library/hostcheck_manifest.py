@@ -332,6 +332,17 @@ def do_record(module, manifest, role):
         recorded.append({k: v for k, v in entry.items() if k != "content_b64"})
         manifest.add(entry)
 
+    # Order matters: rollback replays in reverse, so what others depend on (a group before
+    # its user, a user before the files it owns, a unit file before the unit's state) is
+    # recorded first and undone last.
+    for name in p["groups"]:
+        if manifest.find("group", name) is None and name not in group_names():
+            add(dict(kind="group", key=name, role=role))
+
+    for name in p["users"]:
+        if manifest.find("user", name) is None and name not in user_names():
+            add(dict(kind="user", key=name, role=role))
+
     for path, tree in [(x, False) for x in p["files"]] + [(x, True) for x in p["trees"]]:
         path = os.path.normpath(path)
         if manifest.find("file", path) is None:
@@ -340,14 +351,6 @@ def do_record(module, manifest, role):
             except (OSError, ValueError) as exc:
                 module.fail_json(msg="cannot record %s: %s" % (path, exc))
             add(dict(kind="file", key=path, role=role, tree=tree, **state))
-
-    for name in p["users"]:
-        if manifest.find("user", name) is None and name not in user_names():
-            add(dict(kind="user", key=name, role=role))
-
-    for name in p["groups"]:
-        if manifest.find("group", name) is None and name not in group_names():
-            add(dict(kind="group", key=name, role=role))
 
     for spec in p["group_members"]:
         if ":" not in spec:

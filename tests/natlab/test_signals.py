@@ -1,0 +1,203 @@
+"""Pure parts of the reachability code, without the lab: the CGNAT verdict table, signal
+builders, server names, NAT-PMP answers, IP_RECVERR data, the routing table (no root)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hostcheck.collectors import CollectContext, reachability
+from hostcheck.facts import Unknown
+from hostcheck.netprobe import cgnat as cg
+from hostcheck.netprobe.gateway import default_gateway_v4, parse_natpmp_response
+from hostcheck.netprobe.hops import IP_RECVERR, Hop, parse_recverr
+from hostcheck.netprobe.servers import parse_server
+
+LAB = ["198.51.100.0/24", "203.0.113.0/24"]
+
+
+def sig(name: str, result: str) -> dict[str, str]:
+    return cg.signal(name, result, "test")
+
+
+NAT = sig("stun_mapped_address", "nat")
+
+
+@pytest.mark.parametrize(
+    "signals, verdict",
+    [
+        ([], "unknown"),
+        ([NAT], "unknown"),
+        ([sig("stun_mapped_address", "no-nat"), sig("hop_probe", "shared-address-hop")], "no"),
+        ([sig("stun_mapped_address", "shared-address")], "yes"),
+        ([NAT, sig("local_address", "shared-address")], "yes"),
+        ([NAT, sig("router_natpmp", "shared-address")], "yes"),
+        ([NAT, sig("hop_probe", "shared-address-hop")], "likely"),
+        ([NAT, sig("hop_probe", "shared-address-hop"), sig("router_upnp", "public-matches")], "likely"),
+        ([NAT, sig("hop_probe", "shared-address-hop"), sig("servers_agree", "different-addresses")], "yes"),
+        ([NAT, sig("hop_probe", "shared-address-hop"), sig("router_upnp", "private")], "yes"),
+        # UPnP and NAT-PMP read the same router: agreeing twice is one source, not two.
+        ([NAT, sig("router_upnp", "private"), sig("router_natpmp", "private")], "likely"),
+        ([NAT, sig("router_upnp", "public-matches")], "no"),
+        ([NAT, sig("hop_probe", "public-upstream")], "no"),
+        ([sig("stun_mapped_address", "unknown"), sig("hop_probe", "public-upstream")], "unknown"),
+        ([NAT, sig("router_upnp", "no-address"), sig("router_natpmp", "no-address")], "unknown"),
+        ([NAT, sig("hop_probe", "private-upstream")], "unknown"),
+    ],
+)
+def test_verdict_table(signals: list[dict[str, str]], verdict: str) -> None:
+    assert cg.cgnat_verdict(signals) == verdict
+
+
+names = st.sampled_from(sorted({n for n, _ in cg.VOTES} | {"ipv6", "other"}))
+results = st.sampled_from(sorted({r for _, r in cg.VOTES} | {"unknown", "nat", "whatever"}))
+
+
+@given(st.lists(st.tuples(names, results), max_size=8))
+@settings(max_examples=300)
+def test_verdict_is_total_and_yes_is_monotone(pairs: list[tuple[str, str]]) -> None:
+    signals = [sig(n, r) for n, r in pairs]
+    verdict = cg.cgnat_verdict(signals)
+    assert verdict in ("yes", "likely", "no", "unknown")
+    # Seeing a shared address directly can only ever make it "yes".
+    assert cg.cgnat_verdict(signals + [sig("router_upnp", "shared-address")]) == "yes"
+
+
+def test_stun_signal() -> None:
+    local = ("192.168.1.10", 5000)
+    assert cg.stun_signal(local, local, "s", None, LAB)["result"] == "no-nat"
+    assert cg.stun_signal(("100.64.3.4", 1), local, "s", None, LAB)["result"] == "shared-address"
+    assert cg.stun_signal(("198.51.100.2", 5000), local, "s", None, LAB)["result"] == "nat"
+    assert cg.stun_signal(("198.51.100.2", 5000), local, "s", None, [])["result"] == "non-public"
+    assert cg.stun_signal(None, None, "s", "no answer", LAB) == cg.signal(
+        "stun_mapped_address", "unknown", "no answer"
+    )
+
+
+@pytest.mark.parametrize(
+    "address, mapped, result",
+    [
+        (None, "198.51.100.2", "no-address"),
+        ("100.64.0.2", "203.0.113.2", "shared-address"),
+        ("10.0.0.2", "203.0.113.2", "private"),
+        ("198.51.100.2", "198.51.100.2", "public-matches"),
+        ("198.51.100.2", "203.0.113.2", "public-differs"),
+        ("198.51.100.2", None, "public"),
+    ],
+)
+def test_router_signal(address: str | None, mapped: str | None, result: str) -> None:
+    assert cg.router_signal("router_upnp", address, "UPnP", mapped, LAB)["result"] == result
+
+
+@pytest.mark.parametrize(
+    "hops, result",
+    [
+        (
+            [Hop(1, "192.168.1.1", False), Hop(2, "100.64.0.1", False), Hop(3, "203.0.113.10", True)],
+            "shared-address-hop",
+        ),
+        ([Hop(1, "192.168.1.1", False), Hop(2, "198.51.100.1", False)], "public-upstream"),
+        ([Hop(1, "192.168.1.1", False), Hop(2, "10.1.1.1", False)], "private-upstream"),
+        ([Hop(1, "192.168.1.1", False)], "inconclusive"),
+        ([], "no-answer"),
+    ],
+)
+def test_hop_signal(hops: list[Hop], result: str) -> None:
+    assert cg.hop_signal(hops, None, LAB)["result"] == result
+
+
+def test_servers_signal() -> None:
+    assert cg.servers_signal([("a", ("1.1.1.1", 1)), ("b", ("1.1.1.1", 2))])["result"] == "same-address"
+    assert (
+        cg.servers_signal([("a", ("1.1.1.1", 1)), ("b", ("1.1.1.2", 1))])["result"] == "different-addresses"
+    )
+    assert cg.servers_signal([("a", ("1.1.1.1", 1)), ("b", None)])["result"] == "not-tested"
+
+
+@pytest.mark.parametrize(
+    "spec, parsed",
+    [
+        ("stun.example.org", ("stun.example.org", 3478)),
+        ("stun.example.org:19302", ("stun.example.org", 19302)),
+        ("203.0.113.10", ("203.0.113.10", 3478)),
+        ("[2001:db8::1]:3479", ("2001:db8::1", 3479)),
+        ("[2001:db8::1]", ("2001:db8::1", 3478)),
+        ("2001:db8::1", ("2001:db8::1", 3478)),
+    ],
+)
+def test_parse_server(spec: str, parsed: tuple[str, int]) -> None:
+    assert parse_server(spec) == parsed
+
+
+@pytest.mark.parametrize(
+    "spec", ["", "host:0", "host:70000", "host:x", "[2001:db8::1", "[nothost]:1", "a b:1"]
+)
+def test_parse_server_rejects(spec: str) -> None:
+    with pytest.raises(ValueError):
+        parse_server(spec)
+
+
+def test_natpmp_answers() -> None:
+    ok = struct.pack("!BBHI", 0, 128, 0, 1234) + socket.inet_aton("100.64.0.2")
+    assert parse_natpmp_response(ok) == "100.64.0.2"
+    assert parse_natpmp_response(struct.pack("!BBHI", 0, 128, 3, 1) + bytes(4)) is None  # network failure
+    assert parse_natpmp_response(struct.pack("!BBHI", 0, 128, 0, 1) + bytes(4)) is None  # 0.0.0.0
+    for bad in (
+        ok[:11],
+        b"\x01" + ok[1:],
+        ok[:1] + b"\x81" + ok[2:],
+        struct.pack("!BBHI", 0, 128, 2, 1) + bytes(4),
+    ):
+        with pytest.raises(ValueError):
+            parse_natpmp_response(bad)
+
+
+@given(st.binary(max_size=40))
+def test_natpmp_parser_never_crashes(data: bytes) -> None:
+    try:
+        parse_natpmp_response(data)
+    except ValueError:
+        pass
+
+
+def test_parse_recverr() -> None:
+    ee = struct.pack("=IBBBBII", 113, 2, 11, 0, 0, 0, 0)
+    offender = struct.pack("=HH4s8x", socket.AF_INET, 0, socket.inet_aton("100.64.0.1"))
+    assert parse_recverr([(socket.IPPROTO_IP, IP_RECVERR, ee + offender)]) == ("100.64.0.1", 11, 0)
+    local = struct.pack("=IBBBBII", 90, 1, 0, 0, 0, 0, 0)  # SO_EE_ORIGIN_LOCAL
+    assert parse_recverr([(socket.IPPROTO_IP, IP_RECVERR, local + offender)]) is None
+    assert parse_recverr([(socket.IPPROTO_IP, IP_RECVERR, b"short")]) is None
+
+
+def test_default_gateway_from_route_table(tmp_path: Path) -> None:
+    table = tmp_path / "route"
+    table.write_text(
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+        "wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0\n"
+        "eth0\t0001A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n"
+    )
+    assert default_gateway_v4(str(table)) == "192.168.1.1"
+    table.write_text("Iface\tDestination\tGateway\n")
+    assert isinstance(default_gateway_v4(str(table)), Unknown)
+    assert isinstance(default_gateway_v4(str(tmp_path / "missing")), Unknown)
+
+
+def test_offline_collector_sends_nothing() -> None:
+    facts = reachability.collect(CollectContext(offline=True))
+    assert facts == reachability.offline_facts()
+    assert all(isinstance(v, Unknown) for v in facts.values())
+
+
+def test_collector_contract() -> None:
+    assert reachability.SECTION == "network"
+    assert reachability.NEEDS_NETWORK is True
+    assert reachability.NETWORK_BUDGET_S < reachability.TIMEOUT <= 6.0
+    assert reachability.DEFAULT_STUN_SERVERS and all(
+        parse_server(s) for s in reachability.DEFAULT_STUN_SERVERS
+    )

@@ -1,0 +1,334 @@
+"""The probe server: its pure request parser (table + Hypothesis), its rules (token, rate,
+caller-only connect-back), and a real server and client talking over loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hostcheck.netprobe import server as ps
+from hostcheck.netprobe.server import (
+    PortProbe,
+    ProbeRequest,
+    ProbeRequestError,
+    RateLimiter,
+    make_server,
+    parse_probe_request,
+    request_probe,
+    token_matches,
+)
+
+TOKEN = "test-token-0123456789abcdef"
+NONCE = "abcdefghijklmnop"
+
+
+def body(obj: object) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def port(p: int = 40000, proto: str = "tcp", nonce: str = NONCE, **extra: object) -> dict[str, object]:
+    return {"port": p, "proto": proto, "nonce": nonce, **extra}
+
+
+# -- the parser ----------------------------------------------------------------------------------
+
+
+def test_valid_request() -> None:
+    req = parse_probe_request(body({"ports": [port(), port(40000, "udp", "x" * 64)]}))
+    assert req == ProbeRequest((PortProbe(40000, "tcp", NONCE), PortProbe(40000, "udp", "x" * 64)))
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"\xff\xfe", "not JSON"),
+        (b"{", "not JSON"),
+        (b"[1]", "JSON object"),
+        (body({}), "non-empty list"),
+        (body({"ports": []}), "non-empty list"),
+        (body({"ports": "40000"}), "non-empty list"),
+        (
+            body({"ports": [port()], "host": "192.0.2.1"}),
+            "connects back only to the address the request came from",
+        ),
+        (body({"ports": [port()], "target": "192.0.2.1"}), "unknown field 'target'"),
+        (body({"ports": [port(address="192.0.2.1")]}), "exactly port, proto, nonce"),
+        (body({"ports": [{"port": 1, "proto": "tcp"}]}), "exactly port, proto, nonce"),
+        (body({"ports": [5]}), "must be an object"),
+        (body({"ports": [port(0)]}), "integer 1-65535"),
+        (body({"ports": [port(65536)]}), "integer 1-65535"),
+        (body({"ports": [port(True)]}), "integer 1-65535"),
+        (body({"ports": [port("80")]}), "integer 1-65535"),
+        (body({"ports": [port(proto="icmp")]}), "'tcp' or 'udp'"),
+        (body({"ports": [port(nonce="short")]}), "16-64 characters"),
+        (body({"ports": [port(nonce="a" * 65)]}), "16-64 characters"),
+        (body({"ports": [port(nonce="spaces are not ok!")]}), "16-64 characters"),
+        (body({"ports": [port(), port()]}), "repeats tcp/40000"),
+        (body({"ports": [port(p) for p in range(1, 18)]}), "at most 16 ports"),
+        (b" " * (ps.MAX_BODY + 1), "larger than"),
+        (b"[" * 5000, "larger than"),
+    ],
+)
+def test_refused_requests(raw: bytes, message: str) -> None:
+    with pytest.raises(ProbeRequestError, match=message.replace("(", r"\(").replace("'", "'")):
+        parse_probe_request(raw)
+
+
+def test_deep_nesting_is_refused_not_crashing() -> None:
+    with pytest.raises(ProbeRequestError):
+        parse_probe_request(b"[" * 2000 + b"]" * 2000)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.binary(max_size=600))
+@settings(max_examples=400)
+def test_parser_on_arbitrary_bytes(raw: bytes) -> None:
+    try:
+        parse_probe_request(raw)
+    except ProbeRequestError:
+        pass
+
+
+@given(json_values)
+@settings(max_examples=400)
+def test_parser_on_arbitrary_json(value: object) -> None:
+    try:
+        req = parse_probe_request(body(value))
+    except ProbeRequestError:
+        return
+    assert 1 <= len(req.ports) <= 16
+
+
+valid_ports = st.lists(
+    st.builds(
+        PortProbe,
+        port=st.integers(1, 65535),
+        proto=st.sampled_from(["tcp", "udp"]),
+        nonce=st.text(alphabet="ABCXYZabcxyz0189_-", min_size=16, max_size=64),
+    ),
+    min_size=1,
+    max_size=16,
+    unique_by=lambda p: (p.port, p.proto),
+)
+
+
+@given(valid_ports)
+@settings(max_examples=300)
+def test_valid_requests_round_trip(ports: list[PortProbe]) -> None:
+    raw = body({"ports": [{"port": p.port, "proto": p.proto, "nonce": p.nonce} for p in ports]})
+    assert parse_probe_request(raw) == ProbeRequest(tuple(ports))
+
+
+@given(valid_ports, st.text(min_size=1, max_size=12).filter(lambda k: k != "ports"), json_values)
+@settings(max_examples=300)
+def test_any_extra_field_is_refused(ports: list[PortProbe], key: str, value: object) -> None:
+    """However a target is smuggled in, the request is refused (the server has no such field)."""
+    raw = body({"ports": [{"port": p.port, "proto": p.proto, "nonce": p.nonce} for p in ports], key: value})
+    with pytest.raises(ProbeRequestError):
+        parse_probe_request(raw)
+
+
+@given(
+    valid_ports, st.integers(0, 15), st.text(min_size=1, max_size=12).filter(lambda k: k not in ps.PORT_KEYS)
+)
+@settings(max_examples=200)
+def test_any_extra_per_port_field_is_refused(ports: list[PortProbe], index: int, key: str) -> None:
+    items: list[dict[str, object]] = [{"port": p.port, "proto": p.proto, "nonce": p.nonce} for p in ports]
+    items[index % len(items)][key] = "192.0.2.1"
+    with pytest.raises(ProbeRequestError):
+        parse_probe_request(body({"ports": items}))
+
+
+# -- rules ------------------------------------------------------------------------------------------
+
+
+def test_token_comparison() -> None:
+    assert token_matches(TOKEN, TOKEN)
+    assert not token_matches(TOKEN[:-1] + "x", TOKEN)
+    assert not token_matches("", TOKEN)
+    assert not token_matches(None, TOKEN)
+    assert not token_matches("é" * 5, TOKEN)
+
+
+def test_rate_limiter_windows() -> None:
+    lim = RateLimiter(per_peer=2, overall=3)
+    assert lim.allow("a", 0) and lim.allow("a", 1)
+    assert not lim.allow("a", 2)  # per caller
+    assert lim.allow("b", 3)
+    assert not lim.allow("c", 4)  # overall
+    assert lim.allow("a", 61)  # the window slid
+
+
+def test_short_tokens_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 16"):
+        make_server("127.0.0.1", 0, "short")
+
+
+# -- a real server on loopback ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def probe_server() -> Iterator[tuple[str, ps.ProbeServer]]:
+    srv = make_server("127.0.0.1", 0, TOKEN, max_ports=4, rate_per_min=20)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}", srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def free_port(kind: int) -> int:
+    # A port free for both TCP and UDP right now.
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.bind(("0.0.0.0", 0))
+            p = s.getsockname()[1]
+        other = socket.SOCK_DGRAM if kind == socket.SOCK_STREAM else socket.SOCK_STREAM
+        try:
+            with socket.socket(socket.AF_INET, other) as s2:
+                s2.bind(("0.0.0.0", p))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port")
+
+
+def post(
+    url: str, payload: object, token: str | None = TOKEN, headers: dict[str, str] | None = None
+) -> tuple[int, dict]:
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    if token is not None:
+        hdrs["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url + "/probe", data=body(payload), headers=hdrs, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_client_proves_reachable_ports(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    p = free_port(socket.SOCK_STREAM)
+    out = request_probe(url, TOKEN, [(p, "tcp"), (p, "udp")], timeout=8)
+    assert out["probed"] is True and out["peer"] == "127.0.0.1" and out["reason"] is None
+    assert [(x["proto"], x["result"], x["detail"]) for x in out["ports"]] == [
+        ("tcp", "reachable", "connected"),
+        ("udp", "reachable", "echoed"),
+    ]
+
+
+def test_closed_ports_are_unreachable(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    """Asked directly (no client listeners), the server reports what it met."""
+    url, _ = probe_server
+    p = free_port(socket.SOCK_STREAM)
+    status, answer = post(url, {"ports": [port(p, "tcp"), port(p, "udp")]})
+    assert status == 200
+    assert [(r["result"], r["detail"]) for r in answer["results"]] == [
+        ("unreachable", "refused"),
+        ("unreachable", "no echo"),
+    ]
+
+
+def test_port_in_use_here_is_unverified(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
+        busy.bind(("0.0.0.0", 0))
+        p = busy.getsockname()[1]
+        out = request_probe(url, TOKEN, [(p, "udp")], timeout=8)
+    (result,) = out["ports"]
+    assert result["result"] == "unverified" and "port in use on this host" in result["detail"]
+
+
+def test_forwarded_for_headers_do_not_change_the_target(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    p = free_port(socket.SOCK_STREAM)
+    status, answer = post(
+        url, {"ports": [port(p)]}, headers={"X-Forwarded-For": "192.0.2.77", "X-Real-IP": "192.0.2.77"}
+    )
+    assert status == 200 and answer["peer"] == "127.0.0.1"
+
+
+def test_third_party_target_is_refused(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, srv = probe_server
+    status, answer = post(url, {"ports": [port()], "host": "192.0.2.1"})
+    assert status == 400 and "connects back only" in answer["error"]
+    assert srv.stats["probes"] == 0
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token-0123456789abcdef", TOKEN + "x"])
+def test_wrong_or_missing_token(probe_server: tuple[str, ps.ProbeServer], token: str | None) -> None:
+    url, srv = probe_server
+    status, _ = post(url, {"ports": [port()]}, token=token)
+    assert status == 401 and srv.stats["probes"] == 0
+
+
+def test_client_reports_refusal_as_unverified(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    out = request_probe(url, "wrong-token-0123456789abcdef", [(40001, "tcp")], timeout=5)
+    assert out["probed"] is False and "HTTP 401" in out["reason"]
+    assert out["ports"][0]["result"] == "unverified"
+
+
+def test_rate_limit(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    codes = [post(url, {"nope": 1}, token="bad-token-bad-token")[0] for _ in range(21)]
+    assert codes[:20] == [401] * 20 and codes[20] == 429  # failed logins count too
+
+
+def test_too_many_ports(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    status, answer = post(url, {"ports": [port(p) for p in range(1000, 1005)]})
+    assert status == 400 and "at most 4 ports" in answer["error"]
+
+
+def test_unknown_paths_and_health(probe_server: tuple[str, ps.ProbeServer]) -> None:
+    url, _ = probe_server
+    with urllib.request.urlopen(url + "/health", timeout=5) as resp:
+        assert json.loads(resp.read()) == {"ok": True}
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url + "/admin", timeout=5)
+    assert err.value.code == 404
+
+
+def test_unreachable_probe_server() -> None:
+    p = free_port(socket.SOCK_STREAM)
+    out = request_probe(f"http://127.0.0.1:{p}", TOKEN, [(p, "tcp")], timeout=2)
+    assert out["probed"] is False and "not reachable" in out["reason"]
+
+
+def test_bad_url_scheme() -> None:
+    out = request_probe("ftp://example.invalid", TOKEN, [(1, "tcp")], timeout=1)
+    assert out["probed"] is False and "http://" in out["reason"]
+
+
+def test_server_logs_nothing_sensitive(
+    probe_server: tuple[str, ps.ProbeServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, _ = probe_server
+    caplog.set_level("INFO", logger="hostcheck.probe_server")
+    p = free_port(socket.SOCK_STREAM)
+    post(url, {"ports": [port(p)]})
+    post(url, {"ports": [port(p)]}, token="bad-token-bad-token")
+    text = caplog.text
+    assert "probe done" in text and "refused" in text
+    for secret in (TOKEN, NONCE, "127.0.0.1", "bad-token"):
+        assert secret not in text
