@@ -1,8 +1,8 @@
 """Fleet: read many hosts' JSON reports, compare them side by side, and show drift.
 
-Input is what `playbooks/audit.yml` fetches: one `<host>.json` report per host, and for a
-host that could not be audited a `<host>.unreachable.json` marker
-(`{"hostcheck_fleet": "unreachable", "host": ..., "reason": ...}`), so it is reported, not dropped.
+Input is what `playbooks/audit.yml` fetches: one `<host>.json` report per host, and an
+`index.json` listing every host of the inventory with its outcome, so that a host that could
+not be audited (unreachable, audit failed) is reported, not dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from hostcheck.facts import Unknown, from_jsonable, lookup
 from hostcheck.report import REPORT_VERSION
 
-UNREACHABLE_SUFFIX = ".unreachable.json"
+INDEX_NAME = "index.json"
 STATUS_RANK = {"pass": 0, "skipped": 0, "warn": 1, "unknown": 2, "error": 2, "fail": 3}
 VERDICT_RANK = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
 
@@ -33,9 +33,20 @@ class HostEntry:
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _host_name(path: Path) -> str:
-    name = path.name
-    return name[: -len(UNREACHABLE_SUFFIX)] if name.endswith(UNREACHABLE_SUFFIX) else path.stem
+def read_index(path: Path) -> list[HostEntry]:
+    """Hosts the audit playbook could not get a report from, with its reason."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FleetError(f"{path}: unreadable audit index: {exc}") from exc
+    if not isinstance(rows, list):
+        raise FleetError(f"{path}: the audit index is a JSON list of hosts")
+    missing = []
+    for row in rows:
+        if isinstance(row, dict) and not row.get("report"):
+            reason = f"{row.get('status', 'no report')}: {row.get('message') or 'no report'}"
+            missing.append(HostEntry(host=str(row.get("host")), unreachable=reason.strip(), path=str(path)))
+    return missing
 
 
 def read_entry(path: Path) -> HostEntry:
@@ -47,8 +58,6 @@ def read_entry(path: Path) -> HostEntry:
         raise FleetError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise FleetError(f"{path}: not a hostcheck report (a JSON object is expected)")
-    if data.get("hostcheck_fleet") == "unreachable":
-        return HostEntry(host=str(data.get("host") or _host_name(path)), unreachable=str(data.get("reason") or "unreachable"), path=str(path))
     version = data.get("report_version")
     if version is None:
         raise FleetError(f"{path}: not a hostcheck report (no report_version)")
@@ -58,7 +67,7 @@ def read_entry(path: Path) -> HostEntry:
             f"{path}: report format {version} (written by hostcheck {tool}); this hostcheck reads format "
             f"{REPORT_VERSION}: re-run the audit on that host with this version"
         )
-    entry = HostEntry(host=_host_name(path), report=data, path=str(path))
+    entry = HostEntry(host=path.stem, report=data, path=str(path))
     entry.policies = {p["id"]: p for p in data.get("policies", [])}
     return entry
 
@@ -66,16 +75,19 @@ def read_entry(path: Path) -> HostEntry:
 def load_fleet(paths: list[Path]) -> list[HostEntry]:
     """Directories are read for `*.json`; files are taken as given."""
     files: list[Path] = []
+    entries: list[HostEntry] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.glob("*.json") if p.is_file()))
+            files.extend(sorted(p for p in path.glob("*.json") if p.is_file() and p.name != INDEX_NAME))
+            if (path / INDEX_NAME).is_file():
+                entries.extend(read_index(path / INDEX_NAME))
         elif path.exists():
             files.append(path)
         else:
             raise FleetError(f"{path}: no such file or directory")
-    if not files:
+    if not files and not entries:
         raise FleetError(f"no reports (*.json) found in {', '.join(map(str, paths))}")
-    entries = [read_entry(p) for p in files]
+    entries.extend(read_entry(p) for p in files)
     seen: dict[str, str] = {}
     for entry in entries:
         if entry.host in seen:
@@ -170,7 +182,7 @@ def diff_fleets(old: list[HostEntry], new: list[HostEntry]) -> list[dict[str, An
         elif after is None:
             item["changes"].append({"kind": "host_removed", "detail": "missing from this audit"})
         elif (before.report is None) != (after.report is None):
-            state = f"unreachable: {after.unreachable}" if after.report is None else "reachable again"
+            state = f"no report: {after.unreachable}" if after.report is None else "reported again"
             item["changes"].append({"kind": "reachability", "detail": state})
         elif before.report is not None and after.report is not None:
             item["changes"].extend(_diff_reports(before, after))

@@ -29,7 +29,12 @@ def fleet_dirs(tmp_path: Path) -> tuple[Path, Path]:
         write_report(folder, "laptop", "reference-laptop")
     write_report(old, "box-a", "dedicated-4090")
     write_report(old, "box-b", "dedicated-4090")
-    (new / "box-b.unreachable.json").write_text(json.dumps({"hostcheck_fleet": "unreachable", "host": "box-b", "reason": "ssh: connect timed out"}))
+    # What playbooks/audit.yml writes beside the reports.
+    (new / "index.json").write_text(json.dumps([
+        {"host": "box-a", "status": "no-blocker", "rc": 0, "report": "box-a.json", "message": ""},
+        {"host": "box-b", "status": "unreachable", "rc": None, "report": None, "message": "ssh: connect timed out"},
+        {"host": "laptop", "status": "blockers", "rc": 3, "report": "laptop.json", "message": ""},
+    ]))
     # box-a drifts: a new service listens on all interfaces.
     facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
     facts["network"]["listening"].append({"proto": "tcp", "address": "0.0.0.0", "port": 8080, "process": "python3", "exposure": "all"})
@@ -45,7 +50,7 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [row["host"] for row in data["hosts"]] == ["box-b", "laptop", "box-a"]
-    assert data["hosts"][0] == {"host": "box-b", "reachable": False, "reason": "ssh: connect timed out", "policies": {}}
+    assert data["hosts"][0] == {"host": "box-b", "reachable": False, "reason": "unreachable: ssh: connect timed out", "policies": {}}
     laptop = data["hosts"][1]
     assert laptop["policies"]["vast"]["verdict"] == "not feasible"
     assert laptop["policies"]["vast"]["blockers"] == ["ISO-1010"]
@@ -61,7 +66,7 @@ def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> No
     assert proc.returncode == 0, proc.stderr
     changes = {item["host"]: item["changes"] for item in json.loads(proc.stdout)}
     assert set(changes) == {"box-a", "box-b"}
-    assert changes["box-b"] == [{"kind": "reachability", "detail": "unreachable: ssh: connect timed out"}]
+    assert changes["box-b"] == [{"kind": "reachability", "detail": "no report: unreachable: ssh: connect timed out"}]
     kinds = [(c["kind"], c["detail"]) for c in changes["box-a"]]
     assert ("new_listening", "tcp/8080 on 0.0.0.0") in kinds
     regressed = {c["check"] for c in changes["box-a"] if c["kind"] == "finding_regressed"}
