@@ -73,6 +73,20 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
         raise UsageError("--timeout must be a positive number of seconds")
     if probe and not token:
         raise UsageError("--probe needs --token (the probe server's shared secret)")
+    import ipaddress
+
+    from hostcheck.netprobe.servers import parse_server
+
+    for spec in stun_server:
+        try:
+            parse_server(spec)
+        except ValueError as exc:
+            raise UsageError(f"--stun-server {spec!r}: {exc}") from exc
+    for cidr in public_range:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as exc:
+            raise UsageError(f"--public-range {cidr!r}: {exc}") from exc
     return CollectContext(
         offline=offline,
         budget_s=timeout,

@@ -87,10 +87,13 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
     inbound = need(facts, "network.inbound")
     if not inbound.get("probed"):
         return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
-    ports = inbound.get("ports") or []
-    reachable = sum(1 for p in ports if p.get("result") == "reachable")
+    # A port counts once, and only if every protocol probed on it got through (Vast forwards TCP and UDP).
+    by_port: dict[Any, list[str]] = {}
+    for probe in inbound.get("ports") or []:
+        by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
+    reachable = sum(1 for results in by_port.values() if results and all(r == "reachable" for r in results))
     gpus = max(1, len(known_devices(facts))) if not isinstance(lookup(facts, "gpu.devices"), Unknown) else 1
-    return compare(round(reachable / gpus, 2), ">=", threshold, f"{reachable} of {len(ports)} probed ports reachable")
+    return compare(round(reachable / gpus, 2), ">=", threshold, f"{reachable} of {len(by_port)} probed ports reachable")
 
 
 @check(

@@ -1,8 +1,9 @@
 """Collectors: the only code that touches the system.
 
 Each collector module exposes ``SECTION`` (top-level facts key it fills), ``TIMEOUT``
-(seconds), an optional ``NEEDS_NETWORK = True`` and ``collect(ctx) -> dict``. Several
-collectors may fill the same section: their dicts are merged at the top level.
+(seconds), an optional ``NEEDS_NETWORK = True`` and ``collect(ctx) -> dict``. A network collector also names the
+keys it fills (``OFFLINE_KEYS``) so that ``--offline`` can mark each of them unknown without
+running it. Several collectors may fill the same section: their dicts are merged at the top level.
 A value a collector cannot determine is an ``Unknown(reason)``, never ``None``-as-no.
 """
 
@@ -67,6 +68,7 @@ class CollectorSpec:
     timeout: float
     needs_network: bool
     collect: Callable[[CollectContext], dict[str, Any]]
+    offline_keys: tuple[str, ...] = ()
 
 
 def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[CollectorSpec]:
@@ -84,6 +86,7 @@ def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[Collec
                 timeout=float(mod.TIMEOUT),
                 needs_network=bool(getattr(mod, "NEEDS_NETWORK", False)),
                 collect=mod.collect,
+                offline_keys=tuple(getattr(mod, "OFFLINE_KEYS", ())),
             )
         )
     return specs
@@ -183,4 +186,5 @@ def collect_facts(
 
 
 def _offline_part(spec: CollectorSpec) -> Any:
-    return Unknown(f"not probed: --offline (collector '{spec.name}' needs the network)")
+    reason = Unknown(f"not probed: --offline (collector '{spec.name}' needs the network)")
+    return {key: reason for key in spec.offline_keys} if spec.offline_keys else reason

@@ -42,6 +42,7 @@ from hostcheck.netprobe.servers import ResolvedServer, resolve_servers
 SECTION = "network"
 TIMEOUT = 6.0
 NEEDS_NETWORK = True
+OFFLINE_KEYS = ("nat", "cgnat", "inbound")
 
 DEFAULT_STUN_SERVERS: tuple[str, ...] = ("stun.nextcloud.com:3478", "stun.l.google.com:19302")
 NETWORK_BUDGET_S = 5.5

@@ -94,6 +94,9 @@ class RemoteHost:
             f"{self.name} ansible_host={self.ip} ansible_port={self.port} ansible_user={ADMIN} "
             f"ansible_become=true ansible_ssh_private_key_file={self.ssh_key} "
             f"ansible_ssh_common_args='{common}' ansible_host_key_checking=false "
+            # Ansible's own ControlPath (~/.ansible/cp/%C) would be shared by two sessions'
+            # 10.77.1.2 (separate hub namespaces, same address): keep masters per session
+            f"ansible_control_path_dir={self.lab.dir}/ansible-cp "
             f"ansible_python_interpreter=/usr/bin/python3 lab_lane={self.lane}"
         )
 
