@@ -101,8 +101,9 @@ class RemoteHost:
         )
 
     def ssh_config_block(self) -> str:
-        return (f"Host {self.name}\n  HostName {self.ip}\n  Port {self.port}\n"
-                f"  ControlPath {self.lab.dir}/cm-{self.name}-{self.incarnation}-%r\n")
+        # the address as a pattern too: Ansible and testinfra may connect by ansible_host/IP
+        return (f"Host {self.name} {self.ip}\n  HostName {self.ip}\n  Port {self.port}\n"
+                f"  ControlPath {self.lab.dir}/cm-{self.name}-{self.incarnation}-%r-%p\n")
 
     # ---- commands ----------------------------------------------------------------------------
     def ssh_argv(self, user: str = ADMIN, *extra: str) -> list[str]:

@@ -153,6 +153,10 @@ from ansible.module_utils.basic import AnsibleModule
 # Files bigger than this are config files no role of the profile touches; refusing them keeps
 # the manifest small and avoids silently truncating anything.
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# shadow's tools (useradd, groupdel, gpasswd, and package scripts calling them) rewrite these
+# backups on every account change. They are recorded with the first account-related entry so
+# that rollback leaves them as they were, not as the last userdel left them.
+ACCOUNT_BACKUPS = ["/etc/passwd-", "/etc/group-", "/etc/shadow-", "/etc/gshadow-"]
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
 
 
@@ -329,8 +333,22 @@ def do_record(module, manifest, role):
     recorded = []
 
     def add(entry):
+        if entry["kind"] in ("user", "group", "member", "packages"):
+            record_files(ACCOUNT_BACKUPS, tree=False)
         recorded.append({k: v for k, v in entry.items() if k != "content_b64"})
         manifest.add(entry)
+
+    def record_files(paths, tree):
+        for path in paths:
+            path = os.path.normpath(path)
+            if manifest.find("file", path) is None:
+                try:
+                    state = file_state(path)
+                except (OSError, ValueError) as exc:
+                    module.fail_json(msg="cannot record %s: %s" % (path, exc))
+                entry = dict(kind="file", key=path, role=role, tree=tree, **state)
+                recorded.append({k: v for k, v in entry.items() if k != "content_b64"})
+                manifest.add(entry)
 
     # Order matters: rollback replays in reverse, so what others depend on (a group before
     # its user, a user before the files it owns, a unit file before the unit's state) is
@@ -343,14 +361,8 @@ def do_record(module, manifest, role):
         if manifest.find("user", name) is None and name not in user_names():
             add(dict(kind="user", key=name, role=role))
 
-    for path, tree in [(x, False) for x in p["files"]] + [(x, True) for x in p["trees"]]:
-        path = os.path.normpath(path)
-        if manifest.find("file", path) is None:
-            try:
-                state = file_state(path)
-            except (OSError, ValueError) as exc:
-                module.fail_json(msg="cannot record %s: %s" % (path, exc))
-            add(dict(kind="file", key=path, role=role, tree=tree, **state))
+    record_files(p["files"], tree=False)
+    record_files(p["trees"], tree=True)
 
     for spec in p["group_members"]:
         if ":" not in spec:
@@ -576,6 +588,14 @@ class Undo:
             new_groups = sorted(set(group_names()) - set(entry["pre_groups"]))
         purge = sorted(candidates & now)
         ok = True
+        if purge and not self.check:
+            # A run interrupted during dpkg leaves half-configured packages; apt refuses to do
+            # anything until dpkg has finished its own work.
+            rc, out, _err = self.module.run_command(["dpkg", "--audit"], environ_update=APT_ENV)
+            if out.strip():
+                self.run(["dpkg", "--configure", "-a"], "dpkg --configure -a")
+                now = set(installed_packages(self.module))
+                purge = sorted(candidates & now)
         if purge:
             # Simulate first: never let the purge take anything else with it.
             rc, out, err = self.module.run_command(["apt-get", "-s", "purge"] + purge, environ_update=APT_ENV)
