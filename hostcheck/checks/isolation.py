@@ -115,6 +115,7 @@ DOCKER_FLAGS = [
         True,
         "Stops setuid binaries inside a customer's container from gaining more privileges.",
         '"no-new-privileges": true in /etc/docker/daemon.json',
+        "docker_host_no_new_privileges",
     ),
     (
         "DOC-1030",
@@ -125,6 +126,7 @@ DOCKER_FLAGS = [
         True,
         "Without live-restore a Docker upgrade or restart kills every customer's job.",
         '"live-restore": true in /etc/docker/daemon.json',
+        "docker_host_live_restore",
     ),
     (
         "DOC-1040",
@@ -135,6 +137,7 @@ DOCKER_FLAGS = [
         False,
         "Containers of different customers on the default bridge can otherwise reach each other.",
         '"icc": false in /etc/docker/daemon.json',
+        "docker_host_icc",
     ),
     (
         "DOC-1050",
@@ -145,10 +148,11 @@ DOCKER_FLAGS = [
         False,
         "The userland proxy makes published ports reachable on loopback and hides client addresses.",
         '"userland-proxy": false in /etc/docker/daemon.json',
+        "docker_host_userland_proxy",
     ),
 ]
 
-for _id, _title, _key, _json_key, _default, _want, _why, _fix in DOCKER_FLAGS:
+for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FLAGS:
     check(
         _id,
         title=_title,
@@ -156,7 +160,7 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix in DOCKER_FLAGS:
         threshold="none",
         why=_why,
         fix=_fix,
-        fix_role="docker_host: docker_host_daemon_options",
+        fix_role=f"docker_host: {_var}",
     )(_docker_flag(_key, _json_key, _default, _want))
 
 

@@ -1,0 +1,163 @@
+"""The hostcheck_manifest module on its own, run by real Ansible on this machine against
+files in a temporary directory only (no account, unit, sysctl or package of this machine is
+touched: those kinds are exercised on lab hosts by test_profile_lifecycle.py).
+
+Record, change, roll back, compare byte for byte: content, mode, owner, symlink targets,
+absence. Plus: the first record wins, check mode writes nothing, a rollback that fails
+midway keeps the entries it could not undo so that a rerun finishes the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.profile import play
+
+pytestmark = [pytest.mark.ansible, pytest.mark.root]
+
+LIBRARY = play.REPO / "roles/rollback_manifest/library"
+
+
+def manifest(tmp: Path, check: bool = False, **args: Any) -> dict[str, Any]:
+    args.setdefault("path", str(tmp / "state" / "manifest.json"))
+    argv = [str(play.VENV_BIN / "ansible"), "localhost", "-c", "local", "-M", str(LIBRARY),
+            "-m", "hostcheck_manifest", "-a", json.dumps(args), "-o"]
+    if check:
+        argv.append("--check")
+    env = play.ansible_env({"ANSIBLE_PYTHON_INTERPRETER": str(play.VENV_BIN / "python"),
+                            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False", "ANSIBLE_LOCALHOST_WARNING": "False"})
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    line = proc.stdout.strip().splitlines()[-1]
+    _, _, payload = line.partition("=> ")
+    result = json.loads(payload)
+    result["_rc"] = proc.returncode
+    return result
+
+
+def state(path: Path) -> tuple[Any, ...] | None:
+    if not os.path.lexists(path):
+        return None
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(path), st.st_uid, st.st_gid)
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    return ("file", path.read_bytes(), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> dict[str, Path]:
+    root = tmp_path / "etc"
+    root.mkdir()
+    paths = {
+        "edited": root / "edited.conf", "absent": root / "new.conf", "link": root / "link",
+        "newdir": root / "newdir", "newfile_in_dir": root / "newdir" / "x.conf", "owned": root / "owned.conf",
+        "tree": root / "tree", "deleted": root / "deleted.conf",
+    }
+    paths["edited"].write_bytes(b"original\n\x00binary ok\n")
+    paths["edited"].chmod(0o640)
+    paths["owned"].write_text("owned\n")
+    os.chown(paths["owned"], 1, 1)
+    paths["link"].symlink_to("edited.conf")
+    paths["deleted"].write_text("keep me\n")
+    return paths
+
+
+def test_record_change_rollback_restores_everything(tmp_path: Path, tree: dict[str, Path]) -> None:
+    before = {k: state(p) for k, p in tree.items()}
+    rec = manifest(tmp_path, role="t", files=[str(tree[k]) for k in
+                                               ("edited", "absent", "link", "newdir", "newfile_in_dir", "owned", "deleted")],
+                   trees=[str(tree["tree"])])
+    assert rec["_rc"] == 0 and rec["changed"], rec
+    saved = tmp_path / "state"
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o700
+    assert stat.S_IMODE((saved / "manifest.json").stat().st_mode) == 0o600
+
+    tree["edited"].write_text("changed\n")
+    tree["edited"].chmod(0o666)
+    tree["absent"].write_text("created\n")
+    tree["link"].unlink()
+    tree["link"].symlink_to("elsewhere")
+    tree["newdir"].mkdir()
+    tree["newfile_in_dir"].write_text("x\n")
+    os.chown(tree["owned"], 0, 0)
+    tree["tree"].mkdir()
+    (tree["tree"] / "deep").mkdir()
+    (tree["tree"] / "deep" / "data").write_text("data\n")
+    tree["deleted"].unlink()
+
+    rb = manifest(tmp_path, role="t", action="rollback")
+    assert rb["_rc"] == 0 and rb["changed"], rb
+    assert {k: state(p) for k, p in tree.items()} == before
+    assert json.loads((saved / "manifest.json").read_text())["entries"] == []
+    cleanup = manifest(tmp_path, action="cleanup")
+    assert cleanup["_rc"] == 0 and not saved.exists()
+
+
+def test_first_record_wins(tmp_path: Path, tree: dict[str, Path]) -> None:
+    manifest(tmp_path, role="t", files=[str(tree["edited"])])
+    tree["edited"].write_text("profile's version\n")
+    again = manifest(tmp_path, role="t", files=[str(tree["edited"])])
+    assert again["changed"] is False and again["recorded"] == []
+    manifest(tmp_path, role="t", action="rollback")
+    assert tree["edited"].read_bytes() == b"original\n\x00binary ok\n"
+
+
+def test_check_mode_writes_nothing(tmp_path: Path, tree: dict[str, Path]) -> None:
+    rec = manifest(tmp_path, check=True, role="t", files=[str(tree["edited"])])
+    assert rec["changed"] and rec["recorded"][0]["key"] == str(tree["edited"])
+    assert not (tmp_path / "state").exists()
+    manifest(tmp_path, role="t", files=[str(tree["edited"])])
+    tree["edited"].write_text("changed\n")
+    rb = manifest(tmp_path, check=True, role="t", action="rollback")
+    assert rb["changed"] and rb["undone"] == [{"file": str(tree["edited"]), "action": "restore"}]
+    assert tree["edited"].read_text() == "changed\n"
+
+
+def test_roles_roll_back_independently(tmp_path: Path, tree: dict[str, Path]) -> None:
+    manifest(tmp_path, role="a", files=[str(tree["edited"])])
+    manifest(tmp_path, role="b", files=[str(tree["absent"])])
+    tree["edited"].write_text("a\n")
+    tree["absent"].write_text("b\n")
+    manifest(tmp_path, role="b", action="rollback")
+    assert not tree["absent"].exists() and tree["edited"].read_text() == "a\n"
+    status = manifest(tmp_path, action="status")
+    assert status["entries"] == {"a": 1}
+
+
+def test_non_empty_directory_created_by_the_profile_is_kept_and_reported(tmp_path: Path, tree: dict[str, Path]) -> None:
+    """Only trees are removed with their content; a plain directory may hold someone's data."""
+    manifest(tmp_path, role="t", files=[str(tree["newdir"])])
+    tree["newdir"].mkdir()
+    (tree["newdir"] / "data").write_text("someone's\n")
+    rb = manifest(tmp_path, role="t", action="rollback")
+    assert rb["_rc"] == 0 and (tree["newdir"] / "data").exists()
+    assert "not empty" in rb["kept"][0]["why"]
+
+
+def test_failed_undo_stays_in_the_manifest_for_a_rerun(tmp_path: Path, tree: dict[str, Path]) -> None:
+    manifest(tmp_path, role="t", files=[str(tree["absent"]), str(tree["edited"])])
+    tree["edited"].write_text("changed\n")
+    tree["absent"].write_text("created\n")
+    # An immutable parent directory makes every undo in it fail, as a real I/O error would.
+    blocker = tree["edited"].parent
+    subprocess.run(["chattr", "+i", str(blocker)], check=False, capture_output=True)
+    flags = subprocess.run(["lsattr", "-d", str(blocker)], capture_output=True, text=True).stdout.split(" ")[0]
+    if "i" not in flags:
+        pytest.skip("this filesystem does not support the immutable attribute needed to make an undo fail")
+    try:
+        rb = manifest(tmp_path, role="t", action="rollback")
+    finally:
+        subprocess.run(["chattr", "-i", str(blocker)], check=True)
+    assert rb["_rc"] != 0 and rb["errors"], rb
+    assert len(json.loads((tmp_path / "state/manifest.json").read_text())["entries"]) == 2
+    rb2 = manifest(tmp_path, role="t", action="rollback")
+    assert rb2["_rc"] == 0
+    assert not tree["absent"].exists() and tree["edited"].read_bytes() == b"original\n\x00binary ok\n"
