@@ -1,0 +1,136 @@
+"""The fleet on 8 real lab hosts: audited through playbooks/audit.yml, read with `hostcheck fleet`.
+
+Deliberate differences: `bare` never gets the profile; after the first audit `drifted` starts
+a service listening on all interfaces and `gone` is switched off. The table and the diff must
+name exactly those differences and nothing else. Docker is left out of the profile here
+(docker_host_enabled=false): it is exercised in tests/profile, and eight engines would not fit
+the 2-core CI machine's time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
+from tests.profile.play import run_playbook
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet]
+
+ROLES = ["bare", "drifted", "gone", "p4", "p5", "p6", "p7", "p8"]
+
+
+@dataclass
+class Fleet:
+    names: dict[str, str]  # role in this test -> lab host name
+    before: Path
+    after: Path
+    audit_seconds: list[float]
+
+
+def _inventory(path: Path, hosts: list[Any]) -> Path:
+    lines = ["[lab]"]
+    for host in hosts:
+        lines += [line for line in host.inventory_path.read_text().splitlines() if line and not line.startswith("[")]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# --offline: a lab host must not try the public STUN servers (no test reaches the internet).
+AUDIT_COMMAND = ["hostcheck", "audit", "--format", "json", "--offline"]
+
+
+def _audit(inventory: Path, into: Path) -> float:
+    result = run_playbook(inventory, "audit.yml", extra_vars={"audit_report_dir": str(into), "audit_command": AUDIT_COMMAND},
+                          timeout=600)
+    assert result.rc == 0, result.tail()
+    return result.seconds
+
+
+@pytest.fixture(scope="module")
+def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    work = tmp_path_factory.mktemp("fleet")
+    hosts = lab.start_hosts(len(ROLES))
+    by_role = dict(zip(ROLES, hosts))
+    try:
+        wheelhouse = build_wheelhouse(work / "wheels")
+
+        def install(host: Any) -> None:
+            install_hostcheck(host, wheelhouse)
+            host.sudo(f"ln -sf {VENV}/bin/hostcheck /usr/local/bin/hostcheck", check=True)
+
+        with ThreadPoolExecutor(len(hosts)) as pool:
+            list(pool.map(install, hosts))
+        everyone = _inventory(work / "all.ini", hosts)
+        profiled = _inventory(work / "profiled.ini", [h for r, h in by_role.items() if r != "bare"])
+        converge = run_playbook(profiled, "site.yml", extra_vars={"docker_host_enabled": False}, timeout=1200)
+        assert converge.rc == 0, converge.tail()
+
+        before, after = work / "before", work / "after"
+        seconds = [_audit(everyone, before)]
+        by_role["drifted"].sudo(
+            "systemd-run --unit=hc-fleet-extra python3 -m http.server --bind 0.0.0.0 8080", check=True)
+        by_role["drifted"].sudo("for i in $(seq 50); do ss -ltn | grep -q ':8080 ' && exit 0; sleep 0.1; done; exit 1",
+                                check=True)
+        lab.stop_hosts([by_role["gone"]])
+        seconds.append(_audit(everyone, after))
+        yield Fleet({r: h.name for r, h in by_role.items()}, before, after, seconds)
+    finally:
+        lab.stop_hosts([h for r, h in by_role.items() if r != "gone"])
+
+
+def _hostcheck(*args: str) -> dict[str, Any] | list[Any]:
+    proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", *args, "--format", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _comparable(row: dict[str, Any]) -> Any:
+    return {pid: (r["verdict"], r["blockers"]) for pid, r in row["policies"].items()}, row["owner_risk"]
+
+
+def test_every_host_reported_in_the_first_audit(fleet: Fleet) -> None:
+    index = json.loads((fleet.before / "index.json").read_text())
+    assert sorted(row["host"] for row in index) == sorted(fleet.names.values())
+    assert all(row["report"] for row in index), index
+
+
+def test_fleet_table_names_exactly_the_differences(fleet: Fleet) -> None:
+    data = _hostcheck("fleet", str(fleet.after), "--policy", "dedicated-host")
+    rows = {row["host"]: row for row in data["hosts"]}
+    name = fleet.names
+    # Unreachable first, then the host failing the hygiene policy the worst.
+    assert data["hosts"][0]["host"] == name["gone"]
+    assert rows[name["gone"]]["reachable"] is False and "unreachable" in rows[name["gone"]]["reason"]
+
+    profiled = [rows[name[r]] for r in ("p4", "p5", "p6", "p7", "p8")]
+    reference = _comparable(profiled[0])
+    assert all(_comparable(row) == reference for row in profiled), "identically profiled hosts must read the same"
+
+    bare = rows[name["bare"]]["policies"]["dedicated-host"]
+    assert "NET-1010" in bare["blockers"]  # no firewall without the profile
+    assert _comparable(rows[name["bare"]]) != reference
+
+    drifted = _hostcheck("audit", "--facts", str(fleet.after / f"{name['drifted']}.json"), "--policy", "dedicated-host")
+    steady = _hostcheck("audit", "--facts", str(fleet.after / f"{name['p4']}.json"), "--policy", "dedicated-host")
+    assert set(drifted["policies"][0]["risks"]) - set(steady["policies"][0]["risks"]) == {"OWN-1040"}
+
+
+def test_fleet_diff_names_exactly_the_drift(fleet: Fleet) -> None:
+    changes = {item["host"]: item["changes"] for item in _hostcheck("fleet", "diff", str(fleet.before), str(fleet.after))}
+    name = fleet.names
+    assert set(changes) == {name["drifted"], name["gone"]}
+    assert [c["kind"] for c in changes[name["gone"]]] == ["reachability"]
+    drift = {(c["kind"], c.get("check"), c["detail"] if c["kind"].endswith("listening") else None) for c in changes[name["drifted"]]}
+    assert ("new_listening", None, "tcp/8080 on 0.0.0.0") in drift
+    assert {c.get("check") for c in changes[name["drifted"]] if c["kind"] == "finding_regressed"} == {"OWN-1040"}
+    assert not [c for c in changes[name["drifted"]] if c["kind"] == "closed_listening"]
