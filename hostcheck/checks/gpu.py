@@ -86,9 +86,7 @@ def vram_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix_role="nvidia_host: nvidia_host_enabled",
 )
 def cuda_version(facts: dict[str, Any], threshold: Any) -> Outcome:
-    measured = str(need(facts, "gpu.cuda_driver_version"))
-    ok = version_tuple(measured) >= version_tuple(str(threshold))
-    return Outcome("pass" if ok else "fail", measured)
+    return _version_at_least(facts, "gpu.cuda_driver_version", threshold)
 
 
 @check(
@@ -101,7 +99,11 @@ def cuda_version(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix_role="nvidia_host: nvidia_host_enabled",
 )
 def driver_version(facts: dict[str, Any], threshold: Any) -> Outcome:
-    measured = str(need(facts, "gpu.driver_version"))
+    return _version_at_least(facts, "gpu.driver_version", threshold)
+
+
+def _version_at_least(facts: dict[str, Any], path: str, threshold: Any) -> Outcome:
+    measured = str(need(facts, path))
     ok = version_tuple(measured) >= version_tuple(str(threshold))
     return Outcome("pass" if ok else "fail", measured)
 
