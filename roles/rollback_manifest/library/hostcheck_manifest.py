@@ -79,6 +79,14 @@ options:
     type: list
     elements: str
     default: []
+  nft_tables:
+    description:
+      - nftables tables (C(family name), e.g. C(ip nat)) whose absence is recorded; rollback
+        deletes those that did not exist and exist now (Docker's iptables-nft tables outlive
+        the purged engine until the next boot).
+    type: list
+    elements: str
+    default: []
   hold_patterns:
     description:
       - For C(action=hold), regular expressions (full match) of package names. Installed
@@ -319,6 +327,14 @@ def sysctl_value(key):
         return None
 
 
+def nft_tables(module):
+    """Existing tables as "family name" strings, or None when nft is unavailable."""
+    rc, out, _err = module.run_command(["nft", "list", "tables"])
+    if rc != 0:
+        return None
+    return {line[len("table "):].strip() for line in out.splitlines() if line.startswith("table ")}
+
+
 def group_has_member(group, user):
     try:
         return user in grp.getgrnam(group).gr_mem
@@ -380,6 +396,12 @@ def do_record(module, manifest, role):
             value = sysctl_value(key)
             if value is not None:
                 add(dict(kind="sysctl", key=key, role=role, value=value))
+
+    if p["nft_tables"]:
+        existing = nft_tables(module)
+        for table in p["nft_tables"]:
+            if existing is not None and manifest.find("nft_table", table) is None and table not in existing:
+                add(dict(kind="nft_table", key=table, role=role))
 
     if p["packages"]:
         status = dpkg_status(module)
@@ -574,6 +596,14 @@ class Undo:
             return self.run(["apt-mark", "unhold", entry["key"]], "hold " + entry["key"])
         return True
 
+    def undo_nft_table(self, entry):
+        existing = nft_tables(self.module) or set()
+        if entry["key"] in existing:
+            self.undone.append({"nft_table": entry["key"], "action": "delete"})
+            family, name = entry["key"].split(" ", 1)
+            return self.run(["nft", "delete", "table", family, name], "nft table " + entry["key"])
+        return True
+
     def undo_packages(self, entry):
         now = set(installed_packages(self.module))
         if entry.get("finalized"):
@@ -660,6 +690,7 @@ def main():
             groups=dict(type="list", elements="str", default=[]),
             group_members=dict(type="list", elements="str", default=[]),
             sysctls=dict(type="list", elements="str", default=[]),
+            nft_tables=dict(type="list", elements="str", default=[]),
             hold_patterns=dict(type="list", elements="str", default=[]),
             remove_empty=dict(type="bool", default=True),
         ),
