@@ -231,7 +231,7 @@ def file_diff(before: Snapshot, after: Snapshot, *, ignore: tuple[str, ...] = ()
 
 
 # The test's own SSH logins: each is a session scope under the admin's user manager.
-SESSION_UNITS = re.compile(r"^(session-\d+\.scope|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)$")
+SESSION_UNITS = re.compile(r"^(session-\d+\.scope|run-user-\d+\.mount|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)$")
 
 
 def unit_diff(before: Snapshot, after: Snapshot, *, ignore_active: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:

@@ -34,7 +34,9 @@ def test_audit_playbook_collects_reports_and_records_the_unreachable(lab_hosts, 
         "audit_policy": "dedicated-host", "audit_extra_args": ["--offline", "--timeout", "60"],
         "ansible_ssh_timeout": 10})
 
-    assert result.stats("ghost")["unreachable"] == 1, result.describe()
+    # The play tolerates a dead host (ignore_unreachable): it runs on and records it.
+    assert result.rc == 0, result.describe()
+    assert result.stats("ghost")["ignored"] == 1, result.describe()
     for host in hosts:
         assert result.stats(host.name)["failed"] == 0, result.describe()
     index = json.loads((reports / "index.json").read_text())

@@ -133,12 +133,20 @@ errors:
   description: For rollback, what could not be undone (those entries stay in the manifest).
   type: list
   returned: always
+absent_packages:
+  description: For record with I(packages), those not installed now (the caller installs them).
+  type: list
+  returned: always
 held:
   description: For hold, the packages put on hold.
   type: list
   returned: always
 entries:
-  description: For status, the number of entries per role.
+  description: The number of entries left per role.
+  type: dict
+  returned: always
+keys:
+  description: The entries left per role, as C(kind:key) strings, oldest first.
   type: dict
   returned: always
 """
@@ -344,7 +352,7 @@ def group_has_member(group, user):
 
 # --- record ---------------------------------------------------------------------------------
 
-def do_record(module, manifest, role):
+def do_record(module, manifest, role, extras):
     p = module.params
     recorded = []
 
@@ -406,6 +414,7 @@ def do_record(module, manifest, role):
     if p["packages"]:
         status = dpkg_status(module)
         absent = sorted(n for n in p["packages"] if status.get(n, ("", ""))[1] != "installed")
+        extras["absent_packages"] = absent
         key = ",".join(sorted(p["packages"]))
         pending = manifest.find("packages", key, role)
         if absent and (pending is None or pending.get("finalized")):
@@ -701,12 +710,13 @@ def main():
         module.fail_json(msg="hostcheck_manifest must run as root (become: true)")
     action, role = module.params["action"], module.params["role"]
     manifest = Manifest(module.params["path"])
-    result = dict(changed=False, recorded=[], undone=[], kept=[], errors=[], held=[], entries={})
+    result = dict(changed=False, recorded=[], undone=[], kept=[], errors=[], held=[], entries={},
+                  absent_packages=[], keys={})
     manifest.lock()
     try:
         manifest.load()
         if action == "record":
-            result["recorded"] = do_record(module, manifest, role)
+            result["recorded"] = do_record(module, manifest, role, result)
             if result["recorded"] and not module.check_mode:
                 manifest.save()
         elif action == "finalize_packages":
@@ -729,6 +739,7 @@ def main():
                                    "why": "%d entries not rolled back yet" % len(manifest.entries)}]
         for entry in manifest.entries:
             result["entries"][entry["role"]] = result["entries"].get(entry["role"], 0) + 1
+            result["keys"].setdefault(entry["role"], []).append("%s:%s" % (entry["kind"], entry["key"]))
     finally:
         manifest.unlock()
     result["changed"] = bool(result["recorded"] or result["undone"] or result["held"])

@@ -1,0 +1,119 @@
+"""The profile on the VM lane: what a container cannot show.
+
+A private qemu VM (its own kernel; not the session's shared lab_vm, which other tests
+reconfigure) gets host_baseline, the firewall and docker_host's data volume. There the
+kernel-wide sysctls are written and applied (in nspawn they are skipped), the hostcheck
+firewall unit must load the table at boot, the VM's blank second disk becomes Docker's data
+root (XFS, project quota, by UUID in fstab), and all of it must survive a power cycle
+(poweroff + cold boot). Rollback then puts the kernel's runtime values and fstab back and
+unmounts the volume.
+
+Time sync, journald, the update policy and logind are switched off for this run, and the
+engine package itself is not installed (docker_host_packages: [], docker_host_start: false):
+those are verified on the nspawn lane, and under TCG every Ansible task and every apt
+download costs much more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.profile import play
+
+pytestmark = [pytest.mark.vm, pytest.mark.ansible, pytest.mark.root]
+
+KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivileged_bpf_disabled",
+               "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
+VARS = {"host_baseline_time_sync": False, "host_baseline_journald": False,
+        "host_baseline_security_updates": False, "host_baseline_logind_ignore_lid": False,
+        "docker_host_packages": [], "docker_host_start": False,
+        "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
+
+
+@dataclass
+class VmRun:
+    vm: Any
+    plays: dict[str, play.PlayResult] = field(default_factory=dict)
+    probes: dict[str, Any] = field(default_factory=dict)
+
+
+def sysctls(vm: Any) -> dict[str, str]:
+    out = vm.sudo("sysctl " + " ".join(KERNEL_KEYS + ("net.ipv4.ip_forward",))).stdout
+    return {k: v for k, _, v in (line.partition(" = ") for line in out.splitlines())}
+
+
+@pytest.fixture(scope="module")
+def vm_run(lab, tmp_path_factory) -> Iterator[VmRun]:
+    vm = lab.start_vm()
+    run = VmRun(vm)
+    tmp = tmp_path_factory.mktemp("vm")
+    try:
+        p = run.probes
+        p["before"] = sysctls(vm)
+        p["fstab_before"] = vm.sudo("sha256sum /etc/fstab").stdout.split()[0]
+        book = play.write_playbook(tmp, "vm.yml", ["host_baseline", "firewall", "docker_host"], vars_=VARS)
+        run.plays["converge"] = play.run_playbook(vm.inventory_path, book, timeout=1500)
+        assert run.plays["converge"].rc == 0, run.plays["converge"].describe()
+        p["applied"] = sysctls(vm)
+        p["boot_seconds"] = vm.power_cycle()
+        p["after_boot"] = sysctls(vm)
+        p["firewall_unit"] = vm.sudo("systemctl is-active hostcheck-firewall.service").stdout.strip()
+        p["table"] = vm.sudo("nft list table inet hostcheck").stdout
+        p["sleep"] = vm.sudo("systemctl is-enabled sleep.target").stdout.strip()
+        p["ssh"] = vm.run("true").rc
+        p["data_mount"] = vm.sudo("findmnt -n -o SOURCE,FSTYPE,OPTIONS --mountpoint /var/lib/docker").stdout.strip()
+        p["fstab_line"] = vm.sudo("grep ' /var/lib/docker ' /etc/fstab").stdout.strip()
+        p["daemon_json"] = vm.sudo("cat /etc/docker/daemon.json").stdout
+        run.plays["rerun"] = play.run_playbook(vm.inventory_path, book, timeout=1500)
+        run.plays["rollback"] = play.run_playbook(vm.inventory_path, "rollback.yml", timeout=1500)
+        p["rolled_back"] = sysctls(vm)
+        p["files_after_rollback"] = vm.sudo("ls /etc/sysctl.d /etc/hostcheck /var/lib/hostcheck-profile 2>&1").stdout
+        p["fstab_after"] = vm.sudo("sha256sum /etc/fstab").stdout.split()[0]
+        p["data_mount_after"] = vm.sudo("findmnt --mountpoint /var/lib/docker; ls -d /var/lib/docker /etc/docker 2>&1").stdout
+        yield run
+    finally:
+        lab.stop_hosts([vm])
+
+
+def test_kernel_sysctls_applied_on_a_real_kernel(vm_run: VmRun) -> None:
+    applied = vm_run.probes["applied"]
+    assert applied["kernel.kptr_restrict"] == "2" and applied["kernel.dmesg_restrict"] == "1"
+    assert applied["kernel.unprivileged_bpf_disabled"] == "2" and applied["fs.protected_regular"] == "2"
+    assert applied["net.ipv4.ip_forward"] == "1"
+    assert "read-only here" not in vm_run.plays["converge"].output
+
+
+def test_settings_survive_a_power_cycle(vm_run: VmRun) -> None:
+    p = vm_run.probes
+    assert p["after_boot"] == p["applied"]
+    assert p["firewall_unit"] == "active" and "policy drop" in p["table"], "the ruleset is loaded at boot"
+    assert p["sleep"] == "masked"
+    assert p["ssh"] == 0, "and the admin still gets in after the boot"
+
+
+def test_data_root_on_xfs_with_project_quota_by_uuid(vm_run: VmRun) -> None:
+    p = vm_run.probes
+    source, fstype, options = p["data_mount"].split()
+    assert (source, fstype) == ("/dev/vdb", "xfs") and "prjquota" in options, p["data_mount"]
+    assert p["fstab_line"].startswith("UUID=") and "prjquota,nofail" in p["fstab_line"], p["fstab_line"]
+    assert '"data-root": "/var/lib/docker"' in p["daemon_json"]
+
+
+def test_rerun_after_the_cycle_changes_nothing(vm_run: VmRun) -> None:
+    result = vm_run.plays["rerun"]
+    assert result.rc == 0 and result.stats(vm_run.vm.name)["changed"] == 0, result.changed_tasks
+
+
+def test_rollback_restores_the_kernels_runtime_values(vm_run: VmRun) -> None:
+    result = vm_run.plays["rollback"]
+    assert result.rc == 0, result.describe()
+    assert vm_run.probes["rolled_back"] == vm_run.probes["before"]
+    listing = vm_run.probes["files_after_rollback"]
+    assert "60-hostcheck" not in listing and "No such file" in listing
+    assert vm_run.probes["fstab_after"] == vm_run.probes["fstab_before"]
+    after = vm_run.probes["data_mount_after"]
+    assert "/dev/vdb" not in after and after.count("No such file") == 2, after
