@@ -171,7 +171,7 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FL
     threshold="none",
     why="Without the NVIDIA runtime (nvidia-container-toolkit) containers cannot see the GPU.",
     fix="Install nvidia-container-toolkit and run `nvidia-ctk runtime configure --runtime=docker`.",
-    fix_role="nvidia_host: nvidia_host_container_toolkit",
+    fix_role="docker_host: docker_host_nvidia_runtime",
 )
 def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if lookup(facts, "docker.reachable") is not True:
