@@ -45,11 +45,11 @@ def _inventory(path: Path, hosts: list[Any]) -> Path:
 
 
 # --offline: a lab host must not try the public STUN servers (no test reaches the internet).
-AUDIT_COMMAND = ["hostcheck", "audit", "--format", "json", "--offline"]
+AUDIT_EXTRA_ARGS = ["--offline"]
 
 
 def _audit(inventory: Path, into: Path) -> float:
-    result = run_playbook(inventory, "audit.yml", extra_vars={"audit_report_dir": str(into), "audit_command": AUDIT_COMMAND},
+    result = run_playbook(inventory, "audit.yml", extra_vars={"audit_report_dir": str(into), "audit_extra_args": AUDIT_EXTRA_ARGS},
                           timeout=600)
     assert result.rc == 0, result.tail()
     return result.seconds
