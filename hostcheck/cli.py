@@ -261,7 +261,7 @@ def probe_server(
     serve(bind, port, token, max_ports=max_ports)
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command()
 def fleet(
     paths: Annotated[list[Path], typer.Argument(help="Report directories or files; or: diff OLD_DIR NEW_DIR.")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policies to show (repeatable); the first sorts failing hosts first.")] = [],  # noqa: B006

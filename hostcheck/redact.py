@@ -29,10 +29,10 @@ def _names(report: dict[str, Any]) -> set[str]:
         names.add(host)
     isolation = report.get("facts", {}).get("isolation", {})
     if isinstance(isolation, dict):
-        for key in ("human_accounts",):
-            for account in isolation.get(key) or []:
-                if isinstance(account, dict) and isinstance(account.get("name"), str):
-                    names.add(account["name"])
+        accounts = isolation.get("human_accounts")
+        for account in accounts if isinstance(accounts, list) else []:
+            if isinstance(account, dict) and isinstance(account.get("name"), str):
+                names.add(account["name"])
         for key in ("docker_group_members", "sudo_group_members"):
             members = isolation.get(key)
             if isinstance(members, list):

@@ -93,10 +93,11 @@ def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[Collec
 
 
 def _broken(modname: str, exc: ImportError) -> CollectorSpec:
-    """A collector whose module cannot load still yields facts: Unknown, with the reason."""
-    section = {"reachability": "network", "network_local": "network"}.get(modname.rsplit(".", 1)[-1], modname.rsplit(".", 1)[-1])
+    """A collector whose module cannot load still leaves a trace in the facts: its own key,
+    Unknown with the reason (the facts it would have filled stay absent, hence unknown)."""
+    name = modname.rsplit(".", 1)[-1]
     reason = f"collector {modname} could not load: {exc}"
-    return CollectorSpec(modname.rsplit(".", 1)[-1], section, 1.0, False, lambda _ctx: Unknown(reason))
+    return CollectorSpec(name, name, 1.0, False, lambda _ctx: Unknown(reason))
 
 
 def _merge(facts: dict[str, Any], section: str, part: Any) -> None:
