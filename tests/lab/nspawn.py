@@ -11,11 +11,16 @@ Each host gets
 Flags come from ../shared/research/lab-hosts.md: ``--register=no --keep-unit`` (no system
 bus here), ``CAP_NET_ADMIN`` + ``SYSTEMD_NSPAWN_API_VFS_WRITABLE=network`` (nft and net.*
 sysctls inside a namespace given by path); exit code 133 = the container rebooted itself.
+
+Each host runs in a cgroup of its own, ``hcl-<sid>-<i>`` (see cgroups.py for why: with
+``--keep-unit`` all containers started by one process otherwise share ``payload/``, and their
+systemds then break each other's units at boot).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -26,6 +31,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tests.lab import cgroups
 from tests.lab.errors import LabError
 from tests.lab.remote import ADMIN, RemoteHost
 from tests.lab.rootfs import ADMIN_UID
@@ -72,6 +78,9 @@ class LabHost(RemoteHost):
         self.status_file = self.workdir / "status"
         self.supervisor: subprocess.Popen[bytes] | None = None
         self.slirp: subprocess.Popen[bytes] | None = None
+        self.cgroups: list[Path] = []
+        """This host's own cgroup folders (one per hierarchy systemd tracks units in)."""
+        self.cgroup_problem = ""
         self.timings: dict[str, float] = {}
         self.boot_state = ""
         self.last_status: list[str] = []
@@ -166,14 +175,20 @@ class LabHost(RemoteHost):
             raise LabError(f"{self.name}: slirp4netns not ready: {(self.workdir / 'slirp.log').read_text(errors='replace')}")
 
     def _boot(self) -> None:
+        self.cgroups, self.cgroup_problem = cgroups.create(self.machine)
+        if self.cgroup_problem:
+            log(f"{self.name}: no cgroup of its own ({self.cgroup_problem}): parallel boots may break each other")
         argv = [
             "unshare", "--mount", "--propagation", "private",
             str(SUPERVISOR), str(self.lab.rootfs.base), str(self.upper), str(self.workdir / "work"),
-            str(self.workdir / "merged"), str(self.status_file), "--",
+            str(self.workdir / "merged"), str(self.status_file), ":".join(str(c) for c in self.cgroups), "--",
             "systemd-nspawn", "--quiet", "-D", str(self.workdir / "merged"), "-M", self.machine,
             f"--hostname={self.name}", "--register=no", "--keep-unit", "--boot",
             f"--network-namespace-path=/run/netns/{self.netns}", "--capability=CAP_NET_ADMIN",
-            "--resolv-conf=off", "--timezone=off", "--link-journal=no", "--console=passive",
+            "--resolv-conf=off", "--timezone=off", "--link-journal=no",
+            # the container's console output (systemd's boot status, [FAILED] units) goes to
+            # console.log; "passive" left it empty, so start failures showed nothing
+            "--console=read-only",
             # lets the teardown test find a container's PID 1 even after its namespace is gone
             f"--setenv=HOSTCHECK_LAB={self.lab.prefix}",
             *self.nspawn_args,
@@ -220,12 +235,54 @@ class LabHost(RemoteHost):
         return (super().ssh_config_block() +
                 f"  ProxyCommand {self.lab.proxy_command()}\n")
 
+    def check_alive(self) -> None:
+        sup = self.supervisor
+        if sup is not None and sup.poll() is not None:
+            raise LabError(f"{self.name}: the container's supervisor exited (rc {sup.returncode}) before SSH came up\n"
+                           f"{self.diagnostics()}")
+
     def diagnostics(self) -> str:
+        """Why a host is not (yet) usable: supervisor, PID 1, systemd's state, failed units,
+        jobs and journal (entered through the container's namespaces, machinectl-free),
+        console, slirp4netns and relay errors."""
+        out = [f"=== {self.name} diagnostics ({self.ip}, machine {self.machine}) ==="]
+        sup = self.supervisor
+        state = "not started" if sup is None else "running" if sup.poll() is None else f"exited rc {sup.returncode}"
+        boots = " | ".join(_read(self.status_file).splitlines()) or "no boot recorded"
+        out.append(f"supervisor: {state} ({boots})")
+        out.append("cgroup: " + (", ".join(str(c) for c in self.cgroups) or "none")
+                   + (f" (isolation problem: {self.cgroup_problem})" if self.cgroup_problem else ""))
         try:
-            tail = self.console_log.read_text(errors="replace").splitlines()[-25:]
-        except OSError:
-            tail = []
-        return f"--- {self.name} console (last lines) ---\n" + "\n".join(tail)
+            leader: int | None = self.leader_pid()
+        except (LabError, OSError, subprocess.SubprocessError):
+            leader = None
+        if leader is None:
+            out.append("PID 1 (systemd): NOT running")
+            journal = self.upper / "var/log/journal"
+            out.append(_journal_from_files([journal]))
+        else:
+            root = Path(f"/proc/{leader}/root")
+            nologin = (root / "run/nologin").exists()
+            out.append(f"PID 1 (systemd): alive as pid {leader}; /run/nologin "
+                       + ("PRESENT: PAM refuses non-root logins (systemd-user-sessions.service has not run or failed)"
+                          if nologin else "absent"))
+            out.append(_inside(leader, SYSTEMD_STATE))
+            warnings = _inside(leader, f"{JOURNALCTL} -p warning -n 400")
+            if warnings.startswith("("):  # could not run journalctl in there: read the files
+                out.append(_journal_from_files([root / "run/log/journal", root / "var/log/journal"]))
+            else:
+                out += ["--- journal: warnings and worse (repeats folded) ---", _fold(warnings, 20),
+                        "--- journal: last lines (repeats folded) ---",
+                        _fold(_inside(leader, f"{JOURNALCTL} -n 200"), 20)]
+        console = _strip_ansi(_read(self.console_log)).splitlines()
+        out.append(f"--- console (last lines of {self.console_log.name}) ---")
+        out += [line for line in console if line.strip()][-20:] or ["(empty)"]
+        slirp = _read(self.workdir / "slirp.log").strip()
+        if slirp:
+            out += ["--- slirp4netns ---", *slirp.splitlines()[-5:]]
+        relay = [line for line in _read(self.lab.relay_log).splitlines() if f" {self.ip}:" in line]
+        out += ["--- relay errors ---", *(relay[-10:] or ["(none)"])]
+        return "\n".join(out)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def reboot(self, timeout: float = 60) -> None:
@@ -268,9 +325,14 @@ class LabHost(RemoteHost):
                 except subprocess.TimeoutExpired:
                     self.slirp.kill()
                     self.slirp.wait(timeout=5)
+        for pid in cgroups.pids(self.cgroups):  # anything that left the netns but not the cgroup
+            _kill(pid)
         if Path(f"/run/netns/{self.netns}").exists():
             wait_for(f"{self.netns} to empty", lambda: not _netns_pids(self.netns) or None, 10, 0.05)
             run(["ip", "netns", "delete", self.netns], check=False)
+        stuck = cgroups.remove(self.cgroups)
+        if stuck:
+            log(f"{self.name}: cgroups not removed: {stuck}")
         try:
             self.last_status = self.status_file.read_text().splitlines()
         except OSError:
@@ -282,6 +344,75 @@ class LabHost(RemoteHost):
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.supervisor = None
         self.slirp = None
+
+
+JOURNALCTL = "journalctl -b -q --no-pager -o short-monotonic"
+SYSTEMD_STATE = (
+    'echo "is-system-running: $(systemctl is-system-running)"; '
+    "echo '--- failed units'; systemctl --failed --no-legend --plain --no-pager; "
+    "echo '--- queued jobs (what boot still waits for)'; systemctl list-jobs --no-legend --no-pager | head -n 15; "
+    'echo "--- ssh.service: $(systemctl is-active ssh.service)"'
+)
+JOURNAL_KEY_RE = re.compile(r"^\[\s*[\d.]+\]\s+\S+\s+|\[\d+\]")
+
+
+def _fold(text: str, keep: int) -> str:
+    """The last ``keep`` distinct journal lines, repeats (same text but for time and pid,
+    e.g. sshd refusing every retry) shown once with a count."""
+    counts: dict[str, int] = {}
+    last: dict[str, str] = {}
+    for line in text.splitlines():
+        key = JOURNAL_KEY_RE.sub("", line)
+        counts[key] = counts.get(key, 0) + 1
+        last.pop(key, None)  # re-insert: order by latest occurrence
+        last[key] = line
+    lines = [line + (f"   [x{counts[key]}]" if counts[key] > 1 else "") for key, line in last.items()]
+    return "\n".join(lines[-keep:]) or "(empty)"
+
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def _strip_ansi(text: str) -> str:
+    return ANSI_RE.sub("", text)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _inside(leader: int, script: str, timeout: float = 15) -> str:
+    """Run ``script`` in all of the container's namespaces (what machinectl shell would do,
+    without a system bus). A hung systemctl is cut off by ``timeout``; whatever it printed
+    before is kept."""
+    try:
+        proc = subprocess.run(["nsenter", "-t", str(leader), "-a", "/bin/sh", "-c", script], capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return f"{partial.rstrip()}\n(inside the container: no answer within {timeout:.0f}s)"
+    except OSError as exc:
+        return f"(cannot enter the container: {exc})"
+    err = proc.stderr.strip()
+    return (proc.stdout.rstrip() + (f"\n(stderr: {err})" if err else "")).strip()
+
+
+def _journal_from_files(folders: list[Path]) -> str:
+    """The container's journal read from its files with this machine's journalctl."""
+    existing = [f for f in folders if f.is_dir()]
+    if not existing or shutil.which("journalctl") is None:
+        return "--- journal: no journal files to read ---"
+    argv = ["journalctl", "-q", "--no-pager", "-o", "short-monotonic", "-n", "30"]
+    for folder in existing:
+        argv.append(f"--file={folder}/*/*.journal")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"--- journal: {exc} ---"
+    return "--- journal (from its files) ---\n" + (proc.stdout.strip() or proc.stderr.strip() or "(empty)")
 
 
 def _netns_pids(name: str) -> list[int]:

@@ -112,8 +112,12 @@ class RemoteHost:
     def run(self, command: str, *, user: str = ADMIN, timeout: float = 60, check: bool = False,
             input: str | None = None) -> Result:
         """Run ``command`` (a shell string) through SSH as ``user``; never hangs past ``timeout``."""
+        return self._run_ssh(command, user=user, timeout=timeout, check=check, input=input)
+
+    def _run_ssh(self, command: str, *, user: str = ADMIN, timeout: float = 60, check: bool = False,
+                 input: str | None = None, options: tuple[str, ...] = ()) -> Result:
         started = time.monotonic()
-        argv = [*self.ssh_argv(user), command]
+        argv = [*self.ssh_argv(user, *options), command]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input,
                                   stdin=None if input is not None else subprocess.DEVNULL)
@@ -191,15 +195,28 @@ class RemoteHost:
             return False
 
     def wait_ssh(self, timeout: float) -> float:
-        """Wait until key login as admin works; returns the seconds waited."""
+        """Wait until key login as admin works; returns the seconds waited. On failure the
+        LabError holds the last attempt's rc and stderr and :meth:`diagnostics`."""
         started = time.monotonic()
+        attempts = 0
         while True:
-            result = self.run("true", timeout=10)
+            self.check_alive()
+            # LogLevel INFO: what sshd says before refusing a login (pam_nologin's "System is
+            # booting up" banner, "Connection closed by ...") is invisible at the config's ERROR
+            result = self._run_ssh("true", timeout=10, options=("-o", "LogLevel=INFO"))
+            attempts += 1
             if result.rc == 0:
                 return time.monotonic() - started
             if time.monotonic() - started > timeout:
-                raise LabError(f"{self.name}: no SSH after {timeout:.0f}s: {result.stderr.strip()}\n{self.diagnostics()}")
+                stderr = "\n".join(line for line in result.stderr.strip().splitlines()
+                                   if not line.startswith("Warning: Permanently added"))
+                raise LabError(
+                    f"{self.name}: no SSH after {timeout:.0f}s ({attempts} attempts); last attempt: rc {result.rc} "
+                    f"after {result.seconds:.1f}s, stderr: {stderr.strip() or '(empty)'}\n{self.diagnostics()}")
             time.sleep(0.2)
+
+    def check_alive(self) -> None:
+        """Raise :class:`LabError` when the machine is gone for good (no point in waiting)."""
 
     def wait_booted(self, timeout: float) -> str:
         """Wait for systemd to finish booting; returns ``running`` or ``degraded`` (+ failed units)."""

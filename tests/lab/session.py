@@ -10,8 +10,9 @@ both use 10.77.1.0/24 without clashing. SSH reaches the hosts through a ProxyCom
 enters the hub namespace (``nsenter --net``) and relays stdio to the host's port 22.
 
 Everything a session creates carries its marker ``hcl-<sid>``: the session folder
-``/tmp/hcl-<sid>``, namespace names, nspawn machine names, supervisor/qemu/ssh command lines
-and the containers' PID 1 environment; :func:`leftovers` finds anything that survived.
+``/tmp/hcl-<sid>``, namespace names, nspawn machine names, each host's cgroup (cgroups.py),
+supervisor/qemu/ssh command lines and the containers' PID 1 environment; :func:`leftovers`
+finds anything that survived.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.lab import cgroups
 from tests.lab.errors import LabError
 from tests.lab.remote import RemoteHost
 from tests.lab.rootfs import Rootfs
@@ -104,9 +106,14 @@ class Lab:
             run(["ip", "netns", "exec", self.hub, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             self._hub_ready = True
 
+    @property
+    def relay_log(self) -> Path:
+        """Errors of every SSH relay of this session (a backgrounded ssh master has no stderr)."""
+        return self.dir / "relay.log"
+
     def proxy_command(self) -> str:
-        # the trailing marker is ignored by the relay; it lets leftovers() find stray relays
-        return f"nsenter --net=/run/netns/{self.hub} /usr/bin/python3 -I -S {RELAY} %h %p {self.prefix}"
+        # the log's path carries the session marker: it lets leftovers() find stray relays
+        return f"nsenter --net=/run/netns/{self.hub} /usr/bin/python3 -I -S {RELAY} %h %p {self.relay_log}"
 
     def hub_exec(self, argv: list[str], *, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` inside the hub namespace (the lab network's outside)."""
@@ -321,6 +328,7 @@ def leftovers(sid: str) -> list[str]:
     except OSError:
         mounts = []
     left += [f"mount {line.split()[4]}" for line in mounts if prefix in line]
+    left += [f"cgroup {folder}" for folder in cgroups.marked(prefix)]
     if (SESSION_ROOT / prefix).exists():
         left.append(f"folder {SESSION_ROOT / prefix}")
     propagate = Path("/run/systemd/nspawn/propagate")
@@ -334,8 +342,9 @@ def _reap_marker(prefix: str, folder: Path) -> None:
     processes, namespaces, nspawn's propagate folders, the session folder."""
     netns_dir = Path("/run/netns")
     names = [p.name for p in netns_dir.iterdir() if p.name.startswith(prefix)] if netns_dir.exists() else []
+    folders = cgroups.marked(prefix)
     for _ in range(3):
-        pids = set(marked_pids(prefix))
+        pids = set(marked_pids(prefix)) | set(cgroups.pids(folders))
         for name in names:
             out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=10).stdout
             pids.update(int(p) for p in out.split() if p.isdigit())
@@ -350,6 +359,7 @@ def _reap_marker(prefix: str, folder: Path) -> None:
                 threading.Event().wait(0.05)
     for name in names:
         subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=10)
+    cgroups.remove(folders)
     propagate = Path("/run/systemd/nspawn/propagate")
     if propagate.exists():
         for p in propagate.iterdir():
@@ -372,6 +382,10 @@ def reap_stale() -> list[str]:
             match = MARK_RE.match(entry.name)
             if match:
                 sids.add(match.group(1))
+    for folder in cgroups.marked("hcl-"):
+        match = MARK_RE.match(folder.name)
+        if match:
+            sids.add(match.group(1))
     reaped = []
     for sid in sorted(sids):
         owner = SESSION_ROOT / f"hcl-{sid}" / "owner"

@@ -240,6 +240,10 @@ class LabVM(RemoteHost):
         wait_for(f"{self.name} sshd banner", probe, timeout, 1.0)
         return super().wait_ssh(max(10.0, timeout - (time.monotonic() - started)))
 
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise LabError(f"{self.name}: qemu exited ({self.process.returncode})\n{self.diagnostics()}")
+
     def power_cycle(self, timeout: float = 180) -> float:
         """``systemctl poweroff`` inside, wait for qemu to exit, cold boot on the same disks.
         Returns the boot seconds. (A cold boot is faster and steadier than a reboot under TCG.)"""
