@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, compare, failed, known_devices, need, passed, unknown
+from hostcheck.checks.base import Outcome, check, compare, failed, need, passed, unknown
 from hostcheck.facts import Unknown, lookup
 
 
@@ -92,7 +92,8 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
     for probe in inbound.get("ports") or []:
         by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
     reachable = sum(1 for results in by_port.values() if results and all(r == "reachable" for r in results))
-    gpus = max(1, len(known_devices(facts))) if not isinstance(lookup(facts, "gpu.devices"), Unknown) else 1
+    devices = lookup(facts, "gpu.devices")
+    gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
     return compare(round(reachable / gpus, 2), ">=", threshold, f"{reachable} of {len(by_port)} probed ports reachable")
 
 
@@ -108,7 +109,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
 )
 def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
     mapping = need(facts, "network.nat.mapping")
-    if mapping in (None, "unknown") or isinstance(mapping, Unknown):
+    if mapping in (None, "unknown"):
         reason = lookup(facts, "network.nat.reason")
         return unknown(f"NAT mapping behaviour unknown{': ' + reason if isinstance(reason, str) else ''}")
     if mapping in ("endpoint-independent", "no-nat"):
