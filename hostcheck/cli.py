@@ -22,7 +22,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Is this machine fit, and safe, to rent out its GPU? A read-only audit against "
     "each platform's published requirements. Exit codes: 0 a requested policy is feasible, "
-    "3 none is (--strict: any is not), 2 usage or input error, 1 internal error.",
+    "3 none is (--strict: any is not), 4 feasible but the owner risk is high or unknown "
+    "(--accept-owner-risk turns that into 0), 2 usage or input error, 1 internal error.",
 )
 
 FORMATS = ("table", "json", "markdown")
@@ -130,6 +131,10 @@ def audit(
     offline: OfflineOpt = False,
     timeout: TimeoutOpt = 10.0,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when any requested policy is not feasible.")] = False,
+    accept_owner_risk: Annotated[bool, typer.Option(
+        "--accept-owner-risk",
+        help="Exit 0 even when the owner risk is high or unknown (you accept what hosting exposes).",
+    )] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show passed requirements too.")] = False,
     stun_server: StunOpt = [],  # noqa: B006
     probe: ProbeOpt = None,
@@ -161,7 +166,7 @@ def audit(
         report = redact(report)
     color = fmt == "table" and output is None and sys.stdout.isatty()
     _emit(render(report, fmt, verbose=verbose, color=color), output)
-    raise typer.Exit(exit_code(report, strict=strict))
+    raise typer.Exit(exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk))
 
 
 @app.command()
@@ -241,7 +246,9 @@ def explain(check_id: Annotated[str, typer.Argument(help="A check id, e.g. GPU-1
         for req in load_shipped(name).requirements:
             if req.check == meta.id:
                 need = f"{meta.op} {req.threshold} {meta.unit}".strip() if req.threshold is not None else meta.op
-                typer.echo(f"  {name:16} {req.severity:8} {need:22} {req.source.title} ({req.source.checked})")
+                weight = f"{req.level} risk" if req.level else req.severity
+                typer.echo(f"  {name:16} {weight:11} {need:22} {req.source.title} ({req.source.checked})")
+                typer.echo(f"  {'':16} <{req.source.url}>")
                 if req.note:
                     typer.echo(f"  {'':16} {req.note}")
 

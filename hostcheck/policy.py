@@ -14,11 +14,15 @@ from hostcheck.checks import load_registry
 
 POLICY_FORMAT = 1
 SEVERITIES = ("blocker", "risk", "advice")
-KINDS = ("platform", "hygiene")
+LEVELS = ("low", "medium", "high")
+KINDS = ("platform", "hygiene", "owner-risk")
+# The owner-risk set is judged like any policy but rates the owner's exposure instead of a
+# platform's verdict, so it is not among the policies an audit runs by default.
+OWNER_RISK_POLICY = "owner-risk"
 TOP_KEYS = {"format", "id", "title", "platform", "kind", "summary", "follows", "sources", "requirements"}
 REQUIRED_TOP = {"format", "id", "title", "platform", "kind", "summary", "sources", "requirements"}
 SOURCE_KEYS = {"url", "title", "checked", "note"}
-REQUIREMENT_KEYS = {"check", "severity", "threshold", "source", "note"}
+REQUIREMENT_KEYS = {"check", "severity", "level", "threshold", "source", "note"}
 
 
 class PolicyError(ValueError):
@@ -41,6 +45,7 @@ class Requirement:
     threshold: Any
     source: Source
     note: str = ""
+    level: str = ""  # owner-risk policies only: low | medium | high
 
 
 @dataclass(frozen=True)
@@ -204,16 +209,31 @@ def parse_policy(text: str, path: str) -> Policy:
         where = f"requirements[{index}]"
         if not isinstance(req, dict):
             raise _fail(path, reqs_data, index, where, "must be a mapping")
-        _keys(path, req, REQUIREMENT_KEYS, {"check", "severity"}, where)
+        owner_risk = data["kind"] == "owner-risk"
+        _keys(path, req, REQUIREMENT_KEYS, {"check", "level"} if owner_risk else {"check", "severity"}, where)
         check_id = req["check"]
         if check_id not in registry:
             raise _fail(path, req, "check", f"{where}.check", f"unknown check id {check_id!r}")
         if check_id in seen:
             raise _fail(path, req, "check", f"{where}.check", f"{check_id} listed twice")
         seen.add(check_id)
-        if req["severity"] not in SEVERITIES:
-            raise _fail(path, req, "severity", f"{where}.severity",
-                        f"must be one of {', '.join(SEVERITIES)}, not {req['severity']!r}")
+        level = ""
+        if owner_risk:
+            if "severity" in req:
+                raise _fail(path, req, "severity", f"{where}.severity",
+                            "an owner-risk item has a level (low, medium, high), not a severity")
+            level = req["level"]
+            if level not in LEVELS:
+                raise _fail(path, req, "level", f"{where}.level",
+                            f"must be one of {', '.join(LEVELS)}, not {level!r}")
+            severity = "risk"
+        else:
+            if "level" in req:
+                raise _fail(path, req, "level", f"{where}.level", "only owner-risk policies give a level")
+            severity = req["severity"]
+            if severity not in SEVERITIES:
+                raise _fail(path, req, "severity", f"{where}.severity",
+                            f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
         threshold = _threshold(path, req, index, registry[check_id].threshold_kind)
         if "source" not in req:
             raise _fail(path, req, "check", f"{where}.source",
@@ -224,10 +244,11 @@ def parse_policy(text: str, path: str) -> Policy:
         requirements.append(
             Requirement(
                 check=check_id,
-                severity=req["severity"],
+                severity=severity,
                 threshold=threshold,
                 source=sources[source_key],
                 note=_string(path, req, "note", f"{where}.note") if "note" in req else "",
+                level=level,
             )
         )
     return Policy(
@@ -265,10 +286,24 @@ def load_shipped(name: str) -> Policy:
     return parse_policy(entry.read_text(encoding="utf-8"), f"policies/{name}.yaml")
 
 
+def audit_policy_names() -> list[str]:
+    """The shipped policies an audit judges by default (every one but the owner-risk set)."""
+    return [name for name in shipped_policy_names() if name != OWNER_RISK_POLICY]
+
+
+def load_owner_risk() -> Policy:
+    policy = load_shipped(OWNER_RISK_POLICY)
+    if policy.kind != "owner-risk":
+        raise PolicyError(f"{policy.path}: kind must be owner-risk, not {policy.kind!r}")
+    return policy
+
+
 def resolve_policies(selectors: list[str]) -> list[Policy]:
-    """Names of shipped policies or paths of policy files; empty means every shipped policy."""
+    """Names of shipped policies or paths of policy files; empty means every shipped
+    platform and hygiene policy. The owner-risk set is not a platform: it rates the owner's
+    exposure in every report and cannot be requested as a policy."""
     if not selectors:
-        return [load_shipped(name) for name in shipped_policy_names()]
+        return [load_shipped(name) for name in audit_policy_names()]
     policies = []
     for selector in selectors:
         candidate = Path(selector)
@@ -276,6 +311,10 @@ def resolve_policies(selectors: list[str]) -> list[Policy]:
             policies.append(load_policy_file(candidate))
         else:
             policies.append(load_shipped(selector))
+    for selected in policies:
+        if selected.kind == "owner-risk":
+            raise PolicyError(f"{selected.path}: an owner-risk policy is judged in every report "
+                              "(the 'Owner risk' section), not as a --policy")
     ids = [p.id for p in policies]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:

@@ -9,6 +9,7 @@ from hostcheck import __version__
 from hostcheck.facts import lookup, to_jsonable
 from hostcheck.judge import judge_policy
 from hostcheck.policy import Policy
+from hostcheck.headline import applicability, headline
 from hostcheck.scoring import owner_risk, score, verdict
 
 REPORT_VERSION = 1
@@ -16,9 +17,12 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_NOT_FEASIBLE = 3
+EXIT_OWNER_RISK = 4
 
 STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "unknown": 3, "pass": 4, "skipped": 5}
 FEASIBLE = ("feasible", "feasible with risks")
+# An owner risk that never lets the audit exit 0 unless the user accepts it explicitly.
+OWNER_RISK_STOPS = ("high", "unknown")
 
 
 def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
@@ -26,6 +30,7 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
     for policy in policies:
         findings = judge_policy(policy, facts)
         ordered = sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.id))
+        precondition = applicability(findings)
         results.append(
             {
                 "id": policy.id,
@@ -39,6 +44,8 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
                 "blockers": [f.id for f in ordered if f.status == "fail"],
                 "risks": [f.id for f in ordered if f.status == "warn"],
                 "unknowns": [f.id for f in ordered if f.status in ("unknown", "error")],
+                "applicable": not precondition,
+                "precondition": precondition,
                 "findings": [f.as_dict() for f in ordered],
             }
         )
@@ -49,6 +56,7 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
         "tool": {"name": "hostcheck", "version": __version__},
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": {"hostname": hostname if isinstance(hostname, str) else None},
+        "headline": headline(results, risk.rating, to_jsonable(risk.findings)),
         "policies": results,
         "owner_risk": {
             "rating": risk.rating,
@@ -59,10 +67,16 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
     }
 
 
-def exit_code(report: dict[str, Any], strict: bool = False) -> int:
-    """0 when at least one requested policy is feasible (possibly with risks), else 3;
-    with strict, 3 as soon as any requested policy is not feasible."""
+def exit_code(report: dict[str, Any], strict: bool = False, accept_owner_risk: bool = False) -> int:
+    """3 when no requested policy is feasible (with strict: when any is not); otherwise 4 when
+    the owner risk is high or unknown and the user has not accepted it; otherwise 0."""
     verdicts = [p["verdict"] for p in report["policies"]]
     if strict:
-        return EXIT_OK if verdicts and all(v in FEASIBLE for v in verdicts) else EXIT_NOT_FEASIBLE
-    return EXIT_OK if any(v in FEASIBLE for v in verdicts) else EXIT_NOT_FEASIBLE
+        ok = bool(verdicts) and all(v in FEASIBLE for v in verdicts)
+    else:
+        ok = any(v in FEASIBLE for v in verdicts)
+    if not ok:
+        return EXIT_NOT_FEASIBLE
+    if report["owner_risk"]["rating"] in OWNER_RISK_STOPS and not accept_owner_risk:
+        return EXIT_OWNER_RISK
+    return EXIT_OK

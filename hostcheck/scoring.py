@@ -7,23 +7,12 @@ from typing import Any, Literal
 
 from hostcheck.checks import load_registry
 from hostcheck.judge import Finding, FindingStatus, run_check
+from hostcheck.policy import Policy, load_owner_risk
 
 Verdict = Literal["feasible", "feasible with risks", "not feasible", "undetermined"]
 
 SEVERITY_WEIGHT = {"blocker": 3.0, "risk": 1.0, "advice": 0.5}
 
-# What hosting would expose of the owner's own data, network and machine, and how much it weighs.
-OWNER_RISK_CHECKS: dict[str, tuple[str, Any]] = {
-    "OWN-1010": ("high", None),  # personal credentials on the host
-    "ISO-1010": ("high", None),  # a personal machine (desktop session, personal data)
-    "DOC-1070": ("high", None),  # container ports bypassing the firewall
-    "NET-1010": ("medium", None),  # firewall default-accept
-    "SSH-1010": ("medium", None),  # password SSH
-    "OWN-1040": ("medium", 0),  # services exposed beyond loopback
-    "OWN-1020": ("medium", None),  # personal data unencrypted
-    "ISO-1020": ("medium", None),  # humans in the docker group
-    "OWN-1030": ("low", None),  # swap in the clear
-}
 LEVELS = ("low", "medium", "high")
 
 
@@ -61,16 +50,20 @@ class OwnerRisk:
     statement: str
 
 
-def owner_risk(facts: dict[str, Any]) -> OwnerRisk:
+def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk:
     """Rating = the highest level among failed owner-risk checks; 'unknown' when nothing failed
-    but something could not be judged; 'low' only when every one of them passed."""
+    but something could not be judged; 'low' only when every one of them passed.
+
+    The checks and their levels are the shipped owner-risk policy (policies/owner-risk.yaml)."""
     registry = load_registry()
+    policy = load_owner_risk() if policy is None else policy
     rows = []
     worst = -1
     undecided = False
-    for check_id, (level, threshold) in OWNER_RISK_CHECKS.items():
+    for req in policy.requirements:
+        check_id, level = req.check, req.level
         meta = registry[check_id]
-        outcome = run_check(meta, facts, threshold)
+        outcome = run_check(meta, facts, req.threshold)
         status: FindingStatus = "warn" if outcome.status == "fail" else outcome.status  # type: ignore[assignment]
         if outcome.status == "fail":
             worst = max(worst, LEVELS.index(level))
@@ -80,12 +73,14 @@ def owner_risk(facts: dict[str, Any]) -> OwnerRisk:
             {
                 "id": check_id,
                 "title": meta.title,
+                "note": req.note,
                 "level": level,
                 "status": status,
                 "measured": outcome.measured,
                 "detail": outcome.detail,
                 "fix": meta.fix,
                 "fix_role": meta.fix_role,
+                "source": {"title": req.source.title, "url": req.source.url, "checked": req.source.checked},
             }
         )
     if worst >= 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcheck.headline import cannot_apply_line
 from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, measured_text, needs_attention, risk_row_text, threshold_text
 
 
@@ -14,6 +15,8 @@ def _cell(text: str) -> str:
 def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
     host = report["host"].get("hostname") or "this host"
     lines = [f"# hostcheck report — {host}", "", f"hostcheck {report['tool']['version']}, {report['generated_at']}", ""]
+    if report.get("headline"):
+        lines += [f"**{report['headline']}**", ""]
     lines += ["| policy | verdict | score | blockers | risks | unknown |", "|---|---|---|---|---|---|"]
     for p in report["policies"]:
         lines.append(
@@ -25,7 +28,12 @@ def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
     for row in risk["findings"]:
         if row["status"] in ("warn", "unknown", "error"):
             lines.append(f"- ({row['level'] if row['status'] == 'warn' else row['status']}) {risk_row_text(row)}")
+    cannot = cannot_apply_line(report["policies"])
+    if cannot:
+        lines += ["", cannot]
     for p in report["policies"]:
+        if not verbose and not p.get("applicable", True):
+            continue
         lines += ["", f"## {p['title']}: {VERDICT_MARK[p['verdict']]} ({p['score']}/100)", "", p["summary"], ""]
         if p.get("follows"):
             lines += [f"*Where sources disagree:* {p['follows']}", ""]

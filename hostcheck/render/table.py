@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hostcheck.headline import cannot_apply_line
 from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, grouped_unknowns, headline, needs_attention, risk_row_text
 
 VERDICT_STYLE = {
@@ -33,6 +34,8 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
     console = Console(file=buffer, width=100, force_terminal=color, no_color=not color, highlight=False)
     host = report["host"].get("hostname") or "this host"
     console.print(Text(f"hostcheck {report['tool']['version']} — {host}", style="bold"))
+    if report.get("headline"):
+        console.print(Text(report["headline"], style="bold"))
 
     summary = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("policy", "verdict", "score", "blockers", "risks", "unknown"):
@@ -59,7 +62,10 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
             grid.add_row(Text(label, style=STATUS_STYLE[row["status"]]), Text(risk_row_text(row)))
     console.print(grid)
 
+    cannot = cannot_apply_line(report["policies"])
     for policy in report["policies"]:
+        if not verbose and not policy.get("applicable", True):
+            continue  # said once, on the "cannot apply" line below
         console.print()
         console.print(
             Text.assemble(
@@ -87,6 +93,9 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
         met = sum(1 for f in policy["findings"] if f["status"] == "pass")
         if met and not verbose:
             console.print(Text(f"         {met} requirement(s) met (--verbose lists them)", style="dim"))
+    if cannot and not verbose:
+        console.print()
+        console.print(Text(cannot + " (--verbose shows their blockers)"))
     console.print()
     console.print(Text("`hostcheck explain ID` tells why a check matters, its source and how to fix it.", style="dim"))
     return buffer.getvalue()

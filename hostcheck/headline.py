@@ -1,0 +1,96 @@
+"""The one sentence above the table: can I host this machine, and where, and is it safe for me.
+
+Pure functions of judged policies and the owner-risk rating, so the terminal, Markdown and
+JSON reports say the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hostcheck.judge import Finding
+
+# Blockers that say a platform cannot take this kind of machine at all (not a setting to fix):
+# the reason shown on the "cannot apply" line.
+PRECONDITIONS = {
+    "PLAT-1010": "closed to new hosts",
+    "SYS-1050": "runs on {threshold}",
+    "SYS-1060": "Apple Silicon Macs only",
+    "SYS-1140": "Linux KVM hosts only",
+}
+FEASIBLE = ("feasible", "feasible with risks")
+_COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
+
+
+def applicability(findings: list[Finding]) -> str:
+    """Why a policy cannot apply to this machine ('' when it can): its failed preconditions."""
+    reasons = []
+    for finding in findings:
+        if finding.status == "fail" and finding.id in PRECONDITIONS:
+            threshold = finding.threshold
+            shown = " or ".join(map(str, threshold)) if isinstance(threshold, list) else str(threshold)
+            reasons.append(PRECONDITIONS[finding.id].format(threshold=shown))
+    return "; ".join(reasons)
+
+
+def _names(policies: list[dict[str, Any]]) -> str:
+    return ", ".join(p["id"] for p in policies)
+
+
+def next_commands(policies: list[dict[str, Any]]) -> list[str]:
+    """Commands that can settle the unknown blockers of undetermined policies, taken from each
+    unknown finding's own fix text (so a new check that names its command is picked up)."""
+    commands: list[str] = []
+    for policy in policies:
+        for finding in policy["findings"]:
+            if finding["severity"] != "blocker" or finding["status"] not in ("unknown", "error"):
+                continue
+            for command in _COMMAND.findall(finding.get("fix") or ""):
+                if command not in commands:
+                    commands.append(command)
+    return commands
+
+
+def cannot_apply_line(policies: list[dict[str, Any]]) -> str:
+    """'Cannot apply to this machine: runpod (closed to new hosts); darkbloom (...)' or ''."""
+    out = [f"{p['id']} ({p['precondition']})" for p in policies if not p.get("applicable", True)]
+    return f"Cannot apply to this machine: {'; '.join(out)}." if out else ""
+
+
+def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[str, Any]]) -> str:
+    """One sentence (two at most) that answers "can I host this machine, and where?"."""
+    platforms = [p for p in policies if p.get("kind") == "platform"] or list(policies)
+    feasible = [p for p in platforms if p["verdict"] in FEASIBLE]
+    clean = [p for p in feasible if p["verdict"] == "feasible"]
+    risky = [p for p in feasible if p["verdict"] == "feasible with risks"]
+    undetermined = [p for p in platforms if p["verdict"] == "undetermined"]
+
+    where = []
+    if clean:
+        where.append(f"{_names(clean)} (feasible)")
+    if risky:
+        where.append(f"{_names(risky)} (feasible with risks)")
+    where_text = " and ".join(where)
+    then = ""
+    if undetermined:
+        commands = next_commands(undetermined)
+        step = f"run `{commands[0]}`" if commands else "see the UNKNOWN items below"
+        then = f" {_names(undetermined)}: undetermined until the unknown blockers are settled ({step})."
+
+    if rating in ("high", "unknown"):
+        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == "warn" and r["level"] == "high"]
+        if rating == "high":
+            why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
+        else:
+            why = "owner risk is UNKNOWN: hostcheck could not see enough to rate your own exposure"
+        lead = f"Do not host on this machine as it is: {why}."
+        if feasible:
+            return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
+        return f"{lead} No platform would accept it as it is either.{then}"
+    risk_text = f"owner risk {rating.upper()}"
+    if feasible:
+        return f"Yes, you can host this machine on {where_text}; {risk_text}.{then}"
+    if undetermined:
+        return f"Not yet known: no platform is feasible for sure; {risk_text}.{then}"
+    return f"No: no platform accepts this machine as it is (the blockers are listed below); {risk_text}."
