@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from hostcheck import gpu_models
 from hostcheck.checks.base import (
     Missing,
     Outcome,
@@ -14,10 +16,13 @@ from hostcheck.checks.base import (
     known_devices,
     need,
     passed,
+    skipped,
     unknown,
     version_tuple,
 )
 from hostcheck.facts import Unknown, lookup
+
+NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature
 
 # GB/s per lane after encoding overhead, by PCIe generation.
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
@@ -247,3 +252,201 @@ def display_inactive(facts: dict[str, Any], _threshold: Any) -> Outcome:
 def persistence_mode(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off = [str(d.get("index")) for d in known_devices(facts) if not device_field(d, "persistence_mode")]
     return failed(f"off on GPU {', '.join(off)}") if off else passed("on")
+
+
+def _architecture(device: dict[str, Any]) -> tuple[str, str]:
+    """(architecture, how it was read): NVML's answer, else the compute capability, else the name."""
+    arch = device.get("architecture")
+    if isinstance(arch, str) and arch in gpu_models.ARCHITECTURES:
+        return arch, "NVML"
+    capability = device.get("compute_capability")
+    if isinstance(capability, str):
+        from_cc = gpu_models.arch_from_compute_capability(capability)
+        if from_cc:
+            return from_cc, f"compute capability {capability}"
+    name = device.get("name")
+    if isinstance(name, str):
+        from_name = gpu_models.arch_from_name(name)
+        if from_name:
+            return from_name, "model name"
+    why = arch.reason if isinstance(arch, Unknown) else "not collected"
+    raise Missing(f"gpu.devices[{device.get('index', '?')}].architecture",
+                  f"neither NVML ({why}) nor the compute capability nor the name "
+                  f"{name if isinstance(name, str) else '(unknown)'!r} tells the GPU generation")
+
+
+def _generation_rules(threshold: Any) -> tuple[str | None, list[str]]:
+    """['nvidia pascal+', 'apple m1', ...] -> ('pascal', ['m1', ...])."""
+    minimum: str | None = None
+    chips: list[str] = []
+    for entry in threshold:
+        vendor, _, want = str(entry).lower().partition(" ")
+        if vendor == "nvidia" and want.rstrip("+") in gpu_models.ARCHITECTURES:
+            minimum = want.rstrip("+")
+        elif vendor == "apple" and want:
+            chips.append(want)
+        else:
+            raise ValueError(f"threshold entry {entry!r} is not 'nvidia ARCH+' or 'apple CHIP'")
+    return minimum, chips
+
+
+def _apple_chip(facts: dict[str, Any]) -> str | None:
+    """'m2' for an Apple Silicon Mac ('Apple M2 Pro'), None for any other machine."""
+    kernel = lookup(facts, "system.os_kernel_name")
+    if kernel != "Darwin":
+        return None
+    model = str(need(facts, "system.cpu_model"))
+    match = re.match(r"Apple (M\d+)", model)
+    if not match:
+        raise Missing("system.cpu_model", f"{model!r} names no Apple Silicon chip")
+    return match.group(1).lower()
+
+
+@check(
+    "GPU-1120",
+    title="GPU generation supported by the platform",
+    op="in",
+    threshold="list",
+    why="Platforms accept only recent GPU generations (Vast: Pascal/10-series or newer; io.net: "
+    "RTX 30xx or newer, or Apple M1-M3; Runpod's partners: Ampere or newer); an older card is "
+    "not listed however well it is set up.",
+    fix="Nothing to configure: the generation is fixed by the card. Offer the machine where its "
+    "generation is accepted, or use a newer GPU.",
+)
+def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
+    minimum, chips = _generation_rules(threshold)
+    devices = lookup(facts, "gpu.devices")
+    if isinstance(devices, Unknown):
+        chip = _apple_chip(facts)
+        if chip is not None:
+            if chip in chips:
+                return passed(f"Apple {chip.upper()}")
+            return failed(f"Apple {chip.upper()}", f"accepted: {', '.join(map(str, threshold))}")
+        on_bus = _nvidia_pci_count(facts)
+        if on_bus == 0:
+            return failed("no NVIDIA GPU", "no NVIDIA display device on the PCI bus and not an Apple Silicon Mac")
+        if on_bus:
+            return failed("driver not usable", f"{on_bus} NVIDIA device(s) on the PCI bus; {devices.reason}")
+        raise Missing("gpu.devices", devices.reason)
+    if not isinstance(devices, list) or not devices:
+        return failed("no NVIDIA GPU", "NVML lists no GPU")
+    if minimum is None:
+        return failed("NVIDIA GPU", f"this platform accepts only {', '.join(map(str, threshold))}")
+    seen, too_old = [], []
+    for device in devices:
+        arch, how = _architecture(device)
+        seen.append(f"GPU {device.get('index')}: {arch} ({how})")
+        if gpu_models.rank(arch) < gpu_models.rank(minimum):
+            too_old.append(arch)
+    oldest = min((_architecture(d)[0] for d in devices), key=gpu_models.rank)
+    if too_old:
+        return failed(oldest, f"{'; '.join(seen)}; needs {minimum} or newer")
+    return passed(oldest, "; ".join(seen))
+
+
+@check(
+    "GPU-1130",
+    title="ECC on, on GPUs that have it",
+    op="==",
+    threshold="none",
+    why="A datacenter GPU with ECC switched off returns silently corrupted results after a memory "
+    "error; customers' long jobs and the platform's checks rely on ECC catching them.",
+    fix="`sudo nvidia-smi -e 1` and reboot (GeForce cards have no ECC: nothing to do there).",
+)
+def ecc_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    off, unclear, on = [], [], []
+    for device in known_devices(facts):
+        ecc = device.get("ecc_enabled", Unknown("not collected"))
+        label = f"GPU {device.get('index')}"
+        if ecc is True:
+            on.append(label)
+        elif ecc is False:
+            off.append(label)
+        elif isinstance(ecc, Unknown) and ecc.reason == NOT_SUPPORTED:
+            continue  # this card has no ECC memory: nothing to switch on
+        else:
+            unclear.append(f"{label}: {getattr(ecc, 'reason', 'not reported')}")
+    if off:
+        return failed(f"off on {', '.join(off)}")
+    if unclear:
+        return unknown("ECC state unknown for " + "; ".join(unclear))
+    if not on:
+        return skipped("no GPU in this machine has ECC memory", "no ECC")
+    return passed("on")
+
+
+@check(
+    "GPU-1140",
+    title="VRAM free when the audit ran",
+    op=">=",
+    unit="ratio",
+    threshold="number",
+    why="Memory already in use belongs to something else on the machine (a desktop, a miner, a "
+    "forgotten job); Vast's self-test wants about 98 % of VRAM free at its start and a 95 % "
+    "allocation test to pass.",
+    fix="Stop what uses the GPU (`nvidia-smi` lists the processes): close the desktop session on "
+    "that GPU, stop miners and other jobs.",
+)
+def vram_free(facts: dict[str, Any], threshold: Any) -> Outcome:
+    worst: tuple[float, str] | None = None
+    for device in known_devices(facts):
+        total = float(device_field(device, "vram_total_mib"))
+        used = float(device_field(device, "vram_used_mib"))
+        if total <= 0:
+            raise Missing("gpu.devices.vram_total_mib", "total VRAM reported as 0")
+        ratio = (total - used) / total
+        text = f"GPU {device.get('index')}: {used:.0f} of {total:.0f} MiB in use"
+        if worst is None or ratio < worst[0]:
+            worst = (ratio, text)
+    if worst is None:
+        return failed(0, "no GPU")
+    return compare(round(worst[0], 3), ">=", threshold, worst[1])
+
+
+@check(
+    "GPU-1150",
+    title="PCIe lanes for the GPU's compute",
+    op="<=",
+    unit="TFLOPS/lane",
+    threshold="number",
+    why="Vast asks for one PCIe lane per 2.5 TFLOPS of GPU compute: a fast card behind few lanes "
+    "waits on its data. Lanes count as PCIe 3.0 lanes (a 4.0 lane carries two).",
+    fix="Seat the GPU in a slot with more lanes (x16 from the CPU, no riser), and set the slot's "
+    "PCIe generation to its maximum in the BIOS.",
+)
+def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> Outcome:
+    worst: tuple[float, str] | None = None
+    for device in known_devices(facts):
+        name = str(device_field(device, "name"))
+        tflops = gpu_models.fp32_tflops(name)
+        if tflops is None:
+            raise Missing(f"gpu.devices[{device.get('index', '?')}].name",
+                          f"no published FP32 TFLOPS for {name!r} in hostcheck's table")
+        gen = int(device_field(device, "pcie_gen_max"))
+        width = int(device_field(device, "pcie_width_current"))
+        lanes = width * PCIE_LANE_GBPS.get(gen, 0.0) / PCIE_LANE_GBPS[3]
+        if lanes <= 0:
+            raise Missing("gpu.devices.pcie_width_current", f"no usable PCIe link (gen {gen} x{width})")
+        per_lane = tflops / lanes
+        text = f"GPU {device.get('index')}: {tflops:g} TFLOPS on PCIe gen {gen} x{width} ({lanes:.1f} gen-3 lanes)"
+        if worst is None or per_lane > worst[0]:
+            worst = (per_lane, text)
+    if worst is None:
+        return failed(0, "no GPU")
+    return compare(round(worst[0], 2), "<=", threshold, worst[1])
+
+
+@check(
+    "GPU-1160",
+    title="GPU power limit at stock settings",
+    op=">=",
+    unit="ratio",
+    threshold="number",
+    why="Salad asks for the GPU at its stock settings: a cap a little below the default is not "
+    "yet 'power-limited' (no jobs at all) but still slows every job, and drifts easily further.",
+    fix="Reset the cap to the default: `sudo nvidia-smi -pl <default W>`; on a laptop use the "
+    "vendor's performance mode. Make it persistent with the nvidia_host role.",
+    fix_role="nvidia_host: nvidia_host_power_limit_w",
+)
+def power_at_stock(facts: dict[str, Any], threshold: Any) -> Outcome:
+    return power_limit_ratio(facts, threshold)

@@ -95,6 +95,24 @@ def cpu_avx(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Install a supported system (see the threshold) on the machine, ideally on its own disk.",
 )
 def os_supported(facts: dict[str, Any], threshold: Any) -> Outcome:
+    return _os_in(facts, threshold)
+
+
+@check(
+    "SYS-1130",
+    title="OS release the platform currently names",
+    op="in",
+    threshold="list",
+    why="A platform's minimum release and the releases it currently tests differ; on an older "
+    "release its installer and driver packages are the first to break.",
+    fix="Upgrade to one of the releases named in the threshold (a fresh install on its own disk "
+    "is the cleanest).",
+)
+def os_current(facts: dict[str, Any], threshold: Any) -> Outcome:
+    return _os_in(facts, threshold)
+
+
+def _os_in(facts: dict[str, Any], threshold: Any) -> Outcome:
     os_id = str(need(facts, "system.os_id")).lower()
     version = str(need(facts, "system.os_version_id"))
     measured = f"{os_id} {version}"
@@ -357,3 +375,54 @@ def root_free(facts: dict[str, Any], threshold: Any) -> Outcome:
 def bare_metal(facts: dict[str, Any], _threshold: Any) -> Outcome:
     virt = need(facts, "system.virtualization")
     return passed("bare metal") if virt in ("none", None) else failed(str(virt))
+
+
+@check(
+    "SYS-1120",
+    title="A server install (no desktop environment)",
+    op="==",
+    threshold="none",
+    why="Vast's stricter verification draft accepts Ubuntu Server only: a desktop edition runs "
+    "a display server and session services that take GPU memory and change under updates.",
+    fix="Install the server edition, or remove the desktop (`sudo apt purge ubuntu-desktop "
+    "gdm3` and `sudo systemctl set-default multi-user.target`).",
+)
+def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    manager = lookup(facts, "isolation.display_manager")
+    session = lookup(facts, "isolation.graphical_session")
+    if isinstance(manager, str) and manager:
+        return failed("desktop", f"display manager {manager}")
+    if session is True:
+        return failed("desktop", "a graphical session is running")
+    if isinstance(manager, Unknown):
+        raise Missing("isolation.display_manager", manager.reason)
+    if isinstance(session, Unknown):
+        raise Missing("isolation.graphical_session", session.reason)
+    return passed("server", "no display manager, no graphical session")
+
+
+@check(
+    "SYS-1140",
+    title="Linux with KVM available",
+    op="==",
+    threshold="none",
+    why="The platform rents customers whole virtual machines (KVM/libvirt with the GPU passed "
+    "through); the host must be Linux with KVM usable (/dev/kvm).",
+    fix="Enable VT-x / AMD-V in the firmware setup and load kvm_intel or kvm_amd; on a Mac or "
+    "Windows machine this platform cannot be used.",
+)
+def linux_kvm(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    kernel = str(need(facts, "system.os_kernel_name"))
+    if kernel != "Linux":
+        return failed(kernel, f"{kernel} is not a Linux KVM host")
+    kvm = need(facts, "system.kvm_device")
+    if kvm:
+        return passed("Linux with /dev/kvm")
+    ext = lookup(facts, "system.cpu_virt_ext")
+    if isinstance(ext, Unknown):
+        hint = f"CPU virtualisation flags unknown: {ext.reason}"
+    elif ext is None:
+        hint = "the CPU shows no vmx/svm flag (off in firmware, or a VM without nested virtualisation)"
+    else:
+        hint = f"the CPU has {ext} but no kvm module is loaded"
+    return failed("no /dev/kvm", hint)

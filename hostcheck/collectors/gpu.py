@@ -13,6 +13,7 @@ from typing import Any, Callable
 from hostcheck.collectors import power
 from hostcheck.collectors._run import read_text
 from hostcheck.facts import Unknown
+from hostcheck.gpu_models import arch_from_nvml
 
 SECTION = "gpu"
 TIMEOUT = 4
@@ -53,7 +54,9 @@ DEVICE_FIELDS = (
     "temperature_c", "slowdown_temp_c", "pcie_gen_current", "pcie_gen_max",
     "pcie_width_current", "pcie_width_max", "ecc_enabled", "persistence_mode",
     "display_active", "throttle_reasons", "mig_mode", "is_laptop", "laptop_evidence",
+    "architecture", "compute_capability",
 )  # fmt: skip
+NVML_ARCH_UNKNOWN = 0xFFFFFFFF
 
 Chassis = tuple[str | Unknown, int | Unknown]
 
@@ -208,6 +211,17 @@ def _fill_device(nvml: Any, index: int, chassis: Chassis, out: dict[str, Any]) -
     out["throttle_reasons"] = _map(reasons, lambda mask: decode_throttle_reasons(int(mask)))
     out["mig_mode"] = _map(_call(nvml, "nvmlDeviceGetMigMode", handle), lambda cp: cp[0] == 1)
     out["is_laptop"], out["laptop_evidence"] = laptop_verdict(out["name"], chassis)
+    out["architecture"] = _map(_call(nvml, "nvmlDeviceGetArchitecture", handle), architecture_name)
+    out["compute_capability"] = _map(
+        _call(nvml, "nvmlDeviceGetCudaComputeCapability", handle), lambda cc: f"{int(cc[0])}.{int(cc[1])}"
+    )
+
+
+def architecture_name(code: int) -> str | Unknown:
+    """NVML's architecture code as a name ('ampere'); Unknown for codes this hostcheck predates."""
+    if int(code) == NVML_ARCH_UNKNOWN:
+        return Unknown("NVML reports the architecture as unknown")
+    return arch_from_nvml(int(code)) or Unknown(f"NVML architecture code {int(code)} is newer than this hostcheck")
 
 
 def _unavailable(reason: str) -> dict[str, Any]:

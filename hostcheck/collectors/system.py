@@ -21,6 +21,9 @@ IOMMU_GROUPS = Path("/sys/kernel/iommu_groups")
 CONTAINER_MARKERS = (("/.dockerenv", "docker"), ("/run/.containerenv", "podman"))
 
 
+KVM_DEVICE = "/dev/kvm"
+
+
 def _blocks(text: str) -> list[dict[str, str]]:
     blocks: list[dict[str, str]] = []
     current: dict[str, str] = {}
@@ -43,7 +46,7 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
     processors = [b for b in _blocks(text) if "processor" in b]
     if not processors:
         why = Unknown("/proc/cpuinfo lists no processor")
-        keys = ("cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor")
+        keys = ("cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor", "cpu_virt_ext")
         return dict.fromkeys(keys, why)
     first = processors[0]
     model: str | Unknown = first.get("model name") or first.get("Hardware") or first.get("cpu model") or ""
@@ -60,6 +63,8 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
         "cpu_logical_cores": len(processors),
         "cpu_physical_cores": len(pairs) if pairs else Unknown("/proc/cpuinfo has no physical id/core id"),
         "hypervisor": "hypervisor" in flags if flags is not None else no_flags,
+        "cpu_virt_ext": (("vmx" if "vmx" in flags else "svm" if "svm" in flags else None)
+                         if flags is not None else no_flags),
     }
 
 
@@ -187,7 +192,8 @@ def collect(ctx: Any) -> dict[str, Any]:
     cpuinfo_text = read_text("/proc/cpuinfo", limit=4 << 20)
     if isinstance(cpuinfo_text, Unknown):
         cpu: dict[str, Any] = dict.fromkeys(
-            ("cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor"), cpuinfo_text
+            ("cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor", "cpu_virt_ext"),
+            cpuinfo_text,
         )
     else:
         cpu = parse_cpuinfo(cpuinfo_text)
@@ -216,7 +222,7 @@ def collect(ctx: Any) -> dict[str, Any]:
 
     groups = read_iommu_groups()
     uptime = read_text("/proc/uptime", limit=256)
-    return {
+    facts = {
         "cpu_model": cpu["cpu_model"],
         "cpu_arch": platform.machine() or Unknown("platform reports no machine type"),
         "os_kernel_name": platform.system() or Unknown("platform reports no system name"),
@@ -233,4 +239,38 @@ def collect(ctx: Any) -> dict[str, Any]:
         "iommu_enabled": groups if isinstance(groups, Unknown) else groups > 0,
         "iommu_groups": groups,
         "uptime_s": uptime if isinstance(uptime, Unknown) else parse_uptime(uptime),
+        "cpu_virt_ext": cpu["cpu_virt_ext"],
+        "kvm_device": kvm_device(platform.system()),
+    }
+    if platform.system() == "Darwin":
+        facts.update(macos_facts())
+    return facts
+
+
+def kvm_device(kernel: str, path: str = KVM_DEVICE) -> bool | Unknown:
+    """Whether /dev/kvm exists: KVM is usable by a hypervisor on this kernel right now."""
+    if kernel != "Linux":
+        return False  # KVM is a Linux kernel module; no other kernel has it
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        return Unknown(f"cannot stat {path}: {exc.strerror or exc}")
+    return True
+
+
+def macos_facts() -> dict[str, Any]:
+    """macOS has no os-release or /proc: its release and CPU come from the platform and sysctl."""
+    release = platform.mac_ver()[0]
+    brand = run_command(["sysctl", "-n", "machdep.cpu.brand_string"], timeout=1.0)
+    model: str | Unknown = (
+        brand if isinstance(brand, Unknown)
+        else brand.stdout.strip() or Unknown("sysctl machdep.cpu.brand_string printed nothing")
+    )
+    return {
+        "os_id": "macos",
+        "os_version_id": release or Unknown("platform.mac_ver() reports no release"),
+        "os_pretty": f"macOS {release}" if release else Unknown("platform.mac_ver() reports no release"),
+        "cpu_model": model,
     }
