@@ -74,9 +74,13 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
     where_text = " and ".join(where)
     then = ""
     if undetermined:
-        commands = next_commands(undetermined)
-        step = f"run `{commands[0]}`" if commands else "see the UNKNOWN items below"
-        then = f" {_names(undetermined)}: undetermined until the unknown blockers are settled ({step})."
+        steps: dict[str, list[str]] = {}
+        for policy in undetermined:
+            commands = next_commands([policy])
+            step = f"run `{commands[0]}`" if commands else "see its UNKNOWN items below"
+            steps.setdefault(step, []).append(policy["id"])
+        said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
+        then = f" Undetermined until unknown blockers are settled: {said}."
 
     if rating in ("high", "unknown"):
         failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == "warn" and r["level"] == "high"]
