@@ -17,7 +17,7 @@ from typing import Any
 import pynvml as real_nvml
 import pytest
 
-from hostcheck.collectors import CollectContext, collect_facts, gpu, load_collectors, power, storage, system
+from hostcheck.collectors import CollectContext, collect_facts, gpu, load_collectors, network_local, power, storage, system
 from hostcheck.facts import Unknown, to_jsonable
 
 MIB = 1024 * 1024
@@ -118,6 +118,8 @@ def laptop_3080ti() -> dict[str, Any]:
         "nvmlDeviceGetDisplayActive": 0,
         "nvmlDeviceGetCurrentClocksEventReasons": 0x4 | 0x40,
         "nvmlDeviceGetMigMode": NOT_SUPPORTED,
+        "nvmlDeviceGetArchitecture": 7,  # NVML_DEVICE_ARCH_AMPERE
+        "nvmlDeviceGetCudaComputeCapability": (8, 6),
     }
 
 
@@ -143,6 +145,8 @@ def server_a100(bus: str, uuid: str) -> dict[str, Any]:
         "nvmlDeviceGetDisplayActive": 0,
         "nvmlDeviceGetCurrentClocksEventReasons": 0x1,
         "nvmlDeviceGetMigMode": [1, 1],
+        "nvmlDeviceGetArchitecture": 7,
+        "nvmlDeviceGetCudaComputeCapability": (8, 0),
     }
 
 
@@ -182,6 +186,8 @@ def test_nvml_laptop_3080ti_exact_facts() -> None:
                 "mig_mode": unsupported,
                 "is_laptop": True,
                 "laptop_evidence": "name contains 'Laptop'; DMI chassis type 10 (laptop)",
+                "architecture": "ampere",
+                "compute_capability": "8.6",
             }
         ],
     }
@@ -417,6 +423,7 @@ def test_parse_cpuinfo() -> None:
         "cpu_logical_cores": 4,
         "cpu_physical_cores": 2,
         "hypervisor": False,
+        "cpu_virt_ext": None,  # this recorded flags line is cut short before vmx
     }
     assert system.parse_cpuinfo(CPUINFO_VM_CELERON) == {
         "cpu_model": "Intel(R) Celeron(R) N4020 CPU @ 1.10GHz",
@@ -424,6 +431,7 @@ def test_parse_cpuinfo() -> None:
         "cpu_logical_cores": 2,
         "cpu_physical_cores": 2,  # two sockets of one core each, as VMs often present
         "hypervisor": True,
+        "cpu_virt_ext": None,  # a guest without nested virtualisation
     }
     assert system.parse_cpuinfo(CPUINFO_ARM) == {
         "cpu_model": "CPU implementer 0x41, part 0xd0c",
@@ -431,6 +439,7 @@ def test_parse_cpuinfo() -> None:
         "cpu_logical_cores": 2,
         "cpu_physical_cores": Unknown("/proc/cpuinfo has no physical id/core id"),
         "hypervisor": False,
+        "cpu_virt_ext": None,
     }
     empty = system.parse_cpuinfo("")
     assert empty["cpu_logical_cores"] == Unknown("/proc/cpuinfo lists no processor")
@@ -812,7 +821,7 @@ SHAPES = {
     "gpu": {"nvml", "driver_version", "cuda_driver_version", "nvml_version", "devices", "display_adapters"},
     "system": {"cpu_model", "cpu_arch", "os_kernel_name", "cpu_physical_cores", "cpu_logical_cores", "cpu_avx",
                "ram_total_mib", "os_id", "os_version_id", "os_pretty", "kernel", "virtualization",
-               "secure_boot", "iommu_enabled", "iommu_groups", "uptime_s"},
+               "secure_boot", "iommu_enabled", "iommu_groups", "uptime_s", "cpu_virt_ext", "kvm_device"},
     "power": {"chassis_type", "chassis_type_code", "battery_present", "on_ac", "batteries", "sleep_targets"},
     "storage": {"filesystems", "root", "home", "docker_root", "swap"},
 }  # fmt: skip
@@ -913,8 +922,77 @@ def test_docker_root_on_real_separate_xfs_mount(tmp_path: Path) -> None:
     assert docker["fstype"] == "xfs" and docker["separate_mount"] is True
     assert docker["xfs_project_quota"] is False  # mounted without prjquota
     assert docker["encrypted"] is False
-    # A loop device takes its rotation from the disk under its image file.
-    assert docker["rotational"] is (rotational_line.strip() == "1")
+    # A loop device takes its rotation from the disk under its image file; inside a VM a
+    # "rotational" answer describes the emulated disk, so it is unknown with that reason.
+    if rotational_line.strip() == "1" and storage.vm_guest():
+        assert "guest" in docker["rotational"]["$unknown"]
+    else:
+        assert docker["rotational"] is (rotational_line.strip() == "1")
     assert 0 < docker["free_gib"] < 0.3
     xfs = [fs for fs in facts["filesystems"] if fs["mountpoint"] == str(mnt)]
     assert len(xfs) == 1 and xfs[0]["fstype"] == "xfs" and xfs[0]["device"].startswith("/dev/loop")
+
+
+# --------------------------------------------------------------------------------------
+# Facts issue 9 added: GPU architecture, KVM, virtual disks, the audit's own sockets.
+
+
+def test_nvml_architecture_codes_and_unknown() -> None:
+    assert gpu.architecture_name(4) == "pascal"
+    assert gpu.architecture_name(10) == "blackwell"
+    assert gpu.architecture_name(0xFFFFFFFF) == Unknown("NVML reports the architecture as unknown")
+    assert "newer than this hostcheck" in gpu.architecture_name(99).reason
+
+
+def test_kvm_device_is_linux_only(tmp_path: Path) -> None:
+    present = tmp_path / "kvm"
+    present.write_text("")
+    assert system.kvm_device("Linux", str(present)) is True
+    assert system.kvm_device("Linux", str(tmp_path / "none")) is False
+    assert system.kvm_device("Darwin", str(present)) is False
+
+
+def test_cpuinfo_virtualisation_extension() -> None:
+    text = CPUINFO_I7.replace("avx2 fma", "avx2 fma vmx")
+    assert system.parse_cpuinfo(text)["cpu_virt_ext"] == "vmx"
+    assert system.parse_cpuinfo(CPUINFO_I7.replace("avx2 fma", "svm"))["cpu_virt_ext"] == "svm"
+
+
+def test_virtio_disk_rotational_flag_is_not_trusted() -> None:
+    """virtio-blk reports rotational=1 whatever the host stores it on: unknown, never 'HDD'."""
+    lsblk = json.dumps({"blockdevices": [
+        {"name": "vda", "type": "disk", "rota": True, "maj:min": "253:0", "children": [
+            {"name": "vda1", "type": "part", "rota": True, "maj:min": "253:1"}]},
+        {"name": "sda", "type": "disk", "rota": True, "maj:min": "8:0"},
+        {"name": "nvme0n1", "type": "disk", "rota": False, "maj:min": "259:0"},
+    ]})  # fmt: skip
+    index = storage.distrust_virtual_rotational(storage.parse_lsblk_json(lsblk), None)
+    assert isinstance(index["vda1"]["rotational"], Unknown)
+    assert "vda is a virtual disk" in index["vda1"]["rotational"].reason
+    assert index["sda"]["rotational"] is True  # bare metal: a real HDD stays an HDD
+    assert index["nvme0n1"]["rotational"] is False
+    in_vm = storage.distrust_virtual_rotational(storage.parse_lsblk_json(lsblk), "kvm")
+    assert "inside a kvm guest" in in_vm["sda"]["rotational"].reason
+    assert in_vm["nvme0n1"]["rotational"] is False
+
+
+def test_own_sockets_are_not_listed_as_services() -> None:
+    """OWN-1040 once listed hostcheck's own STUN socket: a socket of this process is never listed."""
+    import socket as socket_module
+
+    sock = socket_module.socket(socket_module.AF_INET, socket_module.SOCK_DGRAM)
+    try:
+        sock.bind(("0.0.0.0", 0))
+        port = sock.getsockname()[1]
+        listening = network_local.collect_listening()
+        assert not isinstance(listening, Unknown)
+        assert all(s["port"] != port for s in listening if s["proto"] == "udp")
+        inode = str(os.fstat(sock.fileno()).st_ino)
+        assert inode in network_local.own_socket_inodes()
+        proc_text = Path("/proc/net/udp").read_text()
+        with_own = network_local.parse_proc_net_sockets(proc_text, "udp", 4)
+        without = network_local.parse_proc_net_sockets(proc_text, "udp", 4, frozenset({inode}))
+        assert any(s["port"] == port for s in with_own)
+        assert all(s["port"] != port for s in without)
+    finally:
+        sock.close()

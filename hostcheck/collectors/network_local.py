@@ -157,13 +157,18 @@ _TCP_LISTEN = "0A"
 _UDP_UNCONNECTED = "07"
 
 
-def parse_proc_net_sockets(text: str, proto: str, family: int) -> list[dict[str, Any]]:
-    """Listening sockets from /proc/net/{tcp,tcp6,udp,udp6} (TCP LISTEN, unconnected UDP)."""
+def parse_proc_net_sockets(
+    text: str, proto: str, family: int, skip_inodes: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """Listening sockets from /proc/net/{tcp,tcp6,udp,udp6} (TCP LISTEN, unconnected UDP),
+    except those whose inode is in ``skip_inodes`` (the audit's own sockets)."""
     found = []
     want = _TCP_LISTEN if proto == "tcp" else _UDP_UNCONNECTED
     for line in text.splitlines()[1:]:
         f = line.split()
         if len(f) < 4 or f[3].upper() != want:
+            continue
+        if len(f) > 9 and f[9] in skip_inodes:
             continue
         local, _, port_hex = f[1].partition(":")
         try:
@@ -185,16 +190,34 @@ def parse_proc_net_sockets(text: str, proto: str, family: int) -> list[dict[str,
     return found
 
 
+def own_socket_inodes(fd_dir: str = "/proc/self/fd") -> frozenset[str]:
+    """Inodes of this process's sockets (its STUN and probe sockets are not the host's services)."""
+    inodes = set()
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return frozenset()
+    for name in names:
+        try:
+            target = os.readlink(os.path.join(fd_dir, name))
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target.endswith("]"):
+            inodes.add(target[8:-1])
+    return frozenset(inodes)
+
+
 def _listeners_from_proc() -> list[dict[str, Any]] | Unknown:
     found: list[dict[str, Any]] = []
     read_any = False
+    own = own_socket_inodes()
     for proto in ("tcp", "udp"):
         for family, suffix in ((4, ""), (6, "6")):
             text = read_text(f"/proc/net/{proto}{suffix}")
             if isinstance(text, Unknown):
                 continue
             read_any = True
-            found.extend(parse_proc_net_sockets(text, proto, family))
+            found.extend(parse_proc_net_sockets(text, proto, family, own))
     if not read_any:
         return Unknown("cannot read /proc/net/tcp or /proc/net/udp")
     why = Unknown("owning process not determined (psutil unavailable)")
@@ -211,6 +234,7 @@ def collect_listening() -> list[dict[str, Any]] | Unknown:
     except (psutil.Error, OSError):
         return _listeners_from_proc()
     root = os.geteuid() == 0
+    me = os.getpid()
     names: dict[int, str] = {}
     seen: set[tuple[str, str, int, str]] = set()
     result = []
@@ -227,6 +251,8 @@ def collect_listening() -> list[dict[str, Any]] | Unknown:
             proto = "udp"
         else:
             continue
+        if c.pid == me:
+            continue  # the audit's own probe sockets (STUN, UPnP) are not the host's services
         process: str | Unknown
         if c.pid is None:
             process = Unknown("no visible process owns this socket (kernel, or another PID namespace)"

@@ -28,6 +28,7 @@ DISK_FSTYPES = frozenset(
 IMAGE_FSTYPES = frozenset({"squashfs", "iso9660", "udf", "erofs"})
 QUOTA_OPTIONS = frozenset({"prjquota", "pquota", "pqnoenforce"})
 _OCTAL = re.compile(r"\\([0-7]{3})")
+VIRTUAL_DISK = re.compile(r"^x?vd[a-z]+$")  # virtio-blk (vda) and Xen (xvda) disks
 
 Mount = dict[str, Any]
 BlockIndex = dict[str, dict[str, Any]]
@@ -115,6 +116,7 @@ def _finish(nodes: dict[str, dict[str, Any]]) -> BlockIndex:
             "maj_min": node["maj_min"],
             "rotational": node["rotational"],
             "encrypted": encrypted,
+            "parents": sorted(node["parents"]),
         }
     return index
 
@@ -193,8 +195,55 @@ def block_index() -> BlockIndex | Unknown:
     if not isinstance(res, Unknown) and res.returncode == 0:
         parsed = parse_lsblk_json(res.stdout)
         if not isinstance(parsed, Unknown):
-            return parsed
-    return sysfs_block_index()
+            return distrust_virtual_rotational(parsed, vm_guest())
+    return distrust_virtual_rotational(sysfs_block_index(), vm_guest())
+
+
+def vm_guest() -> str | None:
+    """The hypervisor this machine is a guest of ('kvm', 'xen', ...), or None on bare metal."""
+    res = run_command(["systemd-detect-virt", "--vm"], timeout=1.0)
+    if not isinstance(res, Unknown):
+        answer = res.stdout.strip().splitlines()[0].strip() if res.stdout.strip() else ""
+        return None if answer in ("", "none") else answer
+    cpuinfo = read_text("/proc/cpuinfo", limit=4 << 20)
+    if not isinstance(cpuinfo, Unknown) and re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M):
+        return "vm"
+    return None
+
+
+def distrust_virtual_rotational(index: BlockIndex | Unknown, vm: str | None) -> BlockIndex | Unknown:
+    """A virtual disk's 'rotational' flag describes the emulated device, not the storage behind
+    it (virtio-blk reports 1 whatever the host uses), so a VM's 'HDD' is unknown, not HDD."""
+    if isinstance(index, Unknown):
+        return index
+    for name, info in index.items():
+        if info["rotational"] is not True:
+            continue
+        virtual = _virtual_disk(name, index)
+        if virtual:
+            info["rotational"] = Unknown(
+                f"{virtual} is a virtual disk: its rotational flag says nothing about the storage behind it"
+            )
+        elif vm:
+            info["rotational"] = Unknown(
+                f"inside a {vm} guest the rotational flag of {name} describes the emulated disk, "
+                "not the storage behind it"
+            )
+    return index
+
+
+def _virtual_disk(name: str, index: BlockIndex) -> str | None:
+    """The virtio/Xen disk this device sits on (vda, xvdb), if any."""
+    stack, seen = [name], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if VIRTUAL_DISK.match(current):
+            return current
+        stack.extend(index.get(current, {}).get("parents", ()))
+    return None
 
 
 def containing_mount(path: str, mounts: list[Mount]) -> Mount | None:
