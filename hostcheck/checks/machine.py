@@ -384,21 +384,21 @@ def bare_metal(facts: dict[str, Any], _threshold: Any) -> Outcome:
     threshold="none",
     why="Vast's stricter verification draft accepts Ubuntu Server only: a desktop edition runs "
     "a display server and session services that take GPU memory and change under updates.",
-    fix="Install the server edition, or remove the desktop (`sudo apt purge ubuntu-desktop "
-    "gdm3` and `sudo systemctl set-default multi-user.target`).",
+    fix="Install the server edition, or turn the desktop off (`sudo systemctl set-default "
+    "multi-user.target`, then remove the desktop packages and display manager).",
 )
 def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    target = lookup(facts, "system.default_target")
     manager = lookup(facts, "isolation.display_manager")
-    session = lookup(facts, "isolation.graphical_session")
+    if target == "graphical.target":
+        return failed("desktop", "boots to graphical.target (a desktop install)")
     if isinstance(manager, str) and manager:
-        return failed("desktop", f"display manager {manager}")
-    if session is True:
-        return failed("desktop", "a graphical session is running")
+        return failed("desktop", f"display manager {manager} installed")
+    if isinstance(target, Unknown):
+        raise Missing("system.default_target", target.reason)
     if isinstance(manager, Unknown):
         raise Missing("isolation.display_manager", manager.reason)
-    if isinstance(session, Unknown):
-        raise Missing("isolation.graphical_session", session.reason)
-    return passed("server", "no display manager, no graphical session")
+    return passed("server", f"boots to {target}, no display manager")
 
 
 @check(

@@ -241,10 +241,22 @@ def collect(ctx: Any) -> dict[str, Any]:
         "uptime_s": uptime if isinstance(uptime, Unknown) else parse_uptime(uptime),
         "cpu_virt_ext": cpu["cpu_virt_ext"],
         "kvm_device": kvm_device(platform.system()),
+        "default_target": default_target(),
     }
     if platform.system() == "Darwin":
         facts.update(macos_facts())
     return facts
+
+
+def default_target() -> str | Unknown:
+    """systemd's boot target: 'graphical.target' on desktop installs, 'multi-user.target' on servers."""
+    res = run_command(["systemctl", "get-default"], timeout=1.0)
+    if isinstance(res, Unknown):
+        return res
+    answer = res.stdout.strip()
+    if res.returncode != 0 or not answer.endswith(".target"):
+        return Unknown(f"systemctl get-default: {(res.stderr or answer).strip()[:120] or 'no answer'}")
+    return answer
 
 
 def kvm_device(kernel: str, path: str = KVM_DEVICE) -> bool | Unknown:
