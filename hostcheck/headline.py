@@ -77,7 +77,7 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         steps: dict[str, list[str]] = {}
         for policy in undetermined:
             commands = next_commands([policy])
-            step = f"run `{commands[0]}`" if commands else "see its UNKNOWN items below"
+            step = f"run `{commands[0]}`" if commands else "see the UNKNOWN items below"
             steps.setdefault(step, []).append(policy["id"])
         said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
         then = f" Undetermined until unknown blockers are settled: {said}."

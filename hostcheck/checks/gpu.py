@@ -291,10 +291,13 @@ def _generation_rules(threshold: Any) -> tuple[str | None, list[str]]:
 
 
 def _apple_chip(facts: dict[str, Any]) -> str | None:
-    """'m2' for an Apple Silicon Mac ('Apple M2 Pro'), None for any other machine."""
+    """'m2' for an Apple Silicon Mac ('Apple M2 Pro'), 'intel' for an Intel Mac (macOS has had
+    no NVIDIA CUDA driver since 10.14), None for any other machine."""
     kernel = lookup(facts, "system.os_kernel_name")
     if kernel != "Darwin":
         return None
+    if need(facts, "system.cpu_arch") not in ("arm64", "aarch64"):
+        return "intel"
     model = str(need(facts, "system.cpu_model"))
     match = re.match(r"Apple (M\d+)", model)
     if not match:
@@ -318,6 +321,8 @@ def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
     devices = lookup(facts, "gpu.devices")
     if isinstance(devices, Unknown):
         chip = _apple_chip(facts)
+        if chip == "intel":
+            return failed("Intel Mac", "no NVIDIA GPU usable on macOS, and not Apple Silicon")
         if chip is not None:
             if chip in chips:
                 return passed(f"Apple {chip.upper()}")
@@ -429,6 +434,12 @@ def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> Outcome:
             raise Missing("gpu.devices.pcie_width_current", f"no usable PCIe link (gen {gen} x{width})")
         per_lane = tflops / lanes
         text = f"GPU {device.get('index')}: {tflops:g} TFLOPS on PCIe gen {gen} x{width} ({lanes:.1f} gen-3 lanes)"
+        width_max = device.get("pcie_width_max")
+        if per_lane > threshold and isinstance(width_max, int) and width >= width_max >= 16:
+            # The rule exists to catch risers and narrow slots; a card already on its full
+            # x16 link cannot be given more lanes, so it is not held against the host.
+            per_lane = min(per_lane, float(threshold))
+            text += f"; already on its full x{width_max} link: no slot offers more lanes"
         if worst is None or per_lane > worst[0]:
             worst = (per_lane, text)
     if worst is None:
