@@ -12,7 +12,10 @@ import json
 import jsonschema
 import pytest
 
-from tests.helpers import SNAPSHOTS, audit_json, policy_result
+from hostcheck.facts import load_snapshot
+from hostcheck.policy import resolve_policies
+from hostcheck.report import build_report
+from tests.helpers import SNAPSHOTS, audit_json, hostcheck, policy_result
 
 SCHEMA = json.loads((SNAPSHOTS.parent.parent / "hostcheck" / "schema" / "report-v1.json").read_text())
 
@@ -32,7 +35,7 @@ def snapshot(name: str) -> str:
         ("reference-laptop", "vast-verified", "not feasible", ["ISO-1010"]),
         ("reference-laptop", "dedicated-host", "not feasible", ["ISO-1010", "OWN-1010"]),
         ("reference-laptop", "runpod", "not feasible", ["PLAT-1010"]),
-        ("reference-laptop", "darkbloom", "not feasible", ["SYS-1060"]),
+        ("reference-laptop", "darkbloom", "not feasible", ["SYS-1050", "SYS-1060"]),
         # The dedicated 4090 box passes Vast's listing but not verification: CUDA 11.8 < 12.0
         # and 16 GiB RAM < 0.95 x 24 GiB VRAM.
         ("dedicated-4090", "vast", "feasible", []),
@@ -41,7 +44,7 @@ def snapshot(name: str) -> str:
         ("dedicated-4090", "salad-linux", "not feasible", ["DOC-1080", "SYS-1050"]),
         ("dedicated-4090", "quickpod", "feasible", []),
         # No NVIDIA GPU at all: the GPU check fails with the PCI evidence.
-        ("no-nvidia-desktop", "vast", "not feasible", ["GPU-1010", "ISO-1010", "SYS-1050"]),
+        ("no-nvidia-desktop", "vast", "not feasible", ["GPU-1010", "GPU-1120", "ISO-1010", "SYS-1050"]),
         ("no-nvidia-desktop", "salad-linux", "not feasible", ["GPU-1010"]),
         ("no-nvidia-desktop", "tensordock", "not feasible", ["GPU-1010"]),
     ],
@@ -51,7 +54,8 @@ def test_verdicts_are_pinned(machine: str, policy: str, verdict: str, blockers: 
     result = policy_result(report, policy)
     assert result["verdict"] == verdict
     assert sorted(result["blockers"]) == blockers
-    assert code == (0 if verdict.startswith("feasible") else 3)
+    owner_stop = report["owner_risk"]["rating"] in ("high", "unknown")
+    assert code == (3 if not verdict.startswith("feasible") else 4 if owner_stop else 0)
 
 
 def test_laptop_power_cap_finding_says_what_was_measured() -> None:
@@ -93,11 +97,11 @@ def test_offline_network_facts_are_unknown_never_pass() -> None:
         assert "--offline" in findings[check_id]["detail"]
 
 
-@pytest.mark.parametrize("machine", ["reference-laptop", "dedicated-4090", "no-nvidia-desktop"])
+@pytest.mark.parametrize("machine", ["reference-laptop", "dedicated-4090", "no-nvidia-desktop", "mac-mini-m2-sonoma"])
 def test_json_reports_validate_against_the_shipped_schema(machine: str) -> None:
     _, report = audit_json("--facts", snapshot(machine))
     jsonschema.validate(report, SCHEMA)
-    assert len(report["policies"]) == 10
+    assert len(report["policies"]) == 10  # every shipped policy but the owner-risk set
 
 
 def test_every_finding_says_measured_threshold_source_why_and_fix() -> None:
@@ -107,3 +111,160 @@ def test_every_finding_says_measured_threshold_source_why_and_fix() -> None:
             assert finding["why"] and finding["fix"], finding["id"]
             assert finding["source"]["url"].startswith("https://"), finding["id"]
             assert finding["status"] in ("pass", "warn", "fail", "unknown", "skipped", "error")
+
+
+# --------------------------------------------------------------------------------------
+# Host shapes derived from the platforms' own pages: each expectation cites the page.
+
+VAST = "https://github.com/vast-ai/docs/blob/c6246226/host/verification-stages.mdx"
+VAST_DRAFT = "https://github.com/vast-ai/docs/commit/0160600"
+VAST_PREFLIGHT = "https://github.com/vast-ai/vast-cli/blob/master/vastai/cli/self_test/machine_diagnostics.py"
+VAST_SELFTEST = "https://github.com/vast-ai/docs/pulls"
+DARKBLOOM = "https://github.com/Layr-Labs/d-inference/blob/0575f3bd/docs/provider/hardware-requirements.md"
+TENSORDOCK = "https://github.com/tensordock/hosting-install/blob/1bb11edb/install.sh"
+TENSORDOCK_DOWNTIME = "https://docs.tensordock.com/legal-information/downtime-compensation"
+IONET = "https://docs.io.net/docs/device-onboarding"
+SALAD_POWER = "https://github.com/SaladTechnologies/salad-kitchen-docs/blob/a6f581c/faq/jobs/pc-power-limiting-faq.md"
+RUNPOD_PARTNER = "https://github.com/runpod/docs/commits/main/hosting/partner-requirements.mdx"
+RUNPOD_CLOSED = "https://github.com/runpod/docs/blob/a900806e/pods/choose-a-pod.mdx"
+QUICKPOD = "https://docs.quickpod.io/hosting/overview"
+NVIDIA_ECC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+
+SHAPES = [
+    # (machine, policy, verdict, exact blockers, findings that must be RISK, must be UNKNOWN, the page)
+    ("mac-mini-m2-sonoma", "darkbloom", "feasible", [], [], [], DARKBLOOM),  # Apple Silicon, macOS 14+
+    ("mac-mini-m2-sonoma", "tensordock", "not feasible", ["SYS-1140"], [], [], TENSORDOCK),  # Linux KVM hosts only
+    ("mac-mini-m2-sonoma", "ionet", "feasible", [], [], [], IONET),  # "or Apple M1-M3"
+    ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1120", "SYS-1050"], [], [], VAST),
+    ("macbook-air-m1-ventura", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # macOS 14 minimum
+    ("macbook-pro-intel-monterey", "darkbloom", "not feasible", ["SYS-1050", "SYS-1060"], [], [], DARKBLOOM),
+    ("macbook-pro-intel-monterey", "ionet", "not feasible", ["GPU-1120"], ["PWR-1010"], [], IONET),
+    ("rtx2080-server", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # RTX 30xx or newer
+    ("rtx2080-server", "vast", "feasible", [], [], [], VAST),  # 10-series or newer
+    ("gtx980-server", "vast", "not feasible", ["GPU-1120"], [], [], VAST),
+    ("gtx1080ti-8x-rig", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),
+    ("gtx1080ti-8x-rig", "runpod", "not feasible", ["GPU-1030", "GPU-1040", "GPU-1120", "PLAT-1010", "SYS-1010"], [], [], RUNPOD_PARTNER),
+    ("dgx-a100-8x-ecc", "tensordock", "feasible", [], [], [], TENSORDOCK),  # IOMMU, KVM, BMC display
+    ("dgx-a100-8x-ecc", "runpod", "not feasible", ["GPU-1030", "GPU-1040", "PLAT-1010"], [], [], RUNPOD_PARTNER),
+    ("a100-pcie-ecc-off", "dedicated-host", "feasible with risks", [], ["GPU-1130"], [], NVIDIA_ECC),
+    ("a100-pcie-ecc-off", "runpod", "not feasible", ["PLAT-1010"], ["GPU-1130"], [], RUNPOD_CLOSED),
+    ("hgx-h100-8x", "runpod", "not feasible", ["PLAT-1010"], [], [], RUNPOD_CLOSED),  # meets the partner rules, closed
+    ("hgx-h100-8x", "tensordock", "feasible", [], [], [], TENSORDOCK),
+    ("laptop-3070-on-battery", "salad", "not feasible", ["GPU-1050", "PWR-1020", "SYS-1050"], ["GPU-1160"], [], SALAD_POWER),
+    ("laptop-3070-on-battery", "ionet", "feasible with risks", [], ["PWR-1010", "PWR-1020"], [], IONET),
+    ("laptop-3070-on-battery", "tensordock", "feasible with risks", [], ["PWR-1010", "PWR-1020"], [], TENSORDOCK_DOWNTIME),
+    ("laptop-3080ti-maxq-dedicated", "tensordock", "feasible with risks", [], ["GPU-1060", "PWR-1010"], [], TENSORDOCK_DOWNTIME),
+    ("mixed-3090-1080ti", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # the 1080 Ti is Pascal
+    ("vm-guest-virtio-4090", "vast", "undetermined", [], ["SYS-1100"], ["STO-1020"], VAST),  # virtio: not "HDD"
+    ("vm-guest-virtio-4090", "tensordock", "not feasible", ["SYS-1080", "SYS-1090", "SYS-1140"], [], [], TENSORDOCK),
+    ("rtx3090-vram-in-use", "vast-verified", "feasible with risks", [], ["GPU-1140"], [], VAST_SELFTEST),
+    ("rtx3060-x1-riser", "vast-verified", "not feasible", ["GPU-1070"], ["GPU-1150"], [], VAST_PREFLIGHT),
+    ("rtx3060-x1-riser", "vast", "feasible with risks", [], ["GPU-1150"], [], VAST),  # one lane per 2.5 TFLOPS
+    ("rtx2080ti-cuda117", "vast", "not feasible", ["GPU-1030"], [], [], VAST_PREFLIGHT),  # CUDA >= 11.8
+    ("salad-debian-3080-300w", "salad-linux", "feasible with risks", [], ["GPU-1160"], [], SALAD_POWER),
+    ("salad-debian-3080-stock", "salad-linux", "feasible", [], [], [], SALAD_POWER),
+    ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST_DRAFT),
+    ("ubuntu-2004-server", "vast", "feasible with risks", [], ["SYS-1130"], [], VAST_DRAFT),
+    ("tensordock-4x4090-server", "tensordock", "feasible", [], [], [], TENSORDOCK),
+    ("tensordock-vtx-off", "tensordock", "not feasible", ["SYS-1080", "SYS-1140"], [], [], TENSORDOCK),
+    ("desktop-sleep-enabled", "quickpod", "feasible with risks", [], ["PWR-1030"], [], QUICKPOD),  # 100 % uptime
+    ("tesla-p40-name-only", "vast", "not feasible", ["GPU-1030"], [], [], VAST_PREFLIGHT),  # Pascal, read from the name
+    ("tesla-p40-name-only", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),
+    ("unnamed-gpu-no-generation", "vast", "undetermined", [], [], ["GPU-1120"], VAST),  # unknown, never a pass
+]
+
+_POLICIES = {p.id: p for p in resolve_policies([])}
+
+
+def _judge(machine: str, policy: str) -> dict:
+    report = build_report(load_snapshot(SNAPSHOTS / f"{machine}.json"), [_POLICIES[policy]])
+    return report
+
+
+@pytest.mark.parametrize(("machine", "policy", "verdict", "blockers", "risks", "unknowns", "page"), SHAPES)
+def test_platform_shapes(machine: str, policy: str, verdict: str, blockers: list[str], risks: list[str],
+                         unknowns: list[str], page: str) -> None:
+    result = policy_result(_judge(machine, policy), policy)
+    assert (result["verdict"], sorted(result["blockers"])) == (verdict, blockers), result["findings"]
+    assert set(risks) <= set(result["risks"])
+    assert set(unknowns) <= set(result["unknowns"])
+    cited = {f["source"]["url"] for f in result["findings"] if f["id"] in blockers + risks + unknowns}
+    assert page in cited or not (blockers + risks + unknowns), cited
+    if verdict.startswith("feasible"):
+        judged = {f["id"] for f in result["findings"] if f["severity"] == "blocker" and f["status"] == "pass"}
+        assert judged == {f["id"] for f in result["findings"] if f["severity"] == "blocker"}
+
+
+def test_shape_table_covers_at_least_twenty_new_snapshots() -> None:
+    new = {case[0] for case in SHAPES}
+    assert len(new) >= 20
+    for name in new:
+        description = json.loads((SNAPSHOTS / f"{name}.json").read_text())["meta"]["description"]
+        assert len(description) > 80, name  # says what real shape it records and where values come from
+
+
+def test_generation_from_name_is_said_in_the_detail() -> None:
+    result = policy_result(_judge("tesla-p40-name-only", "vast"), "vast")
+    finding = next(f for f in result["findings"] if f["id"] == "GPU-1120")
+    assert (finding["status"], finding["measured"]) == ("pass", "pascal")
+    assert "model name" in finding["detail"]
+    eight = policy_result(_judge("gtx1080ti-8x-rig", "vast"), "vast")
+    assert "compute capability 6.1" in next(f for f in eight["findings"] if f["id"] == "GPU-1120")["detail"]
+
+
+# --------------------------------------------------------------------------------------
+# The headline and exit codes.
+
+
+def test_laptop_headline_says_do_not_host_and_exits_non_zero() -> None:
+    laptop = snapshot("reference-laptop")
+    proc = hostcheck("audit", "--facts", laptop)
+    assert proc.returncode == 4, proc.stderr
+    headline = proc.stdout.splitlines()[1]
+    assert headline.startswith("Do not host on this machine as it is: owner risk is HIGH")
+    assert "ionet" in proc.stdout.split("policy")[0]  # where it would qualify once fixed
+    assert hostcheck("audit", "--facts", laptop, "--accept-owner-risk").returncode == 0
+    assert hostcheck("audit", "--facts", laptop, "-p", "vast", "--accept-owner-risk").returncode == 3
+
+
+def test_clean_dedicated_box_exits_zero_for_vast() -> None:
+    code, report = audit_json("--facts", snapshot("dedicated-4090"), "--policy", "vast")
+    assert code == 0
+    assert report["headline"] == "Yes, you can host this machine on vast (feasible); owner risk LOW."
+
+
+def test_unknown_owner_risk_never_exits_zero(tmp_path) -> None:
+    facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    facts["isolation"]["unreadable_homes"] = ["/home/sam"]  # audited without root: one home unread
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    code, report = audit_json("--facts", str(path), "--policy", "vast")
+    assert report["owner_risk"]["rating"] == "unknown"
+    assert (code, report["headline"].split(":")[0]) == (4, "Do not host on this machine as it is")
+    assert hostcheck("audit", "--facts", str(path), "-p", "vast", "--accept-owner-risk").returncode == 0
+
+
+def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
+    _, report = audit_json("--facts", snapshot("reference-laptop"), "-p", "quickpod", "--accept-owner-risk")
+    assert "quickpod: run `hostcheck audit --probe URL --token T`" in report["headline"]
+    _, unnamed = audit_json("--facts", snapshot("unnamed-gpu-no-generation"), "-p", "vast")
+    assert unnamed["headline"].startswith("Not yet known")
+    assert "vast: see the UNKNOWN items below" in unnamed["headline"]
+
+
+def test_platforms_that_cannot_apply_are_one_line() -> None:
+    proc = hostcheck("audit", "--facts", snapshot("dedicated-4090"))
+    assert ("Cannot apply to this machine: darkbloom (Apple Silicon Macs only; runs on macos 14+); "
+            "runpod (closed to new hosts); salad (runs on windows 10 or windows 11); "
+            "salad-linux (runs on debian 12).") in " ".join(proc.stdout.split())
+    assert "Darkbloom — inference provider" not in proc.stdout
+    assert "Darkbloom — inference provider" in hostcheck("audit", "--facts", snapshot("dedicated-4090"), "-v").stdout
+    _, report = audit_json("--facts", snapshot("mac-mini-m2-sonoma"))
+    applicable = {p["id"]: p["applicable"] for p in report["policies"]}
+    assert applicable["darkbloom"] is True and applicable["tensordock"] is False
+
+
+def test_markdown_report_carries_the_headline() -> None:
+    proc = hostcheck("audit", "--facts", snapshot("reference-laptop"), "-f", "markdown")
+    assert "**Do not host on this machine as it is" in proc.stdout
+    assert "Cannot apply to this machine:" in proc.stdout
