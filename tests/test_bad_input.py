@@ -31,6 +31,10 @@ requirements:
     source: doc
 """
 
+OWNER_RISK = GOOD.replace("kind: platform", "kind: owner-risk").replace(
+    "  - check: GPU-1020\n    severity: blocker\n    threshold: 12\n", "  - check: OWN-1010\n    level: high\n"
+)
+
 BAD_POLICIES = [
     ("bad YAML", GOOD.replace("kind: platform", "kind: [platform"), "line 6 column 8: invalid YAML: expected ',' or ']', but got ':'"),
     ("unknown top key", GOOD + "colour: red\n", "line 16: colour: unknown key"),
@@ -52,6 +56,10 @@ BAD_POLICIES = [
     ("duplicate key", GOOD.replace("kind: platform", "kind: platform\nkind: hygiene"), "line 6: duplicate key 'kind'"),
     ("duplicate check", GOOD + "  - {check: GPU-1020, severity: risk, threshold: 8, source: doc}\n", "line 16: requirements[1].check: GPU-1020 listed twice"),
     ("empty requirements", GOOD.split("requirements:")[0] + "requirements: []\n", "requirements: must be a non-empty list"),
+    ("level outside owner-risk", GOOD.replace("severity: blocker", "severity: blocker\n    level: high"), "line 14: requirements[0].level: only owner-risk policies give a level"),
+    ("owner-risk item with a severity", OWNER_RISK.replace("level: high", "level: high\n    severity: blocker"), "line 14: requirements[0].severity: an owner-risk item has a level"),
+    ("owner-risk item without a level", OWNER_RISK.replace("    level: high\n", ""), "requirements[0]: missing required key 'level'"),
+    ("owner-risk bad level", OWNER_RISK.replace("level: high", "level: severe"), "line 13: requirements[0].level: must be one of low, medium, high, not 'severe'"),
 ]
 
 
@@ -84,6 +92,34 @@ def test_cli_runs_a_user_policy_file(tmp_path: Path) -> None:
     proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(mine), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["policies"][0]["verdict"] == "feasible"
+
+
+def test_owner_risk_set_is_a_policy_file_with_levels_and_sources() -> None:
+    from hostcheck.policy import load_owner_risk
+
+    policy = load_owner_risk()
+    assert policy.kind == "owner-risk"
+    levels = {r.check: r.level for r in policy.requirements}
+    assert levels["OWN-1010"] == levels["ISO-1010"] == levels["DOC-1070"] == "high"
+    assert all(r.source.url.startswith("https://") for r in policy.requirements)
+    mine = parse_policy(OWNER_RISK, "mine.yaml")
+    assert (mine.requirements[0].level, mine.requirements[0].severity) == ("high", "risk")
+
+
+def test_owner_risk_cannot_be_requested_as_a_platform_policy() -> None:
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", "owner-risk")
+    assert proc.returncode == 2
+    assert "is judged in every report" in proc.stderr
+
+
+def test_explain_shows_owner_risk_level_and_new_checks_with_sources() -> None:
+    own = hostcheck("explain", "OWN-1010").stdout
+    assert "owner-risk       high risk" in own
+    gen = hostcheck("explain", "GPU-1120").stdout
+    assert "ionet" in gen and "['nvidia ampere+', 'apple m1', 'apple m2', 'apple m3']" in gen
+    assert "<https://docs.io.net/docs/device-onboarding>" in gen
+    kvm = hostcheck("explain", "SYS-1140").stdout
+    assert "tensordock" in kvm and "install.sh" in kvm
 
 
 def test_unknown_policy_name_is_a_usage_error() -> None:
