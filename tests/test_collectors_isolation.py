@@ -858,28 +858,40 @@ def test_parse_proc_net_sockets() -> None:
 
 
 def test_real_listeners_and_exposure() -> None:
+    """Real sockets of another process are listed with their owner; the audit's own are not."""
     import psutil
 
-    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import socket, sys\n"
+            "t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen(1)\n"
+            "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('0.0.0.0', 0))\n"
+            "print(t.getsockname()[1], u.getsockname()[1], flush=True)\n"
+            "sys.stdin.read()\n"
+        )],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    own = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        tcp.bind(("127.0.0.1", 0))
-        tcp.listen(1)
-        udp.bind(("0.0.0.0", 0))
-        tcp_port, udp_port = tcp.getsockname()[1], udp.getsockname()[1]
+        assert holder.stdout is not None
+        tcp_port, udp_port = map(int, holder.stdout.readline().split())
+        own.bind(("0.0.0.0", 0))
+        own_port = own.getsockname()[1]
         listening = network_local.collect_listening()
         from_proc = network_local._listeners_from_proc()
+        other = psutil.Process(holder.pid).name()
     finally:
-        tcp.close()
-        udp.close()
-    me = psutil.Process().name()
-    assert {"proto": "tcp", "address": "127.0.0.1", "port": tcp_port, "process": me,
+        own.close()
+        holder.communicate("", timeout=30)
+    assert {"proto": "tcp", "address": "127.0.0.1", "port": tcp_port, "process": other,
             "exposure": "loopback"} in listening
-    assert {"proto": "udp", "address": "0.0.0.0", "port": udp_port, "process": me,
+    assert {"proto": "udp", "address": "0.0.0.0", "port": udp_port, "process": other,
             "exposure": "all"} in listening
+    assert all(s["port"] != own_port for s in listening if s["proto"] == "udp")
     proc_entries = {(s["proto"], s["address"], s["port"], s["exposure"]) for s in from_proc}
     assert ("tcp", "127.0.0.1", tcp_port, "loopback") in proc_entries
     assert ("udp", "0.0.0.0", udp_port, "all") in proc_entries
+    assert all(port != own_port for _, _, port, _ in proc_entries)
     assert network_local.exposure("::") == "all"
     assert network_local.exposure("::ffff:127.0.0.1") == "loopback"
     assert network_local.exposure("192.0.2.5") == "specific"
