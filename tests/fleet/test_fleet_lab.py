@@ -90,7 +90,8 @@ def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]
 def _hostcheck(*args: str) -> dict[str, Any] | list[Any]:
     proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", *args, "--format", "json"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    # 4: feasible, but the owner risk is high or unknown (a lab host audited offline may be)
+    assert proc.returncode in (0, 4), proc.stderr
     return json.loads(proc.stdout)
 
 
