@@ -59,7 +59,7 @@ def _is(value: Any, *types: type) -> bool:
 @given(proc_text)
 def test_parse_cpuinfo_never_raises(text: str) -> None:
     cpu = system.parse_cpuinfo(text)
-    assert set(cpu) == {"cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor"}
+    assert set(cpu) == {"cpu_model", "cpu_avx", "cpu_logical_cores", "cpu_physical_cores", "hypervisor", "cpu_virt_ext"}
     assert _is(cpu["cpu_model"], str) and _is(cpu["cpu_avx"], bool) and _is(cpu["hypervisor"], bool)
     assert _is(cpu["cpu_logical_cores"], int) and _is(cpu["cpu_physical_cores"], int)
 
