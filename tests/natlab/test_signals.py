@@ -44,7 +44,12 @@ NAT = sig("stun_mapped_address", "nat")
         # UPnP and NAT-PMP read the same router: agreeing twice is one source, not two.
         ([NAT, sig("router_upnp", "private"), sig("router_natpmp", "private")], "likely"),
         ([NAT, sig("router_upnp", "public-matches")], "no"),
-        ([NAT, sig("hop_probe", "public-upstream")], "no"),
+        # A public hop after the home router proves nothing: carrier NATs answer from public addresses.
+        ([NAT, sig("hop_probe", "public-upstream")], "unknown"),
+        ([NAT, sig("hop_probe", "public-upstream"), sig("router_upnp", "no-address")], "unknown"),
+        # The host holds the public address itself: positive evidence.
+        ([NAT, sig("local_address", "public-address")], "no"),
+        ([NAT, sig("router_natpmp", "public-matches"), sig("servers_agree", "different-addresses")], "likely"),
         ([sig("stun_mapped_address", "unknown"), sig("hop_probe", "public-upstream")], "unknown"),
         ([NAT, sig("router_upnp", "no-address"), sig("router_natpmp", "no-address")], "unknown"),
         ([NAT, sig("hop_probe", "private-upstream")], "unknown"),
@@ -66,6 +71,28 @@ def test_verdict_is_total_and_yes_is_monotone(pairs: list[tuple[str, str]]) -> N
     assert verdict in ("yes", "likely", "no", "unknown")
     # Seeing a shared address directly can only ever make it "yes".
     assert cg.cgnat_verdict(signals + [sig("router_upnp", "shared-address")]) == "yes"
+
+
+@pytest.mark.parametrize(
+    "signals, verdict",
+    [
+        ([], "unknown"),
+        ([NAT], "unknown"),
+        ([sig("stun_mapped_address", "no-nat"), sig("hop_probe", "private-upstream")], "no"),
+        ([NAT, sig("local_address", "public-address")], "no"),
+        ([NAT, sig("router_upnp", "private")], "yes"),
+        ([NAT, sig("router_natpmp", "private"), sig("hop_probe", "public-upstream")], "yes"),
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "no-address")], "yes"),
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "unknown")], "likely"),
+        # A router that learnt the public address by STUN, yet a private router behind it.
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "public-matches")], "likely"),
+        ([NAT, sig("router_upnp", "public-matches")], "no"),
+        ([NAT, sig("hop_probe", "shared-address-hop")], "unknown"),
+        ([NAT, sig("hop_probe", "public-upstream"), sig("router_natpmp", "no-address")], "unknown"),
+    ],
+)
+def test_double_nat_table(signals: list[dict[str, str]], verdict: str) -> None:
+    assert cg.double_nat_verdict(signals) == verdict
 
 
 def test_stun_signal() -> None:
