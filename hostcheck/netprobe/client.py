@@ -9,6 +9,7 @@ sharing one, told apart by transaction id.
 
 from __future__ import annotations
 
+import errno
 import selectors
 import socket
 import struct
@@ -36,6 +37,7 @@ SO_EE_ORIGIN_ICMP = 2
 SO_EE_ORIGIN_ICMP6 = 3
 ICMP_DEST_UNREACH = 3
 ICMP6_DST_UNREACH = 1
+_ICMP_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES}
 _UNREACH_WORDS = {
     (ICMP_DEST_UNREACH, 0): "network unreachable",
     (ICMP_DEST_UNREACH, 1): "host unreachable",
@@ -189,7 +191,7 @@ def run_transactions(
                 break
             wake = deadline
             for t in pending:
-                _step(t, now, deadline)
+                _step(t, now, deadline, txns)
                 if t.done:
                     continue
                 if t._first is not None:
@@ -213,7 +215,7 @@ def run_transactions(
     return [t.outcome for t in txns]
 
 
-def _step(t: Transaction, now: float, deadline: float) -> None:
+def _step(t: Transaction, now: float, deadline: float, txns: list[Transaction]) -> None:
     if t._first is not None and now >= t.give_up_at():
         t.finish(error="timeout", timed_out=True, waited_s=round(now - t._first, 2))
         return
@@ -228,6 +230,11 @@ def _step(t: Transaction, now: float, deadline: float) -> None:
             t._next = now + 0.01
             return
         except OSError as exc:
+            if exc.errno in _ICMP_ERRNOS:
+                # A queued ICMP error surfaced on this send; it may answer another request
+                # on the same socket. The error queue says whose; this send is tried again.
+                _read_icmp_errors(t.sock, txns)
+                return
             t.finish(error=f"send failed: {exc.strerror or exc}")
             return
         t.outcome.sent += 1

@@ -318,7 +318,7 @@ def _filtering_and_hairpin_tests(
         hp = outcomes[2]
         if hp.ok:
             hairpinning = True
-        elif hp.timed_out:
+        elif hp.timed_out or hp.unreachable:
             hairpinning = False
         else:
             result.reasons.append(f"hairpinning: {describe_failure(hp)}")
