@@ -422,6 +422,8 @@ def stun_binding(server: Address, *, deadline: float, timing: Timing = DEFAULT_T
 
 def describe_failure(outcome: Outcome) -> str:
     where = _fmt(outcome.dest)
+    if outcome.cut_short and outcome.error and outcome.error.startswith("not waited for"):
+        return f"no answer from {where} yet, {outcome.error} ({outcome.sent} sent)"
     if outcome.cut_short:
         return f"no answer from {where} before the overall time budget ran out ({outcome.sent} sent)"
     if outcome.timed_out:
