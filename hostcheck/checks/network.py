@@ -202,7 +202,9 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
     detail = f"{reachable} of {len(by_port)} probed ports reachable"
     peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
     if peer is not None and peer.version == 6:
-        return failed(0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port")
+        return failed(
+            0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port"
+        )
     return compare(round(reachable / gpus, 2), ">=", threshold, detail)
 
 

@@ -186,8 +186,10 @@ def _stun_phase(specs: list[str], public_ranges: list[str], deadline: float) -> 
     out["resolved"] = resolved
     v4 = [(r, r.v4[0]) for r in resolved if r.v4]
     v6 = [(r, r.v6[0]) for r in resolved if r.v6]
-    out["local_ipv4"], out["local_ipv4_reason"] = _local_source(v4[0][1] if v4 else ROUTE_PROBE_V4, socket.AF_INET, public_ranges)
-    out["local_ipv6"], out["ipv6_failure"] = _local_source(v6[0][1] if v6 else ROUTE_PROBE_V6, socket.AF_INET6, public_ranges)
+    towards4 = v4[0][1] if v4 else ROUTE_PROBE_V4
+    towards6 = v6[0][1] if v6 else ROUTE_PROBE_V6
+    out["local_ipv4"], out["local_ipv4_reason"] = _local_source(towards4, socket.AF_INET, public_ranges)
+    out["local_ipv6"], out["ipv6_failure"] = _local_source(towards6, socket.AF_INET6, public_ranges)
     if out["local_ipv6"] is not None and classify_address(out["local_ipv6"], public_ranges) != "global":
         out["ipv6_failure"] = f"no global IPv6 address (source {out['local_ipv6']})"
         out["local_ipv6"] = None
@@ -211,7 +213,9 @@ def _stun_phase(specs: list[str], public_ranges: list[str], deadline: float) -> 
     if v6 and out["local_ipv6"] is not None:
         server6, ip6 = v6[0]
         out["ipv6_server"] = server6
-        tasks["ipv6"] = _Task("IPv6 STUN binding", lambda: stun_binding((ip6, server6.port), deadline=deadline))
+        tasks["ipv6"] = _Task(
+            "IPv6 STUN binding", lambda: stun_binding((ip6, server6.port), deadline=deadline)
+        )
     elif not v6 and out["ipv6_failure"] is None:
         out["ipv6_failure"] = "no STUN server with an IPv6 address"
     for key, task in tasks.items():

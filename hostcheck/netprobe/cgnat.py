@@ -283,31 +283,34 @@ def signals_from_path(path: Mapping[str, Any]) -> list[dict[str, str]]:
     """The CGNAT/double-NAT signals from the raw evidence the collector kept."""
     ranges = [str(r) for r in path.get("public_ranges") or [] if isinstance(r, str)]
     stun = [a for a in path.get("stun") or [] if isinstance(a, Mapping)]
-    answered = [(str(a.get("server")), split_address(a.get("mapped")), split_address(a.get("local"))) for a in stun]
+    answered = [
+        (str(a.get("server")), split_address(a.get("mapped")), split_address(a.get("local"))) for a in stun
+    ]
     first = next(((srv, m, loc) for srv, m, loc in answered if m is not None), None)
     failure = path.get("stun_failure")
     if not isinstance(failure, str):
         errors = [str(a.get("error")) for a in stun if a.get("error")]
         failure = "; ".join(errors) or "no STUN answer"
-    signals = [
-        stun_signal(first[1] if first else None, first[2] if first else None, first[0] if first else "", failure, ranges)
-    ]
+    if first is None:
+        signals = [stun_signal(None, None, "", failure, ranges)]
+    else:
+        signals = [stun_signal(first[1], first[2], first[0], failure, ranges)]
     local4 = path.get("local_ipv4")
     signals.append(
         local_address_signal(local4, ranges)
         if isinstance(local4, str)
-        else signal("local_address", "unknown", _reason(local4, str(path.get("local_ipv4_reason") or "no IPv4 route")))
+        else signal(
+            "local_address", "unknown", _reason(local4, str(path.get("local_ipv4_reason") or "no IPv4 route"))
+        )
     )
     mapped_ip = first[1][0] if first and first[1] else None
     for name in ("router_upnp", "router_natpmp"):
         answer = path.get(name)
         if isinstance(answer, Mapping):
             address = answer.get("address")
-            signals.append(
-                router_signal(
-                    name, address if isinstance(address, str) else None, str(answer.get("detail") or name), mapped_ip, ranges
-                )
-            )
+            address = address if isinstance(address, str) else None
+            detail = str(answer.get("detail") or name)
+            signals.append(router_signal(name, address, detail, mapped_ip, ranges))
         else:
             signals.append(signal(name, "unknown", _reason(answer, "not asked")))
     hops = _hops(path.get("hops"))
@@ -318,5 +321,6 @@ def signals_from_path(path: Mapping[str, Any]) -> list[dict[str, str]]:
     if isinstance(v6, Mapping):
         signals.append(ipv6_signal(split_address(v6.get("mapped")), local6, v6.get("error"), ranges))
     else:
-        signals.append(ipv6_signal(None, local6, _reason(v6, str(path.get("ipv6_failure") or "")) or None, ranges))
+        why6 = _reason(v6, str(path.get("ipv6_failure") or "")) or None
+        signals.append(ipv6_signal(None, local6, why6, ranges))
     return signals

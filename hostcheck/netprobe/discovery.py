@@ -206,11 +206,12 @@ def _discover(
 
 def _no_rfc5780_reason(answered: list[ServerAnswer]) -> str:
     names = ", ".join(fmt_address(a.server) for a in answered)
-    bad = [a for a in answered if a.other_address is not None]
+    bad = [(a.server, a.other_address) for a in answered if a.other_address is not None]
     if bad:
+        server, other = bad[0]
         return (
-            f"no STUN server gave a usable OTHER-ADDRESS ({fmt_address(bad[0].server)} gave "
-            f"{fmt_address(bad[0].other_address)}, which must differ in address and port): "  # type: ignore[arg-type]
+            f"no STUN server gave a usable OTHER-ADDRESS ({fmt_address(server)} gave "
+            f"{fmt_address(other)}, which must differ in address and port): "
             "filtering behaviour cannot be tested"
         )
     return (
