@@ -10,6 +10,7 @@ Vast verdict and its failed blockers come from the network alone.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from hostcheck.facts import from_jsonable, load_snapshot
 from hostcheck.judge import judge_policy
 from hostcheck.policy import load_shipped
 from hostcheck.scoring import verdict
+from tests.helpers import audit_json, policy_result
 
 pytestmark = [pytest.mark.root, pytest.mark.natlab]
 
@@ -244,3 +246,25 @@ def test_no_upnp_router_costs_no_extra_time(natlab: nb.NatLab) -> None:
     assert "$unknown" in facts["path"]["router_upnp"]
     assert "$unknown" in facts["path"]["router_natpmp"]
     assert out["elapsed_s"] - with_router["elapsed_s"] < NO_UPNP_EXTRA_LIMIT_S
+
+
+@pytest.mark.parametrize("natlab", ["double"], indirect=True)
+def test_saved_facts_are_judged_again_from_their_evidence(natlab: nb.NatLab, tmp_path: Path) -> None:
+    """`hostcheck facts` in the double-NAT host, then `hostcheck audit --facts` on the file:
+    the verdict comes from the raw evidence, also after the recorded verdict is tampered with."""
+    saved = tmp_path / "facts.json"
+    argv = [nb.PYTHON, "-m", "hostcheck.cli", "facts", "-o", str(saved), "--timeout", "20"]
+    for server in nb.LAB_STUN_SERVERS:
+        argv += ["--stun-server", server]
+    for cidr in nb.PUBLIC_RANGES:
+        argv += ["--public-range", cidr]
+    natlab.exec("host", ["env", f"PYTHONPATH={nb.REPO}", *argv], timeout=60)
+    facts = json.loads(saved.read_text())
+    assert facts["network"]["cgnat"]["double_nat"] == "yes"
+    facts["network"]["cgnat"]["double_nat"] = "no"  # what an older judgement might have said
+    saved.write_text(json.dumps(facts))
+    _, report = audit_json("--facts", str(saved), "--policy", "vast")
+    findings = {f["id"]: f for f in policy_result(report, "vast")["findings"]}
+    assert findings["NET-1110"]["status"] == "fail"
+    assert "judged from the raw evidence" in findings["NET-1110"]["detail"]
+    assert findings["NET-1120"]["status"] == "pass"
