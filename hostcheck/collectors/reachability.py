@@ -173,7 +173,7 @@ def _local_source(dest: str, family: int, public_ranges: list[str]) -> tuple[str
     except OSError as exc:
         return None, f"no IPv{4 if family == socket.AF_INET else 6} route ({exc.strerror or exc})"
     scope = classify_address(local, public_ranges)
-    if scope in ("loopback", "link-local", "other"):
+    if scope in ("loopback", "link-local"):
         return None, f"only a {scope} IPv{4 if family == socket.AF_INET else 6} source address ({local})"
     return local, None
 
