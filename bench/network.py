@@ -1,10 +1,11 @@
 """Time the network phase (the reachability collector) in the NAT lab.
 
-Run as root: ``.venv/bin/python bench/network.py [--runs N]``. Builds the lab (plain WAN
-and CGNAT), runs the collector in the lab host's namespace for each scenario and prints
-wall time (process start to result, including Python start-up) and the collector's own
-time, min / median / max over the runs. The issue's targets: <= 4 s in the lab, and never
-more than the budget (NETWORK_BUDGET_S) when servers are silent.
+Run as root: ``.venv/bin/python bench/network.py [--runs N]``. Builds the lab (plain WAN,
+CGNAT, double NAT), runs the collector in the lab host's namespace for each scenario and
+prints wall time (process start to result, including Python start-up) and the collector's
+own time, min / median / max over the runs. Targets: about 1.5 s for the phase with or
+without a UPnP router on the LAN, a dead first STUN server costing next to nothing, and
+never more than the budget (NETWORK_BUDGET_S) when every server is silent.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ t1 = time.monotonic()
 facts = reachability.collect(ctx)
 t2 = time.monotonic()
 nat = facts["nat"]
+sig = {x["name"]: x["result"] for x in facts["cgnat"]["signals"]}
 print(json.dumps({"collect_s": t2 - t1, "mapping": nat["mapping"], "filtering": nat["filtering"],
-                  "verdict": facts["cgnat"]["verdict"],
+                  "verdict": facts["cgnat"]["verdict"], "double_nat": facts["cgnat"]["double_nat"],
+                  "upnp": sig.get("router_upnp"),
                   "inbound": [p["result"] for p in facts["inbound"]["ports"]]}))
 """
 
@@ -61,7 +64,10 @@ def summarise(name: str, rows: list[dict]) -> str:
     w = [r["wall_s"] for r in rows]
     last = rows[-1]
     inbound = ",".join(last["inbound"]) or "-"
-    outcome = f"{last['mapping']}/{last['filtering']}, cgnat={last['verdict']}, inbound={inbound}"
+    outcome = (
+        f"{last['mapping']}/{last['filtering']}, cgnat={last['verdict']}, double={last['double_nat']}, "
+        f"upnp={last['upnp']}, inbound={inbound}"
+    )
     return (
         f"{name:<34} collect {min(c):5.2f} / {statistics.median(c):5.2f} / {max(c):5.2f} s"
         f"   wall {statistics.median(w):5.2f} s   {outcome}"
@@ -86,7 +92,8 @@ def main() -> None:
         ("cgnat", "fully-random", {}, "CGNAT, symmetric"),
     ]
     print(f"network phase, {opts.runs} runs each: min / median / max (budget {NETWORK_BUDGET_S:g} s)")
-    for isp in ("plain", "cgnat"):
+    scenarios.append(("double", "masquerade", {}, "double NAT, masquerade"))
+    for isp in ("plain", "cgnat", "double"):
         build_started = time.monotonic()
         with nb.NatLab(isp=isp) as lab:
             build_s = time.monotonic() - build_started
@@ -100,6 +107,13 @@ def main() -> None:
                 print(summarise(label, rows))
             if isp == "plain":
                 lab.set_home("masquerade", firewall=False)
+                lab.stop("miniupnpd")
+                rows = [run_once(lab, nb.collect_args()) for _ in range(opts.runs)]
+                print(summarise("plain WAN, no UPnP router", rows))
+                lab.start_miniupnpd()
+                dead_first = nb.collect_args(stun_servers=[f"{nb.AUX_IP2}:{nb.STUN_PORT}", *nb.LAB_STUN_SERVERS])
+                rows = [run_once(lab, dead_first) for _ in range(opts.runs)]
+                print(summarise("dead (refusing) first STUN server", rows))
                 lab.start_responder("silent", "silent", nb.STUN_PORT)
                 silent_args = nb.collect_args(
                     stun_servers=[f"{nb.AUX_IP}:{nb.STUN_PORT}", f"{nb.AUX_IP}:{nb.STUN_ALT_PORT}"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, compare, failed, need, passed, unknown
+from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
 from hostcheck.facts import Unknown, lookup
+from hostcheck.netaddr import parse_address
+from hostcheck.netprobe import cgnat as cg
 
 
 @check(
@@ -46,6 +48,30 @@ def wired(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed(f"{kind} ({route.get('interface')})") if kind == "wired" else failed(f"{kind} ({route.get('interface')})")
 
 
+def _nat_signals(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str]:
+    """Signals judged from the raw evidence (``network.path``) with today's rules, or None.
+
+    Facts saved before the raw evidence was kept have only their recorded verdicts.
+    """
+    network = facts.get("network")
+    if not isinstance(network, dict) or "path" not in network:
+        return None, "as recorded when collected (these facts keep no raw evidence)"
+    path = network["path"]
+    if isinstance(path, dict):
+        return cg.signals_from_path(path), "judged from the raw evidence"
+    raise Missing("network.path", path.reason if isinstance(path, Unknown) else "not a mapping")
+
+
+def _evidence(signals: Any) -> str:
+    if not isinstance(signals, list):
+        return ""
+    return "; ".join(
+        f"{s.get('name')}: {s.get('evidence')}"
+        for s in signals
+        if isinstance(s, dict) and s.get("result") not in (None, "unknown", "not-tested")
+    )
+
+
 @check(
     "NET-1030",
     title="Not behind carrier-grade NAT",
@@ -57,30 +83,109 @@ def wired(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "connection that has one.",
 )
 def no_cgnat(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    verdict = need(facts, "network.cgnat.verdict")
-    signals = lookup(facts, "network.cgnat.signals")
-    evidence = "; ".join(
-        f"{s.get('name')}: {s.get('evidence')}" for s in signals if isinstance(s, dict) and s.get("result") not in (None, "unknown")
-    ) if isinstance(signals, list) else ""
+    signals, how = _nat_signals(facts)
+    if signals is None:
+        verdict = need(facts, "network.cgnat.verdict")
+        signals = lookup(facts, "network.cgnat.signals")
+    else:
+        verdict = cg.cgnat_verdict(signals)
+    evidence = _evidence(signals)
     if verdict == "no":
-        return passed("no CGNAT", evidence)
+        return passed("no CGNAT", f"{evidence} ({how})")
     if verdict == "yes":
-        return failed("CGNAT", evidence)
+        return failed("CGNAT", f"{evidence} ({how})")
     if verdict == "likely":
         return unknown(f"CGNAT likely but not proven: {evidence}", "likely")
-    return unknown(f"CGNAT could not be determined{': ' + evidence if evidence else ''}")
+    return unknown(
+        "CGNAT could not be determined: no positive evidence either way (the router's WAN address "
+        "equal to the STUN-mapped address, or a public address on this host)"
+        + (f"; seen: {evidence}" if evidence else "")
+    )
+
+
+@check(
+    "NET-1110",
+    title="Not behind double NAT",
+    op="==",
+    threshold="none",
+    why="Behind two NATs (the home router's WAN side is another private network) a port forward "
+    "on the home router never sees traffic from the internet. Vast lists double NAT as unsupported.",
+    fix="Put the upstream router (often the ISP's modem-router) in bridge mode, or forward the "
+    "ports on both routers (the outer one to the inner router's WAN address).",
+)
+def no_double_nat(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    signals, how = _nat_signals(facts)
+    if signals is None:
+        verdict = lookup(facts, "network.cgnat.double_nat")
+        signals = lookup(facts, "network.cgnat.signals")
+        if not isinstance(verdict, str):
+            return unknown("these facts carry no double-NAT evidence (collected by an older hostcheck)")
+    else:
+        verdict = cg.double_nat_verdict(signals)
+    evidence = _evidence(signals)
+    if verdict == "no":
+        return passed("no double NAT", f"{evidence} ({how})")
+    if verdict == "yes":
+        return failed("double NAT", f"{evidence} ({how})")
+    if verdict == "likely":
+        return unknown(f"double NAT likely but not proven: {evidence}", "likely")
+    return unknown(
+        "double NAT could not be determined (needs the router's WAN address or the hops behind it)"
+        + (f"; seen: {evidence}" if evidence else "")
+    )
+
+
+@check(
+    "NET-1120",
+    title="IPv4 connectivity (not IPv6-only)",
+    op="==",
+    threshold="none",
+    why="Renters and the platforms' self-tests reach hosts over IPv4; Vast and Quickpod need "
+    "forwarded IPv4 ports, and Vast calls IPv6-only connections unsupported.",
+    fix="Ask the ISP for IPv4 (a public address, not only DS-Lite/464XLAT), or use a connection "
+    "that has it.",
+)
+def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    path = lookup(facts, "network.path")
+    if isinstance(path, dict):
+        local4, local6 = path.get("local_ipv4"), path.get("local_ipv6")
+        stun = [a for a in path.get("stun") or [] if isinstance(a, dict) and a.get("mapped")]
+        if isinstance(local4, str):
+            seen = f"; {stun[0].get('server')} saw {stun[0].get('mapped')}" if stun else ""
+            return passed("IPv4", f"sends from {local4}{seen}")
+        if isinstance(local4, Unknown):
+            return unknown(f"IPv4 route unknown: {local4.reason}")
+        why = path.get("local_ipv4_reason") or "no IPv4 source address"
+        if isinstance(local6, str):
+            return failed("IPv6-only", f"{why}; global IPv6 address {local6}")
+        return failed("no IPv4", str(why))
+    # Facts without the reachability evidence (older or --offline): the local routing table.
+    route = lookup(facts, "network.default_route")
+    if isinstance(route, Unknown):
+        return unknown(f"IPv4 route unknown: {route.reason}")
+    # default_route falls back to the IPv6 table only when IPv4 has no default route.
+    if isinstance(route, dict) and ":" not in str(route.get("gateway") or ""):
+        return passed("IPv4", f"IPv4 default route via {route.get('interface')}")
+    v6 = lookup(facts, "network.ipv6_global")
+    if v6 is True:
+        return failed("IPv6-only", "no IPv4 default route; a global IPv6 address")
+    if isinstance(v6, Unknown) or v6 is None:
+        return unknown("no IPv4 default route; IPv6 unknown")
+    return failed("no IPv4", "no IPv4 default route")
 
 
 @check(
     "NET-1040",
-    title="Inbound ports reachable from outside, per GPU",
+    title="Inbound ports reachable from outside over IPv4, per GPU",
     op=">=",
     unit="ports/GPU",
     threshold="number",
     why="Renters connect to SSH/Jupyter/service ports on the host; only a connection from "
-    "outside proves they can (tests from inside the LAN are fooled by hairpin NAT).",
+    "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
+    "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
     fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --token T` against a probe server outside your network.",
+    "`hostcheck audit --probe URL --token T` against a probe server outside your network "
+    "(reached over IPv4).",
     fix_role="firewall: firewall_provider_ports",
 )
 def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
@@ -94,7 +199,13 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
     reachable = sum(1 for results in by_port.values() if results and all(r == "reachable" for r in results))
     devices = lookup(facts, "gpu.devices")
     gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
-    return compare(round(reachable / gpus, 2), ">=", threshold, f"{reachable} of {len(by_port)} probed ports reachable")
+    detail = f"{reachable} of {len(by_port)} probed ports reachable"
+    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
+    if peer is not None and peer.version == 6:
+        return failed(
+            0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port"
+        )
+    return compare(round(reachable / gpus, 2), ">=", threshold, detail)
 
 
 @check(
@@ -113,7 +224,8 @@ def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
         reason = lookup(facts, "network.nat.reason")
         return unknown(f"NAT mapping behaviour unknown{': ' + reason if isinstance(reason, str) else ''}")
     if mapping in ("endpoint-independent", "no-nat"):
-        return passed(mapping)
+        method = lookup(facts, "network.nat.mapping_method")
+        return passed(mapping, "from two servers' answers to one socket" if method == "two-servers" else "")
     inbound = lookup(facts, "network.inbound.ports")
     if isinstance(inbound, list) and any(p.get("result") == "reachable" for p in inbound):
         return passed(mapping, "but forwarded ports are reachable")

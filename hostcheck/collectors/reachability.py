@@ -37,12 +37,12 @@ from hostcheck.netprobe.gateway import (
 )
 from hostcheck.netprobe.hops import udp_hops
 from hostcheck.netprobe.server import request_probe
-from hostcheck.netprobe.servers import ResolvedServer, resolve_servers
+from hostcheck.netprobe.servers import resolve_servers
 
 SECTION = "network"
 TIMEOUT = 6.0
 NEEDS_NETWORK = True
-OFFLINE_KEYS = ("nat", "cgnat", "inbound")
+OFFLINE_KEYS = ("nat", "cgnat", "path", "inbound")
 
 DEFAULT_STUN_SERVERS: tuple[str, ...] = ("stun.nextcloud.com:3478", "stun.l.google.com:19302")
 NETWORK_BUDGET_S = 5.5
@@ -50,8 +50,14 @@ NETWORK_BUDGET_S = 5.5
 collector always returns its own Unknowns instead of being cut off by the runner."""
 RESOLVE_TIMEOUT_S = 1.5
 NATPMP_TIMEOUT_S = 1.0
-UPNP_TIMEOUT_S = 2.5
-UPNP_DISCOVER_MS = 1000
+UPNP_TIMEOUT_S = 1.4
+UPNP_DISCOVER_MS = 300
+ROUTER_WAIT_S = 1.45
+"""The router (UPnP, NAT-PMP) is waited for this long from the start of the phase at most."""
+ROUTE_PROBE_V4 = "192.0.2.1"
+ROUTE_PROBE_V6 = "2001:db8::1"
+"""Documentation addresses whose route (never a packet) tells the source address when no
+STUN server of that family is configured."""
 HOP_TIMEOUT_S = 1.2
 MARGIN_S = 0.15
 JOIN_SLACK_S = 0.05
@@ -82,7 +88,7 @@ class _Task:
 
 
 def offline_facts(reason: str = "not probed: --offline") -> dict[str, Any]:
-    return {"nat": Unknown(reason), "cgnat": Unknown(reason), "inbound": Unknown(reason)}
+    return {key: Unknown(reason) for key in OFFLINE_KEYS}
 
 
 def collect(ctx: CollectContext) -> dict[str, Any]:
@@ -110,17 +116,21 @@ def probe_reachability(
     probe_ports: list[int],
     deadline: float,
 ) -> dict[str, Any]:
-    """Run every reachability probe concurrently and return the three facts subtrees."""
+    """Run every reachability probe concurrently and return the facts subtrees."""
+    started = time.monotonic()
     probes_end = deadline - 2 * JOIN_SLACK_S
     stun = _Task("STUN", lambda: _stun_phase(stun_servers, public_ranges, probes_end))
     gateway = default_gateway_v4()
+    # The router is asked while STUN runs and waited for no longer than the STUN phase's
+    # usual length: a network without a UPnP router must not pay for the silence.
+    router_end = min(probes_end, started + ROUTER_WAIT_S)
     if isinstance(gateway, Unknown):
         natpmp: _Task | None = None
     else:
         natpmp = _Task(
-            "NAT-PMP", lambda: natpmp_external_address(gateway, _left(probes_end, NATPMP_TIMEOUT_S))
+            "NAT-PMP", lambda: natpmp_external_address(gateway, _left(router_end, NATPMP_TIMEOUT_S))
         )
-    upnp = _Task("UPnP", lambda: upnp_external_address(_left(probes_end, UPNP_TIMEOUT_S), UPNP_DISCOVER_MS))
+    upnp = _Task("UPnP", lambda: upnp_external_address(_left(router_end, UPNP_TIMEOUT_S), UPNP_DISCOVER_MS))
     inbound_task = None
     if probe_url and probe_token and probe_ports:
         ports = [(p, proto) for p in probe_ports for proto in ("tcp", "udp")]
@@ -129,16 +139,22 @@ def probe_reachability(
         )
 
     phase = stun.result(deadline)
-    pmp = natpmp.result(deadline) if natpmp else gateway
-    igd = upnp.result(deadline)
+    pmp = natpmp.result(router_end + JOIN_SLACK_S) if natpmp else gateway
+    igd = upnp.result(router_end + JOIN_SLACK_S)
     inbound = _inbound_facts(
         probe_url, probe_token, probe_ports, inbound_task.result(deadline) if inbound_task else None
     )
-    nat, mapped_ip, disc = _nat_facts(phase)
-    signals = _cgnat_signals(phase, disc, pmp, igd, public_ranges, mapped_ip)
+    nat, disc = _nat_facts(phase)
+    path = _path_facts(phase, disc, pmp, igd, public_ranges)
+    signals = cg.signals_from_path(path)
     return {
         "nat": nat,
-        "cgnat": {"verdict": cg.cgnat_verdict(signals), "signals": signals},
+        "cgnat": {
+            "verdict": cg.cgnat_verdict(signals),
+            "double_nat": cg.double_nat_verdict(signals),
+            "signals": signals,
+        },
+        "path": path,
         "inbound": inbound,
     }
 
@@ -150,82 +166,84 @@ def _left(deadline: float, cap: float) -> float:
 # -- STUN --------------------------------------------------------------------------------
 
 
+def _local_source(dest: str, family: int, public_ranges: list[str]) -> tuple[str | None, str | None]:
+    """(the address this host sends from towards ``dest``, or None with why). Sends nothing."""
+    try:
+        local = source_address((dest, 9), family)
+    except OSError as exc:
+        return None, f"no IPv{4 if family == socket.AF_INET else 6} route ({exc.strerror or exc})"
+    scope = classify_address(local, public_ranges)
+    if scope in ("loopback", "link-local"):
+        return None, f"only a {scope} IPv{4 if family == socket.AF_INET else 6} source address ({local})"
+    return local, None
+
+
 def _stun_phase(specs: list[str], public_ranges: list[str], deadline: float) -> dict[str, Any]:
-    """Resolve servers, then discovery, second-server binding, IPv6 binding and hops at once."""
+    """Resolve servers, then discovery (all IPv4 servers), IPv6 binding and hops at once."""
     out: dict[str, Any] = {}
     join_at, deadline = deadline, deadline - JOIN_SLACK_S
     resolved = resolve_servers(specs, _left(deadline, RESOLVE_TIMEOUT_S))
     out["resolved"] = resolved
     v4 = [(r, r.v4[0]) for r in resolved if r.v4]
     v6 = [(r, r.v6[0]) for r in resolved if r.v6]
+    towards4 = v4[0][1] if v4 else ROUTE_PROBE_V4
+    towards6 = v6[0][1] if v6 else ROUTE_PROBE_V6
+    out["local_ipv4"], out["local_ipv4_reason"] = _local_source(towards4, socket.AF_INET, public_ranges)
+    out["local_ipv6"], out["ipv6_failure"] = _local_source(towards6, socket.AF_INET6, public_ranges)
+    if out["local_ipv6"] is not None and classify_address(out["local_ipv6"], public_ranges) != "global":
+        out["ipv6_failure"] = f"no global IPv6 address (source {out['local_ipv6']})"
+        out["local_ipv6"] = None
     if not v4 and not v6:
         errors = (
             "; ".join(r.error or f"{r.spec}: no address" for r in resolved) or "no STUN servers configured"
         )
         out["failure"] = f"no usable STUN server ({errors})"
         return out
-    primary, primary_ip = v4[0] if v4 else v6[0]
-    out["primary"] = primary
-    tasks: dict[str, _Task] = {
-        "discovery": _Task(
-            "NAT discovery", lambda: discover_nat((primary_ip, primary.port), deadline=deadline)
-        ),
-    }
-    if len(v4) > 1:
-        second, second_ip = v4[1]
-        out["secondary_spec"] = second.spec
-        tasks["secondary"] = _Task(
-            "second STUN server", lambda: stun_binding((second_ip, second.port), deadline=deadline)
-        )
-    if ":" not in primary_ip:
-        tasks["hops"] = _Task(
-            "hop probe", lambda: udp_hops(primary_ip, timeout=_left(deadline, HOP_TIMEOUT_S))
-        )
-    out["ipv6_local"] = None
-    if v6:
-        server6, ip6 = v6[0]
-        try:
-            local6 = source_address((ip6, server6.port), socket.AF_INET6)
-        except OSError as exc:
-            out["ipv6_failure"] = f"no IPv6 route ({exc.strerror or exc})"
-        else:
-            if classify_address(local6, public_ranges) == "global":
-                out["ipv6_local"] = local6
-                out["ipv6_server"] = server6
-                tasks["ipv6"] = _Task(
-                    "IPv6 STUN binding", lambda: stun_binding((ip6, server6.port), deadline=deadline)
-                )
-            else:
-                out["ipv6_failure"] = f"no global IPv6 address (source {local6})"
+    tasks: dict[str, _Task] = {}
+    out["specs"] = {(ip, r.port): r.spec for r, ip in v4 + v6}
+    if v4 and out["local_ipv4"] is not None:
+        servers = [(ip, r.port) for r, ip in v4]
+        tasks["discovery"] = _Task("NAT discovery", lambda: discover_nat(servers, deadline=deadline))
+        first_ip = v4[0][1]
+        tasks["hops"] = _Task("hop probe", lambda: udp_hops(first_ip, timeout=_left(deadline, HOP_TIMEOUT_S)))
+    elif v4:
+        out["failure"] = f"IPv4 STUN servers given, but {out['local_ipv4_reason']}"
     else:
+        out["failure"] = "no STUN server with an IPv4 address"
+    if v6 and out["local_ipv6"] is not None:
+        server6, ip6 = v6[0]
+        out["ipv6_server"] = server6
+        tasks["ipv6"] = _Task(
+            "IPv6 STUN binding", lambda: stun_binding((ip6, server6.port), deadline=deadline)
+        )
+    elif not v6 and out["ipv6_failure"] is None:
         out["ipv6_failure"] = "no STUN server with an IPv6 address"
     for key, task in tasks.items():
         out[key] = task.result(join_at)
     return out
 
 
-def _nat_facts(phase: Any) -> tuple[dict[str, Any], str | None, NatDiscovery | None]:
+def _nat_facts(phase: Any) -> tuple[dict[str, Any], NatDiscovery | None]:
     if isinstance(phase, Unknown):
-        reason = phase.reason
-        return _nat_unknown(reason), None, None
-    if "failure" in phase:
-        return _nat_unknown(phase["failure"]), None, None
-    primary: ResolvedServer = phase["primary"]
+        return _nat_unknown(phase.reason), None
     disc = phase.get("discovery")
-    server = primary.spec
     if not isinstance(disc, NatDiscovery):
-        reason = disc.reason if isinstance(disc, Unknown) else "NAT discovery did not run"
+        reason = (
+            disc.reason if isinstance(disc, Unknown) else phase.get("failure") or "NAT discovery did not run"
+        )
         facts = _nat_unknown(reason)
-        facts["server"] = server
-        return facts, None, None
+        facts["mapped_address_v6"] = _v6_mapped(phase)
+        return facts, None
+    specs = phase.get("specs") or {}
     reason = disc.reason
     mapped_unknown = Unknown(reason or "no mapped address")
     nat: dict[str, Any] = {
         "mapping": disc.mapping,
         "filtering": disc.filtering,
+        "mapping_method": disc.mapping_method,
         "mapped_address": disc.mapped[0] if disc.mapped else mapped_unknown,
         "mapped_port": disc.mapped[1] if disc.mapped else mapped_unknown,
-        "server": server,
+        "server": specs.get(disc.server, fmt_address(disc.server)),
         "hairpinning": disc.hairpinning if disc.hairpinning is not None else Unknown(_hairpin_reason(disc)),
         "reason": reason,
         "local_address": fmt_address(disc.local) if disc.local else None,
@@ -235,7 +253,7 @@ def _nat_facts(phase: Any) -> tuple[dict[str, Any], str | None, NatDiscovery | N
         "duration_s": disc.duration_s,
         "tests": disc.tests,
     }
-    return nat, (disc.mapped[0] if disc.mapped else None), disc
+    return nat, disc
 
 
 def _hairpin_reason(disc: NatDiscovery) -> str:
@@ -250,13 +268,14 @@ def _v6_mapped(phase: Any) -> Any:
         return res.mapped[0] if res.mapped else Unknown(res.error or "no answer over IPv6")
     if isinstance(res, Unknown):
         return res
-    return None if phase.get("ipv6_local") is None else Unknown("IPv6 binding not run")
+    return None if phase.get("local_ipv6") is None else Unknown("IPv6 binding not run")
 
 
 def _nat_unknown(reason: str) -> dict[str, Any]:
     return {
         "mapping": UNKNOWN,
         "filtering": UNKNOWN,
+        "mapping_method": None,
         "mapped_address": Unknown(reason),
         "mapped_port": Unknown(reason),
         "server": None,
@@ -265,70 +284,80 @@ def _nat_unknown(reason: str) -> dict[str, Any]:
     }
 
 
-# -- CGNAT -------------------------------------------------------------------------------
+# -- raw evidence for the CGNAT / double NAT / IPv6-only judgements -------------------------
 
 
-def _cgnat_signals(
-    phase: Any,
-    disc: NatDiscovery | None,
-    pmp: Any,
-    igd: Any,
-    public_ranges: list[str],
-    mapped_ip: str | None,
-) -> list[dict[str, str]]:
-    ok_phase = isinstance(phase, dict) and "failure" not in phase
-    failure = (
-        phase.reason
-        if isinstance(phase, Unknown)
-        else phase.get("failure")
-        if isinstance(phase, dict) and "failure" in phase
-        else (disc.reason if disc else "NAT discovery did not finish")
-    )
-    server = phase["primary"].spec if ok_phase else "the STUN server"
-    signals = [
-        cg.stun_signal(
-            disc.mapped if disc else None, disc.local if disc else None, server, failure, public_ranges
-        ),
-        cg.local_address_signal(disc.local[0] if disc and disc.local else None, public_ranges),
-        _router("router_upnp", igd, mapped_ip, public_ranges),
-        _router("router_natpmp", pmp, mapped_ip, public_ranges),
+def _path_facts(
+    phase: Any, disc: NatDiscovery | None, pmp: Any, igd: Any, public_ranges: list[str]
+) -> dict[str, Any]:
+    """What was seen, uninterpreted (``network.path``); the checks judge it."""
+    if isinstance(phase, Unknown):
+        return {
+            "public_ranges": list(public_ranges),
+            "local_ipv4": phase,
+            "local_ipv6": phase,
+            "stun": [],
+            "stun_failure": phase.reason,
+            "stun_ipv6": phase,
+            "hops": phase,
+            "router_upnp": _router(igd),
+            "router_natpmp": _router(pmp),
+        }
+    specs = phase.get("specs") or {}
+    local = fmt_address(disc.local) if disc and disc.local else None
+    stun = [
+        {
+            "server": specs.get(a.server, fmt_address(a.server)),
+            "local": local,
+            "mapped": fmt_address(a.mapped) if a.mapped else None,
+            "other_address": fmt_address(a.other_address) if a.other_address else None,
+            "error": a.error,
+        }
+        for a in (disc.answers if disc else [])
     ]
-    hops = phase.get("hops") if ok_phase else None
-    if isinstance(hops, list):
-        signals.append(cg.hop_signal(hops, None, public_ranges))
+    failure = phase.get("failure")
+    if failure is None and not isinstance(disc, NatDiscovery):
+        d = phase.get("discovery")
+        failure = d.reason if isinstance(d, Unknown) else "NAT discovery did not run"
+    if failure is None and disc is not None and not any(a["mapped"] for a in stun):
+        failure = disc.reason
+    hops = phase.get("hops")
+    v6 = phase.get("ipv6")
+    if isinstance(v6, BindingResult):
+        server6 = phase.get("ipv6_server")
+        stun_v6: Any = {
+            "server": server6.spec if server6 else fmt_address(v6.server),
+            "local": phase.get("local_ipv6"),
+            "mapped": fmt_address(v6.mapped) if v6.mapped else None,
+            "error": v6.error,
+        }
     else:
-        why = (
-            hops.reason
+        stun_v6 = v6 if isinstance(v6, Unknown) else None
+    return {
+        "public_ranges": list(public_ranges),
+        "local_ipv4": phase.get("local_ipv4"),
+        "local_ipv4_reason": phase.get("local_ipv4_reason"),
+        "local_ipv6": phase.get("local_ipv6"),
+        "ipv6_failure": phase.get("ipv6_failure"),
+        "stun": stun,
+        "stun_failure": failure,
+        "stun_ipv6": stun_v6,
+        "hops": (
+            [{"ttl": h.ttl, "address": h.address, "reached": h.reached} for h in hops]
+            if isinstance(hops, list)
+            else hops
             if isinstance(hops, Unknown)
-            else (failure if not ok_phase else "no IPv4 STUN server to trace towards")
-        )
-        signals.append(cg.hop_signal(None, why, public_ranges))
-    mapped_list: list[tuple[str, tuple[str, int] | None]] = []
-    if disc is not None:
-        mapped_list.append((server, disc.mapped))
-    sres = phase.get("secondary") if ok_phase else None
-    if isinstance(sres, BindingResult):
-        mapped_list.append((phase.get("secondary_spec") or fmt_address(sres.server), sres.mapped))
-    signals.append(cg.servers_signal(mapped_list))
-    if ok_phase:
-        v6 = phase.get("ipv6")
-        v6_res = v6 if isinstance(v6, BindingResult) else None
-        v6_fail = (
-            v6_res.error if v6_res else (v6.reason if isinstance(v6, Unknown) else phase.get("ipv6_failure"))
-        )
-        signals.append(
-            cg.ipv6_signal(v6_res.mapped if v6_res else None, phase.get("ipv6_local"), v6_fail, public_ranges)
-        )
-    else:
-        signals.append(cg.ipv6_signal(None, None, failure, public_ranges))
-    return signals
+            else Unknown(failure or "hop probe not run")
+        ),
+        "router_upnp": _router(igd),
+        "router_natpmp": _router(pmp),
+    }
 
 
-def _router(name: str, answer: Any, mapped_ip: str | None, public_ranges: list[str]) -> dict[str, str]:
+def _router(answer: Any) -> Any:
     if isinstance(answer, RouterAnswer):
-        return cg.router_signal(name, answer.address, answer.detail, mapped_ip, public_ranges)
-    reason = answer.reason if isinstance(answer, Unknown) else "not asked"
-    return cg.signal(name, "unknown", reason)
+        return {"address": answer.address, "detail": answer.detail}
+    return answer if isinstance(answer, Unknown) else Unknown("not asked")
 
 
 # -- inbound -------------------------------------------------------------------------------

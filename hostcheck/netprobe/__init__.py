@@ -1,11 +1,12 @@
 """Network reachability probes (used by ``hostcheck.collectors.reachability``).
 
 - ``stun``: STUN codec (RFC 5389/8489 + RFC 5780 attributes), strict decoding.
-- ``client``: bounded STUN transactions over plain UDP sockets.
-- ``discovery``: RFC 5780 NAT mapping/filtering/hairpinning discovery (``discover_nat``).
+- ``client``: bounded STUN transactions over plain UDP sockets (ICMP errors end them at once).
+- ``discovery``: RFC 5780 NAT mapping/filtering/hairpinning discovery (``discover_nat``),
+  falling back past dead servers, and the mapping from two plain servers on one socket.
 - ``gateway``: the router's WAN address by NAT-PMP and UPnP IGD (read-only queries).
 - ``hops``: unprivileged TTL-limited UDP hop probe (IP_RECVERR).
-- ``cgnat``: CGNAT signals with evidence and the verdict (``cgnat_verdict``, pure).
+- ``cgnat``: CGNAT / double-NAT signals from the raw evidence, and the verdicts (pure).
 - ``servers``: ``HOST[:PORT]`` parsing and bounded name resolution.
 - ``server``: the inbound probe server (``serve``) and its client (``request_probe``).
 """

@@ -1,47 +1,60 @@
-"""Is this host behind carrier-grade NAT (RFC 6598)? Signals with evidence, and a verdict.
+"""Is this host behind carrier-grade NAT (RFC 6598), or behind two NATs? Signals with
+evidence, and the verdicts.
 
-No single observation settles it, so each signal is reported with what was seen and the
-verdict combines them (:func:`cgnat_verdict`, a pure function):
+The collector keeps the raw evidence (``network.path``: the host's own addresses, every STUN
+server's mapped address for one socket, the hop list, the router's reported WAN address);
+:func:`signals_from_path` turns it into signals and :func:`cgnat_verdict` /
+:func:`double_nat_verdict` combine them. All three are pure, so a saved facts file is judged
+again with the current rules (``hostcheck audit --facts``).
 
+CGNAT:
 - a shared address (100.64.0.0/10) seen directly — the STUN-mapped address, the host's
   own source address, or the router's WAN address — is a "yes";
-- the STUN-mapped address equal to the host's own address means no NAT at all: "no";
-- heuristics (an early traceroute hop in 100.64.0.0/10, a router WAN address that is
-  private or differs from what the internet sees, servers seeing different addresses)
-  each make it "likely"; two of them together make it "yes";
-- weak evidence against (the router reports the public address the internet sees; the
-  first hop after the home router is public) gives "no" only when nothing points the
-  other way, and only once STUN has shown the public address. A router that learnt its
-  "public" address by STUN itself (miniupnpd's ``ext_perform_stun``) reports the
-  carrier's address, so this is never strong evidence;
-- nothing either way: "unknown".
+- "no" needs positive evidence: no NAT at all (the STUN-mapped address is the host's own,
+  or the host itself holds the public address), or the router's WAN address equals the
+  STUN-mapped address while nothing points the other way. A router that learnt its
+  "public" address by STUN itself (miniupnpd's ``ext_perform_stun``) reports the carrier's
+  address, so that match loses against any heuristic for CGNAT;
+- heuristics (an early hop in 100.64.0.0/10, a router WAN address that is private or
+  differs from what the internet sees, servers seeing different addresses) each make it
+  "likely"; two of them together make it "yes";
+- a public first hop after the home router proves nothing (carrier NATs answer from public
+  addresses too); anything else: "unknown".
+
+Double NAT (the home router's WAN side is itself a private network behind another router):
+- "no" when there is no NAT, or the router's WAN address is the public address;
+- "yes" when the router reports a private WAN address, or when the hop after the home router
+  is a private-range router and the router reports no public WAN address;
+- "likely" when only the hop probe shows a second private-range router (some ISPs number
+  their own first router privately); otherwise "unknown".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hostcheck.netaddr import classify_address
+from hostcheck.facts import Unknown
+from hostcheck.netaddr import classify_address, parse_address
 from hostcheck.netprobe.hops import Hop
 
-YES, LIKELY, WEAK_NO, NO = "yes", "likely", "weak-no", "no"
+YES, LIKELY, NO, ROUTER_NO = "yes", "likely", "no", "router-no"
 
 # (signal name, result) -> vote. Results not listed vote nothing.
 VOTES: dict[tuple[str, str], str] = {
     ("stun_mapped_address", "shared-address"): YES,
     ("stun_mapped_address", "no-nat"): NO,
     ("local_address", "shared-address"): YES,
+    ("local_address", "public-address"): NO,
     ("router_upnp", "shared-address"): YES,
     ("router_natpmp", "shared-address"): YES,
     ("router_upnp", "private"): LIKELY,
     ("router_natpmp", "private"): LIKELY,
     ("router_upnp", "public-differs"): LIKELY,
     ("router_natpmp", "public-differs"): LIKELY,
-    ("router_upnp", "public-matches"): WEAK_NO,
-    ("router_natpmp", "public-matches"): WEAK_NO,
+    ("router_upnp", "public-matches"): ROUTER_NO,
+    ("router_natpmp", "public-matches"): ROUTER_NO,
     ("hop_probe", "shared-address-hop"): LIKELY,
-    ("hop_probe", "public-upstream"): WEAK_NO,
     ("servers_agree", "different-addresses"): LIKELY,
 }
 
@@ -53,15 +66,13 @@ def signal(name: str, result: str, evidence: str) -> dict[str, str]:
     return {"name": name, "result": result, "evidence": evidence}
 
 
-def cgnat_verdict(signals: Iterable[dict[str, Any]]) -> str:
+def _results(signals: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    return [(str(s.get("name")), str(s.get("result"))) for s in signals if isinstance(s, Mapping)]
+
+
+def cgnat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
     """Combine signals into "yes" | "likely" | "no" | "unknown" (see the module doc)."""
-    signals = list(signals)
-    votes: list[tuple[str, str]] = []
-    for s in signals:
-        name, result = str(s.get("name")), str(s.get("result"))
-        vote = VOTES.get((name, result))
-        if vote:
-            votes.append((_SAME_SOURCE.get(name, name), vote))
+    votes = [(_SAME_SOURCE.get(n, n), VOTES[(n, r)]) for n, r in _results(signals) if (n, r) in VOTES]
     if any(v == YES for _, v in votes):
         return "yes"
     if any(v == NO for _, v in votes):
@@ -71,12 +82,25 @@ def cgnat_verdict(signals: Iterable[dict[str, Any]]) -> str:
         return "yes"
     if likely_sources:
         return "likely"
-    # Weak evidence against counts only once STUN showed the public address: without it we
-    # do not even know what the router's address or the traceroute should be compared to.
-    stun_answered = any(
-        str(s.get("name")) == "stun_mapped_address" and s.get("result") == "nat" for s in signals
-    )
-    if stun_answered and any(v == WEAK_NO for _, v in votes):
+    if any(v == ROUTER_NO for _, v in votes):
+        return "no"
+    return "unknown"
+
+
+def double_nat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
+    """"yes" | "likely" | "no" | "unknown": a second NAT behind a private-range router."""
+    results = set(_results(signals))
+    if ("stun_mapped_address", "no-nat") in results or ("local_address", "public-address") in results:
+        return "no"
+    router = {r for n, r in results if n in ("router_upnp", "router_natpmp")}
+    private_hop = ("hop_probe", "private-upstream") in results
+    if "private" in router:
+        return "yes"
+    if private_hop and "public-matches" not in router and "no-address" in router:
+        return "yes"
+    if private_hop:
+        return "likely"
+    if "public-matches" in router:
         return "no"
     return "unknown"
 
@@ -111,7 +135,7 @@ def local_address_signal(local_ip: str | None, public_ranges: Sequence[str]) -> 
     if local_ip is None:
         return signal("local_address", "unknown", "no route towards the STUN server")
     scope = classify_address(local_ip, public_ranges)
-    result = "shared-address" if scope == "cgnat" else scope
+    result = {"cgnat": "shared-address", "global": "public-address"}.get(scope, scope)
     return signal("local_address", result, f"this host sends from {local_ip} ({scope})")
 
 
@@ -145,7 +169,8 @@ def router_signal(
         return signal(
             name,
             "public-matches",
-            f"{base}, the same address the STUN server sees (weak: a router may learn it by STUN itself)",
+            f"{base}, the same address the STUN server sees (a router may learn it by STUN itself, "
+            "so other signals can outweigh this)",
         )
     return signal(
         name, "public-differs", f"{base}, but the STUN server sees {mapped_ip}: another NAT upstream"
@@ -174,7 +199,8 @@ def hop_signal(hops: list[Hop] | None, failure: str | None, public_ranges: Seque
             return signal(
                 "hop_probe",
                 "public-upstream",
-                f"the hop after the home router is public ({upstream[0].address}; hops {listed})",
+                f"the hop after the home router answers from a public address ({upstream[0].address}; "
+                f"hops {listed}): no proof either way, carrier NATs answer from public addresses too",
             )
         return signal(
             "hop_probe",
@@ -223,3 +249,78 @@ def ipv6_signal(
         )
     scope = classify_address(mapped6[0], public_ranges)
     return signal("ipv6", "ipv6-translated", f"IPv6 {local6} is seen as {mapped6[0]} ({scope})")
+
+
+# -- from raw evidence (network.path) -----------------------------------------------------
+
+
+def split_address(text: Any) -> tuple[str, int] | None:
+    """``"1.2.3.4:5"`` / ``"[2001:db8::1]:5"`` -> (address, port); anything else -> None."""
+    if not isinstance(text, str) or ":" not in text:
+        return None
+    host, _, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not port.isdigit() or parse_address(host) is None:
+        return None
+    return host, int(port)
+
+
+def _hops(raw: Any) -> list[Hop] | None:
+    if not isinstance(raw, list):
+        return None
+    hops = []
+    for h in raw:
+        if isinstance(h, Mapping) and isinstance(h.get("ttl"), int) and isinstance(h.get("address"), str):
+            hops.append(Hop(int(h["ttl"]), str(h["address"]), bool(h.get("reached"))))
+    return hops
+
+
+def _reason(value: Any, default: str) -> str:
+    return value.reason if isinstance(value, Unknown) else default
+
+
+def signals_from_path(path: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The CGNAT/double-NAT signals from the raw evidence the collector kept."""
+    ranges = [str(r) for r in path.get("public_ranges") or [] if isinstance(r, str)]
+    stun = [a for a in path.get("stun") or [] if isinstance(a, Mapping)]
+    answered = [
+        (str(a.get("server")), split_address(a.get("mapped")), split_address(a.get("local"))) for a in stun
+    ]
+    first = next(((srv, m, loc) for srv, m, loc in answered if m is not None), None)
+    failure = path.get("stun_failure")
+    if not isinstance(failure, str):
+        errors = [str(a.get("error")) for a in stun if a.get("error")]
+        failure = "; ".join(errors) or "no STUN answer"
+    if first is None:
+        signals = [stun_signal(None, None, "", failure, ranges)]
+    else:
+        signals = [stun_signal(first[1], first[2], first[0], failure, ranges)]
+    local4 = path.get("local_ipv4")
+    signals.append(
+        local_address_signal(local4, ranges)
+        if isinstance(local4, str)
+        else signal(
+            "local_address", "unknown", _reason(local4, str(path.get("local_ipv4_reason") or "no IPv4 route"))
+        )
+    )
+    mapped_ip = first[1][0] if first and first[1] else None
+    for name in ("router_upnp", "router_natpmp"):
+        answer = path.get(name)
+        if isinstance(answer, Mapping):
+            address = answer.get("address")
+            address = address if isinstance(address, str) else None
+            detail = str(answer.get("detail") or name)
+            signals.append(router_signal(name, address, detail, mapped_ip, ranges))
+        else:
+            signals.append(signal(name, "unknown", _reason(answer, "not asked")))
+    hops = _hops(path.get("hops"))
+    signals.append(hop_signal(hops, _reason(path.get("hops"), "hop probe not run"), ranges))
+    signals.append(servers_signal([(srv, m) for srv, m, _ in answered]))
+    v6 = path.get("stun_ipv6")
+    local6 = path.get("local_ipv6") if isinstance(path.get("local_ipv6"), str) else None
+    if isinstance(v6, Mapping):
+        signals.append(ipv6_signal(split_address(v6.get("mapped")), local6, v6.get("error"), ranges))
+    else:
+        why6 = _reason(v6, str(path.get("ipv6_failure") or "")) or None
+        signals.append(ipv6_signal(None, local6, why6, ranges))
+    return signals

@@ -9,9 +9,12 @@ sharing one, told apart by transaction id.
 
 from __future__ import annotations
 
+import errno
 import selectors
 import socket
+import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hostcheck.netprobe.stun import (
@@ -25,6 +28,26 @@ from hostcheck.netprobe.stun import (
 
 MAX_DATAGRAM = 2048
 DRAIN_PER_WAKEUP = 64
+
+# linux/in.h, linux/in6.h, linux/errqueue.h: not all exported by Python's socket module.
+IP_RECVERR = 11
+IPV6_RECVERR = 25
+MSG_ERRQUEUE = getattr(socket, "MSG_ERRQUEUE", 0x2000)
+SO_EE_ORIGIN_ICMP = 2
+SO_EE_ORIGIN_ICMP6 = 3
+ICMP_DEST_UNREACH = 3
+ICMP6_DST_UNREACH = 1
+_ICMP_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES}
+_UNREACH_WORDS = {
+    (ICMP_DEST_UNREACH, 0): "network unreachable",
+    (ICMP_DEST_UNREACH, 1): "host unreachable",
+    (ICMP_DEST_UNREACH, 3): "port unreachable",
+    (ICMP_DEST_UNREACH, 13): "administratively prohibited",
+    (ICMP6_DST_UNREACH, 0): "no route",
+    (ICMP6_DST_UNREACH, 1): "administratively prohibited",
+    (ICMP6_DST_UNREACH, 3): "address unreachable",
+    (ICMP6_DST_UNREACH, 4): "port unreachable",
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,8 @@ class Outcome:
     """Why it failed: "timeout", "error response 420 ...", "send failed: ..."."""
     error_code: int | None = None
     timed_out: bool = False
+    unreachable: bool = False
+    """An ICMP destination-unreachable ended it (the destination, or a router, refused)."""
     cut_short: bool = False
     """The overall deadline ended it before its own schedule did (no conclusion)."""
     sent: int = 0
@@ -143,8 +168,14 @@ def binding_transaction(
     return Transaction(name, sock, dest, payload, tid, timing)
 
 
-def run_transactions(txns: list[Transaction], deadline: float) -> list[Outcome]:
-    """Run transactions concurrently until each is answered, fails, or times out."""
+def run_transactions(
+    txns: list[Transaction], deadline: float, stop: Callable[[list[Transaction]], bool] | None = None
+) -> list[Outcome]:
+    """Run transactions concurrently until each is answered, fails, or times out.
+
+    ``stop`` (checked after every wakeup) may end the run early: transactions still open then
+    end as "not waited for" (``cut_short``), with no conclusion drawn from them.
+    """
     sel = selectors.DefaultSelector()
     try:
         for sock in {id(t.recv_sock): t.recv_sock for t in txns}.values():
@@ -160,7 +191,7 @@ def run_transactions(txns: list[Transaction], deadline: float) -> list[Outcome]:
                 break
             wake = deadline
             for t in pending:
-                _step(t, now, deadline)
+                _step(t, now, deadline, txns)
                 if t.done:
                     continue
                 if t._first is not None:
@@ -169,7 +200,14 @@ def run_transactions(txns: list[Transaction], deadline: float) -> list[Outcome]:
                     wake = min(wake, t._next)
             if all(t.done for t in txns):
                 break
+            if stop is not None and stop(txns):
+                for t in txns:
+                    if not t.done:
+                        t.finish(error="not waited for (another server answered)", cut_short=True)
+                break
             timeout = max(0.0, wake - time.monotonic())
+            if stop is not None:
+                timeout = min(timeout, 0.05)
             for key, _ in sel.select(timeout):
                 _drain(key.fileobj, [t for t in txns if not t.done and t.recv_sock is key.fileobj])  # type: ignore[arg-type]
     finally:
@@ -177,7 +215,7 @@ def run_transactions(txns: list[Transaction], deadline: float) -> list[Outcome]:
     return [t.outcome for t in txns]
 
 
-def _step(t: Transaction, now: float, deadline: float) -> None:
+def _step(t: Transaction, now: float, deadline: float, txns: list[Transaction]) -> None:
     if t._first is not None and now >= t.give_up_at():
         t.finish(error="timeout", timed_out=True, waited_s=round(now - t._first, 2))
         return
@@ -192,6 +230,11 @@ def _step(t: Transaction, now: float, deadline: float) -> None:
             t._next = now + 0.01
             return
         except OSError as exc:
+            if exc.errno in _ICMP_ERRNOS:
+                # A queued ICMP error surfaced on this send; it may answer another request
+                # on the same socket. The error queue says whose; this send is tried again.
+                _read_icmp_errors(t.sock, txns)
+                return
             t.finish(error=f"send failed: {exc.strerror or exc}")
             return
         t.outcome.sent += 1
@@ -208,8 +251,9 @@ def _drain(sock: socket.socket, txns: list[Transaction]) -> None:
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            # An ICMP error queued on the socket (e.g. port unreachable): keep waiting, the
-            # schedule decides; a silent network and a refusing one end the same way.
+            # An ICMP error queued on the socket (IP_RECVERR): the error queue says which
+            # request it answers; an unreachable destination ends that transaction at once.
+            _read_icmp_errors(sock, txns)
             continue
         now = time.monotonic()
         source = (str(src[0]), int(src[1]))
@@ -231,6 +275,56 @@ def _drain(sock: socket.socket, txns: list[Transaction]) -> None:
                 if not t.done:
                     t.outcome.ignored += 1
                     break
+
+
+def parse_icmp_error(ancdata: list[tuple[int, int, bytes]]) -> tuple[str, int, int] | None:
+    """(offender address, ICMP type, ICMP code) from IP_RECVERR/IPV6_RECVERR data, or None."""
+    for level, ctype, data in ancdata:
+        if len(data) < 16:
+            continue
+        v4 = level == socket.IPPROTO_IP and ctype == IP_RECVERR
+        v6 = level == socket.IPPROTO_IPV6 and ctype == IPV6_RECVERR
+        if not (v4 or v6):
+            continue
+        _errno, origin, icmp_type, icmp_code = struct.unpack("=IBBB", data[:7])
+        if origin not in (SO_EE_ORIGIN_ICMP, SO_EE_ORIGIN_ICMP6):
+            continue
+        # struct sock_extended_err (16 bytes) is followed by the offender's sockaddr.
+        offender = data[16:]
+        family = struct.unpack("=H", offender[:2])[0] if len(offender) >= 2 else 0
+        if family == socket.AF_INET and len(offender) >= 8:
+            return socket.inet_ntop(socket.AF_INET, offender[4:8]), icmp_type, icmp_code
+        if family == socket.AF_INET6 and len(offender) >= 24:
+            return socket.inet_ntop(socket.AF_INET6, offender[8:24]), icmp_type, icmp_code
+        return "?", icmp_type, icmp_code
+    return None
+
+
+def _read_icmp_errors(sock: socket.socket, txns: list[Transaction]) -> None:
+    for _ in range(DRAIN_PER_WAKEUP):
+        try:
+            data, anc, _flags, addr = sock.recvmsg(MAX_DATAGRAM, 512, MSG_ERRQUEUE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+        parsed = parse_icmp_error(anc)
+        if parsed is None:
+            continue
+        offender, icmp_type, icmp_code = parsed
+        if icmp_type not in (ICMP_DEST_UNREACH, ICMP6_DST_UNREACH):
+            continue  # e.g. time exceeded on the way: the schedule decides
+        # The queued datagram is our own request: its transaction id names the transaction.
+        tid = bytes(data[8:20]) if len(data) >= 20 else None
+        dest = (str(addr[0]), int(addr[1])) if addr else None
+        words = _UNREACH_WORDS.get((icmp_type, icmp_code), f"ICMP type {icmp_type} code {icmp_code}")
+        for t in txns:
+            if t.done or t.sock is not sock:
+                continue
+            if (tid is not None and t.tid == tid) or (tid is None and dest == t.dest):
+                waited = round(time.monotonic() - t._first, 2) if t._first is not None else None
+                t.finish(error=f"{words} (ICMP from {offender})", unreachable=True, waited_s=waited)
+                break
 
 
 def _answer(t: Transaction, msg: StunMessage, source: Address, now: float) -> None:
@@ -273,6 +367,11 @@ def udp_socket(family: int, local_ip: str) -> socket.socket:
     """
     sock = socket.socket(family, socket.SOCK_DGRAM)
     try:
+        # ICMP errors for this unconnected socket are otherwise never reported to it.
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVERR, 1)
+        else:
+            sock.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
         sock.bind((local_ip, 0))
     except OSError:
         sock.close()
@@ -323,10 +422,14 @@ def stun_binding(server: Address, *, deadline: float, timing: Timing = DEFAULT_T
 
 def describe_failure(outcome: Outcome) -> str:
     where = _fmt(outcome.dest)
+    if outcome.cut_short and outcome.error and outcome.error.startswith("not waited for"):
+        return f"no answer from {where} yet, {outcome.error} ({outcome.sent} sent)"
     if outcome.cut_short:
         return f"no answer from {where} before the overall time budget ran out ({outcome.sent} sent)"
     if outcome.timed_out:
         return f"no answer from {where} ({outcome.sent} requests in {outcome.waited_s:g} s)"
+    if outcome.unreachable:
+        return f"{where} is unreachable: {outcome.error}"
     return f"{where}: {outcome.error}"
 
 

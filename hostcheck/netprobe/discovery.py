@@ -6,6 +6,12 @@ server's other address cannot create state in the NAT that changes a later test 
 artefact that made pystun3 call ordinary routers "symmetric"). The two filtering tests and
 the hairpinning test are independent of each other and run at the same time, which keeps
 the worst case (a filtering NAT: both tests wait out their timeout) to one timeout.
+
+Every configured server is asked first, at once, from the same socket (mapping test I to
+each): the first that answers with a usable OTHER-ADDRESS runs the RFC 5780 tests, so a dead
+first server costs nothing; and when no server speaks RFC 5780, the mapped addresses two
+servers at different addresses saw for that one socket still tell whether the mapping
+depends on the destination.
 """
 
 from __future__ import annotations
@@ -33,7 +39,22 @@ from hostcheck.netprobe.stun import Address, binding_request
 EI = "endpoint-independent"
 AD = "address-dependent"
 APD = "address-and-port-dependent"
+DEPENDENT = "endpoint-dependent"
+"""Mapping seen to change with the destination address, without RFC 5780 to say whether
+the port matters too (two plain servers)."""
 UNKNOWN = "unknown"
+OTHER_WAIT_S = 0.3
+"""Once an RFC 5780 server answered, how long the other servers still get to answer."""
+
+
+@dataclass
+class ServerAnswer:
+    """One server's answer to mapping test I on the shared socket."""
+
+    server: Address
+    mapped: Address | None = None
+    other_address: Address | None = None
+    error: str | None = None
 
 
 @dataclass
@@ -41,6 +62,7 @@ class NatDiscovery:
     """What RFC 5780 discovery found against one server."""
 
     server: Address
+    """The server the behaviour tests ran against (the first usable one)."""
     mapping: str = UNKNOWN
     filtering: str = UNKNOWN
     local: Address | None = None
@@ -53,6 +75,10 @@ class NatDiscovery:
     packets_sent: int = 0
     duration_s: float = 0.0
     rtt_max: float | None = None
+    answers: list[ServerAnswer] = field(default_factory=list)
+    """Every server's mapped address for the same local socket, in the order given."""
+    mapping_method: str | None = None
+    """"rfc5780" (tests II/III), "two-servers" (mapped addresses compared), or None."""
 
     @property
     def reason(self) -> str | None:
@@ -81,73 +107,134 @@ def filtering_timing(timing: Timing, rtt: float | None) -> Timing:
 
 
 def discover_nat(
-    server: Address,
+    server: Address | list[Address],
     *,
     deadline: float,
     timing: Timing = DEFAULT_TIMING,
     hairpin: bool = True,
 ) -> NatDiscovery:
-    """Classify the NAT between this host and ``server`` (an RFC 5780 STUN server).
+    """Classify the NAT between this host and the internet, using the first usable server.
 
-    Never raises for network conditions and never runs past ``deadline``; anything it could
-    not decide is "unknown" with the reason in ``reasons``.
+    ``server`` is one address or several (same family as the first; the others are
+    skipped). Never raises for network conditions and never runs past ``deadline``;
+    anything it could not decide is "unknown" with the reason in ``reasons``.
     """
+    servers = [server] if isinstance(server, tuple) else list(server)
+    if not servers:
+        raise ValueError("no STUN server to discover against")
     started = time.monotonic()
-    result = NatDiscovery(server)
-    family = socket.AF_INET6 if ":" in server[0] else socket.AF_INET
+    family = socket.AF_INET6 if ":" in servers[0][0] else socket.AF_INET
+    servers = [s for s in servers if (":" in s[0]) == (family == socket.AF_INET6)]
+    result = NatDiscovery(servers[0])
     try:
-        _discover(result, family, deadline, timing, hairpin)
+        _discover(result, servers, family, deadline, timing, hairpin)
     finally:
         result.duration_s = round(time.monotonic() - started, 3)
     return result
 
 
-def _discover(result: NatDiscovery, family: int, deadline: float, timing: Timing, hairpin: bool) -> None:
-    server = result.server
+def _usable_other(server: Address, other: Address | None) -> bool:
+    return other is not None and other[0] != server[0] and other[1] != server[1]
+
+
+def _ask_all(
+    result: NatDiscovery, main: socket.socket, servers: list[Address], deadline: float, timing: Timing
+) -> list[ServerAnswer]:
+    """Mapping test I to every server at once; stop soon after an RFC 5780 server answered."""
+    txns = [binding_transaction(f"mapping I ({fmt_address(s)})", main, s, timing=timing) for s in servers]
+    first_rfc: list[float] = []
+
+    def enough(ts: list[Transaction]) -> bool:
+        if not first_rfc:
+            for t in ts:
+                msg = t.outcome.message
+                if t.done and t.outcome.ok and msg is not None and _usable_other(t.dest, msg.other_address):
+                    first_rfc.append(time.monotonic())
+                    break
+        return bool(first_rfc) and time.monotonic() - first_rfc[0] >= OTHER_WAIT_S
+
+    outcomes = run_transactions(txns, deadline, stop=enough if len(txns) > 1 else None)
+    result._record(outcomes)
+    answers = []
+    for srv, o in zip(servers, outcomes):
+        msg = o.message
+        if o.ok and msg is not None and msg.mapped is not None:
+            answers.append(ServerAnswer(srv, msg.mapped, msg.other_address))
+        elif o.ok:
+            answers.append(ServerAnswer(srv, error=f"{fmt_address(srv)} answered without a mapped address"))
+        else:
+            answers.append(ServerAnswer(srv, error=describe_failure(o)))
+    return answers
+
+
+def _discover(
+    result: NatDiscovery, servers: list[Address], family: int, deadline: float, timing: Timing, hairpin: bool
+) -> None:
     try:
-        local_ip = source_address(server, family)
+        local_ip = source_address(servers[0], family)
         main = udp_socket(family, local_ip)
     except OSError as exc:
-        result.reasons.append(f"no route to STUN server {fmt_address(server)}: {exc.strerror or exc}")
+        result.reasons.append(f"no route to STUN server {fmt_address(servers[0])}: {exc.strerror or exc}")
         return
     with main:
         result.local = (local_ip, main.getsockname()[1])
-        # Mapping test I: our mapped address and the server's other address.
-        (first,) = run_transactions([binding_transaction("mapping I", main, server, timing=timing)], deadline)
-        result._record([first])
-        if not first.ok or first.message is None:
-            result.reasons.append(describe_failure(first))
+        result.answers = _ask_all(result, main, servers, deadline, timing)
+        answered = [a for a in result.answers if a.mapped is not None]
+        if not answered:
+            result.reasons.extend(a.error or "no answer" for a in result.answers)
             return
-        msg = first.message
-        if msg.mapped is None:
-            result.reasons.append(f"{fmt_address(server)} answered without a mapped address")
-            return
-        result.mapped = msg.mapped
-        result.nat_present = msg.mapped != result.local
-        other = msg.other_address
-        result.other_address = other
-        if other is None:
-            why = (
-                f"STUN server {fmt_address(server)} does not support RFC 5780 (no OTHER-ADDRESS in "
-                "its answer): mapping and filtering behaviour cannot be tested"
-            )
-            result.reasons.append(why)
-            return
-        if other[0] == server[0] or other[1] == server[1]:
-            result.reasons.append(
-                f"STUN server {fmt_address(server)} gave OTHER-ADDRESS {fmt_address(other)}, "
-                "which must differ "
-                "in address and port: mapping and filtering behaviour cannot be tested"
-            )
+        rfc = next((a for a in answered if _usable_other(a.server, a.other_address)), None)
+        chosen = rfc or answered[0]
+        result.server = chosen.server
+        result.mapped = chosen.mapped
+        result.other_address = chosen.other_address
+        result.nat_present = chosen.mapped != result.local
+        if rfc is None:
+            result.reasons.append(_no_rfc5780_reason(answered))
+            result.mapping = _mapping_from_servers(result, answered)
             return
         if not result.nat_present:
             # Nothing translates our address: the mapping is trivially endpoint-independent.
             result.mapping = EI
         else:
-            result.mapping = _mapping_tests(result, main, other, deadline, timing)
+            result.mapping = _mapping_tests(result, main, rfc.other_address, deadline, timing)
+        result.mapping_method = "rfc5780"
         result.filtering, result.hairpinning = _filtering_and_hairpin_tests(
             result, main, family, local_ip, deadline, filtering_timing(timing, result.rtt_max), hairpin
         )
+
+
+def _no_rfc5780_reason(answered: list[ServerAnswer]) -> str:
+    names = ", ".join(fmt_address(a.server) for a in answered)
+    bad = [(a.server, a.other_address) for a in answered if a.other_address is not None]
+    if bad:
+        server, other = bad[0]
+        return (
+            f"no STUN server gave a usable OTHER-ADDRESS ({fmt_address(server)} gave "
+            f"{fmt_address(other)}, which must differ in address and port): "
+            "filtering behaviour cannot be tested"
+        )
+    return (
+        f"STUN server(s) {names} do not support RFC 5780 (no OTHER-ADDRESS in their answers): "
+        "filtering behaviour cannot be tested"
+    )
+
+
+def _mapping_from_servers(result: NatDiscovery, answered: list[ServerAnswer]) -> str:
+    """Mapping behaviour from the addresses servers at different addresses saw for one socket."""
+    if not result.nat_present:
+        result.mapping_method = "two-servers"
+        return EI
+    by_ip: dict[str, ServerAnswer] = {}
+    for a in answered:
+        by_ip.setdefault(a.server[0], a)
+    if len(by_ip) < 2:
+        result.reasons.append("mapping needs answers from two STUN servers at different addresses")
+        return UNKNOWN
+    result.mapping_method = "two-servers"
+    if len({a.mapped for a in by_ip.values()}) == 1:
+        return EI
+    return DEPENDENT
 
 
 def _mapping_tests(
@@ -232,7 +319,7 @@ def _filtering_and_hairpin_tests(
         hp = outcomes[2]
         if hp.ok:
             hairpinning = True
-        elif hp.timed_out:
+        elif hp.timed_out or hp.unreachable:
             hairpinning = False
         else:
             result.reasons.append(f"hairpinning: {describe_failure(hp)}")

@@ -9,8 +9,15 @@ namespaces; :func:`remove_stale_labs` removes labs left behind by a killed test 
 Addresses (IPv4; IPv6 in ``2001:db8::/32`` alongside, routed without NAT)::
 
     host 192.168.1.10 --lan0-- homerouter 192.168.1.1
-    homerouter WAN 100.64.0.2/10 (cgnat) | 198.51.100.2/24 (plain) --- isp 100.64.0.1 | 198.51.100.1
+    homerouter WAN 100.64.0.2/10 (cgnat) | 198.51.100.2/24 (plain) | 10.0.0.2/24 (double)
+      --- isp 100.64.0.1 | 198.51.100.1 | 10.0.0.1
     isp 203.0.113.2 --- internet 203.0.113.1 (+ .10, .11 for the STUN server)
+
+"double" makes the "isp" namespace a second private-range NAT router in front of the home
+router (double NAT). Variants of one lab, switched in place and switched back by the tests:
+the carrier answering TTL-exceeded from its public address (:meth:`NatLab.carrier_icmp_from_public`),
+and the host's own IPv4 addressing (:meth:`NatLab.set_host_ipv4`: behind the home router, on
+a 100.64.0.0/10 address, or none at all — IPv6-only).
 
 The documentation ranges play "the public internet", so the code under test must be told
 (``public_ranges``) to count them as global.
@@ -62,7 +69,13 @@ PUBLIC_RANGES = ["198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
 WAN = {
     "plain": {"home_wan": "198.51.100.2", "isp_in": "198.51.100.1", "prefix": 24},
     "cgnat": {"home_wan": "100.64.0.2", "isp_in": "100.64.0.1", "prefix": 10},
+    "double": {"home_wan": "10.0.0.2", "isp_in": "10.0.0.1", "prefix": 24},
 }
+# The ISP kinds whose router translates addresses (CGNAT, or a second private-range router).
+NATTING_ISP = {"cgnat": "100.64.0.0/10", "double": "10.0.0.0/24"}
+HOST_SHARED_IP = "100.100.0.10"
+HOME_SHARED_IP = "100.100.0.1"
+PROBE_SERVER_PORT6 = 8471
 
 LAB_STUN_SERVERS = [f"{STUN_IP1}:{STUN_PORT}", f"{STUN_IP2}:{STUN_PORT}", f"[{STUN_IP6}]:{STUN_PORT}"]
 
@@ -195,11 +208,12 @@ def home_ruleset(
 
 def isp_ruleset(mode: str, firewall: bool) -> str:
     rules = ["table ip hcnat {}", "delete table ip hcnat", "table inet hcfw {}", "delete table inet hcfw"]
-    if mode == "cgnat":
+    inside = NATTING_ISP.get(mode)
+    if inside:
         rules += [
             "table ip hcnat {",
             "chain postrouting { type nat hook postrouting priority srcnat; policy accept;",
-            'oifname "out0" ip saddr 100.64.0.0/10 masquerade',
+            f'oifname "out0" ip saddr {inside} masquerade',
             "}",
             "}",
         ]
@@ -214,10 +228,10 @@ def isp_ruleset(mode: str, firewall: bool) -> str:
             'iifname "out0" ct state new drop',
             "}",
         ]
-        if mode == "cgnat":
+        if inside:
             rules += [
                 "chain forward { type filter hook forward priority 0; policy accept;",
-                'iifname "out0" ip daddr 100.64.0.0/10 ct state new drop',
+                f'iifname "out0" ip daddr {inside} ct state new drop',
                 "}",
             ]
         rules.append("}")
@@ -249,7 +263,7 @@ class NatLab:
     @property
     def expected_mapped_ip(self) -> str:
         """The address the internet sees for the host's traffic."""
-        return ISP_OUT_IP if self.isp == "cgnat" else self.home_wan_ip
+        return ISP_OUT_IP if self.isp in NATTING_ISP else self.home_wan_ip
 
     # -- plumbing -----------------------------------------------------------------
     def ipn(self, role: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -359,7 +373,9 @@ class NatLab:
             # Router namespaces only: the machine's own sysctls are never touched.
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"])
-            # Back-to-back hop probes must not meet ICMP rate limiting (a flaky hop list).
+        for role in ("home", "isp", "inet"):
+            # Back-to-back hop probes must not meet ICMP rate limiting (a flaky hop list), nor
+            # use up what a refusing STUN server's port-unreachable needs.
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"])
         self.set_isp(firewall=False)
         self.set_home("masquerade", firewall=False)
@@ -392,6 +408,34 @@ class NatLab:
     def set_isp(self, firewall: bool) -> None:
         self.nft("isp", isp_ruleset(self.isp, firewall))
         self.isp_firewall = firewall
+
+    def carrier_icmp_from_public(self, on: bool) -> None:
+        """The ISP router answers its customers' expired packets from its public address.
+
+        Carrier routers often do (their errors leave from the address of a routed
+        interface), so the hop after the home router looks public even behind CGNAT.
+        """
+        w = WAN[self.isp]
+        net = {"cgnat": "100.64.0.0/10", "double": "10.0.0.0/24", "plain": "198.51.100.0/24"}[self.isp]
+        src = ISP_OUT_IP if on else w["isp_in"]
+        self.ipn("isp", "route", "replace", net, "dev", "in0", "proto", "kernel", "scope", "link", "src", src)
+
+    def set_host_ipv4(self, mode: str) -> None:
+        """The host's IPv4: "lan" (192.168.1.10 behind the home router), "shared" (a
+        100.64.0.0/10 address of its own, still behind the home router's NAT), or "none"
+        (IPv6-only: no IPv4 address or route; IPv6 stays)."""
+        if mode not in ("lan", "shared", "none"):
+            raise ValueError(mode)
+        self.ipn("host", "-4", "route", "flush", "dev", "h0")
+        self.ipn("host", "-4", "addr", "flush", "dev", "h0")
+        self.ipn("home", "addr", "del", f"{HOME_SHARED_IP}/24", "dev", "lan0", check=False)
+        if mode == "lan":
+            self.ipn("host", "addr", "add", f"{HOST_IP}/24", "dev", "h0")
+            self.ipn("host", "route", "add", "default", "via", HOME_LAN_IP)
+        elif mode == "shared":
+            self.ipn("home", "addr", "add", f"{HOME_SHARED_IP}/24", "dev", "lan0")
+            self.ipn("host", "addr", "add", f"{HOST_SHARED_IP}/24", "dev", "h0")
+            self.ipn("host", "route", "add", "default", "via", HOME_SHARED_IP)
 
     # -- daemons -------------------------------------------------------------------
     def start_coturn(
@@ -493,19 +537,17 @@ class NatLab:
             time.sleep(0.05)
         raise RuntimeError(f"nothing listens on tcp port {port} in {role} after {timeout}s")
 
-    def start_probe_server(self, token: str, **kw: int) -> str:
+    def start_probe_server(
+        self, token: str, *, bind: str = INET_IP, port: int = PROBE_SERVER_PORT, name: str = "probe-server", **kw: int
+    ) -> str:
         code = (
             "import sys; sys.path.insert(0, sys.argv[1]);"
             "from hostcheck.netprobe.server import serve;"
             "serve(sys.argv[2], int(sys.argv[3]), sys.argv[4], **__import__('json').loads(sys.argv[5]))"
         )
-        self.popen(
-            "probe-server",
-            "inet",
-            [PYTHON, "-c", code, str(REPO), INET_IP, str(PROBE_SERVER_PORT), token, json.dumps(kw)],
-        )
-        self.wait_tcp_listen("inet", PROBE_SERVER_PORT)
-        return f"http://{INET_IP}:{PROBE_SERVER_PORT}"
+        self.popen(name, "inet", [PYTHON, "-c", code, str(REPO), bind, str(port), token, json.dumps(kw)])
+        self.wait_tcp_listen("inet", port)
+        return f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"
 
     def start_responder(self, name: str, mode: str, port: int, code: int = 420) -> None:
         self.popen(name, "inet", [PYTHON, RESPONDER, mode, AUX_IP, str(port), str(code)])

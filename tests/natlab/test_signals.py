@@ -44,7 +44,12 @@ NAT = sig("stun_mapped_address", "nat")
         # UPnP and NAT-PMP read the same router: agreeing twice is one source, not two.
         ([NAT, sig("router_upnp", "private"), sig("router_natpmp", "private")], "likely"),
         ([NAT, sig("router_upnp", "public-matches")], "no"),
-        ([NAT, sig("hop_probe", "public-upstream")], "no"),
+        # A public hop after the home router proves nothing: carrier NATs answer from public addresses.
+        ([NAT, sig("hop_probe", "public-upstream")], "unknown"),
+        ([NAT, sig("hop_probe", "public-upstream"), sig("router_upnp", "no-address")], "unknown"),
+        # The host holds the public address itself: positive evidence.
+        ([NAT, sig("local_address", "public-address")], "no"),
+        ([NAT, sig("router_natpmp", "public-matches"), sig("servers_agree", "different-addresses")], "likely"),
         ([sig("stun_mapped_address", "unknown"), sig("hop_probe", "public-upstream")], "unknown"),
         ([NAT, sig("router_upnp", "no-address"), sig("router_natpmp", "no-address")], "unknown"),
         ([NAT, sig("hop_probe", "private-upstream")], "unknown"),
@@ -66,6 +71,28 @@ def test_verdict_is_total_and_yes_is_monotone(pairs: list[tuple[str, str]]) -> N
     assert verdict in ("yes", "likely", "no", "unknown")
     # Seeing a shared address directly can only ever make it "yes".
     assert cg.cgnat_verdict(signals + [sig("router_upnp", "shared-address")]) == "yes"
+
+
+@pytest.mark.parametrize(
+    "signals, verdict",
+    [
+        ([], "unknown"),
+        ([NAT], "unknown"),
+        ([sig("stun_mapped_address", "no-nat"), sig("hop_probe", "private-upstream")], "no"),
+        ([NAT, sig("local_address", "public-address")], "no"),
+        ([NAT, sig("router_upnp", "private")], "yes"),
+        ([NAT, sig("router_natpmp", "private"), sig("hop_probe", "public-upstream")], "yes"),
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "no-address")], "yes"),
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "unknown")], "likely"),
+        # A router that learnt the public address by STUN, yet a private router behind it.
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "public-matches")], "likely"),
+        ([NAT, sig("router_upnp", "public-matches")], "no"),
+        ([NAT, sig("hop_probe", "shared-address-hop")], "unknown"),
+        ([NAT, sig("hop_probe", "public-upstream"), sig("router_natpmp", "no-address")], "unknown"),
+    ],
+)
+def test_double_nat_table(signals: list[dict[str, str]], verdict: str) -> None:
+    assert cg.double_nat_verdict(signals) == verdict
 
 
 def test_stun_signal() -> None:
@@ -201,3 +228,87 @@ def test_collector_contract() -> None:
     assert reachability.DEFAULT_STUN_SERVERS and all(
         parse_server(s) for s in reachability.DEFAULT_STUN_SERVERS
     )
+
+
+# -- ICMP errors and the server fallback, on loopback (no root, no lab) ------------------------
+
+
+def _closed_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Echo:
+    """A loopback STUN server answering Binding with the sender's address (no OTHER-ADDRESS)."""
+
+    def __init__(self) -> None:
+        from hostcheck.netprobe.stun import CLASS_SUCCESS, decode_message, encode_message
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.addr = self.sock.getsockname()
+        self.stop = False
+
+        def run() -> None:
+            while not self.stop:
+                try:
+                    data, src = self.sock.recvfrom(2048)
+                except OSError:
+                    continue
+                tid = decode_message(data).transaction_id
+                self.sock.sendto(encode_message(CLASS_SUCCESS, tid, {"XOR-MAPPED-ADDRESS": src}), src)
+
+        import threading
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join(1)
+        self.sock.close()
+
+
+def test_icmp_port_unreachable_ends_a_transaction_at_once() -> None:
+    import time
+
+    from hostcheck.netprobe.client import stun_binding
+
+    started = time.monotonic()
+    result = stun_binding(("127.0.0.1", _closed_udp_port()), deadline=started + 5)
+    assert result.outcome is not None and result.outcome.unreachable
+    assert "port unreachable (ICMP from 127.0.0.1)" in (result.error or "")
+    assert result.outcome.sent == 1
+    assert time.monotonic() - started < 0.4  # the schedule would wait 3 s
+
+
+def test_discovery_falls_back_past_a_refusing_server_on_the_same_socket() -> None:
+    import time
+
+    from hostcheck.netprobe.discovery import EI, discover_nat
+
+    echo = _Echo()
+    try:
+        started = time.monotonic()
+        dead = ("127.0.0.1", _closed_udp_port())
+        disc = discover_nat([dead, echo.addr], deadline=started + 5)
+    finally:
+        echo.close()
+    assert time.monotonic() - started < 0.5
+    assert [a.server for a in disc.answers] == [dead, echo.addr]
+    assert "port unreachable" in (disc.answers[0].error or "")
+    assert disc.server == echo.addr and disc.mapped == disc.local
+    # Mapped equals local: no NAT, so the mapping is trivially endpoint-independent.
+    assert (disc.mapping, disc.mapping_method, disc.nat_present) == (EI, "two-servers", False)
+    assert disc.filtering == "unknown" and "do not support RFC 5780" in (disc.reason or "")
+
+
+def test_parse_icmp_error_reads_ipv6_offenders() -> None:
+    from hostcheck.netprobe.client import IPV6_RECVERR, SO_EE_ORIGIN_ICMP6, parse_icmp_error
+
+    ee = struct.pack("=IBBBBII", 111, SO_EE_ORIGIN_ICMP6, 1, 4, 0, 0, 0)
+    offender = struct.pack("=HHI", socket.AF_INET6, 0, 0) + socket.inet_pton(socket.AF_INET6, "2001:db8::7") + b"\0" * 4
+    assert parse_icmp_error([(socket.IPPROTO_IPV6, IPV6_RECVERR, ee + offender)]) == ("2001:db8::7", 1, 4)
+    assert parse_icmp_error([(socket.IPPROTO_IP, 99, ee + offender)]) is None

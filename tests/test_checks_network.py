@@ -1,0 +1,166 @@
+"""Network checks as a table: facts in, exact outcome out, including every way a fact can be
+unknown (never a pass). NAT cases use the raw evidence (``network.path``) the collector keeps,
+and the same cases through the facts an older hostcheck recorded (verdicts only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hostcheck.checks import load_registry
+from hostcheck.facts import Unknown
+from hostcheck.judge import run_check
+
+REGISTRY = load_registry()
+LAB = ["198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"]
+OFFLINE = Unknown("not probed: --offline")
+
+
+def path(**over: Any) -> dict[str, Any]:
+    """Raw evidence of a host behind one home router whose WAN address nobody reported."""
+    base: dict[str, Any] = {
+        "public_ranges": LAB,
+        "local_ipv4": "192.168.1.10",
+        "local_ipv4_reason": None,
+        "local_ipv6": None,
+        "ipv6_failure": "no global IPv6 address (source fe80::1)",
+        "stun": [
+            {"server": "a:3478", "local": "192.168.1.10:5000", "mapped": "198.51.100.2:5000", "other_address": "203.0.113.11:3479", "error": None},
+            {"server": "b:3478", "local": "192.168.1.10:5000", "mapped": "198.51.100.2:5000", "other_address": None, "error": None},
+        ],
+        "stun_failure": None,
+        "stun_ipv6": None,
+        "hops": [{"ttl": 1, "address": "192.168.1.1", "reached": False}],
+        "router_upnp": Unknown("UPnP: no UPnP device answered discovery"),
+        "router_natpmp": Unknown("NAT-PMP: no answer from 192.168.1.1:5351 within 1s"),
+    }
+    base.update(over)
+    return {"network": {"path": base}}
+
+
+def hops(*addresses: str) -> list[dict[str, Any]]:
+    return [{"ttl": i, "address": a, "reached": False} for i, a in enumerate(addresses, 1)]
+
+
+def router(address: str | None) -> dict[str, Any]:
+    return {"address": address, "detail": "UPnP IGD GetExternalIPAddress"}
+
+
+NO_NAT = [{"server": "a:3478", "local": "198.51.100.9:5000", "mapped": "198.51.100.9:5000", "other_address": None, "error": None}]
+
+
+def inbound(peer: str | None, results: dict[tuple[int, str], str], gpus: int = 1) -> dict[str, Any]:
+    ports = [{"port": p, "proto": proto, "result": r} for (p, proto), r in results.items()]
+    return {
+        "network": {"inbound": {"probed": True, "peer": peer, "ports": ports, "reason": None}},
+        "gpu": {"devices": [{"index": i} for i in range(gpus)]},
+    }
+
+
+def both(port: int, result: str = "reachable") -> dict[tuple[int, str], str]:
+    return {(port, "tcp"): result, (port, "udp"): result}
+
+
+THREE = {**both(40000), **both(40001), **both(40002)}
+
+CASES = [
+    # (check, facts, threshold, status, measured)
+    # NET-1010 firewall
+    ("NET-1010", {"network": {"firewall": {"backend": "nftables", "input_policy": "drop"}}}, None, "pass", "nftables: input drop"),
+    ("NET-1010", {"network": {"firewall": {"backend": "iptables", "input_policy": "accept"}}}, None, "fail", "iptables: input accept"),
+    ("NET-1010", {"network": {"firewall": {"backend": "none", "input_policy": "none"}}}, None, "fail", "no firewall rules"),
+    ("NET-1010", {"network": {"firewall": Unknown("root is needed to read the ruleset")}}, None, "unknown", None),
+    # NET-1020 wired
+    ("NET-1020", {"network": {"default_route": {"interface": "enp5s0", "kind": "wired"}}}, None, "pass", "wired (enp5s0)"),
+    ("NET-1020", {"network": {"default_route": {"interface": "wlp2s0", "kind": "wireless"}}}, None, "fail", "wireless (wlp2s0)"),
+    ("NET-1020", {"network": {"default_route": None}}, None, "fail", "no default route"),
+    ("NET-1020", {"network": {"default_route": {"interface": "x", "kind": Unknown("no sysfs")}}}, None, "unknown", None),
+    # NET-1030 CGNAT, from raw evidence
+    ("NET-1030", path(), None, "unknown", None),
+    ("NET-1030", path(hops=hops("192.168.1.1", "203.0.113.2")), None, "unknown", None),  # public hop: no proof
+    ("NET-1030", path(router_upnp=router("198.51.100.2")), None, "pass", "no CGNAT"),
+    ("NET-1030", path(stun=NO_NAT, local_ipv4="198.51.100.9"), None, "pass", "no CGNAT"),
+    ("NET-1030", path(local_ipv4="100.100.0.10"), None, "fail", "CGNAT"),
+    ("NET-1030", path(router_natpmp=router("100.64.0.2")), None, "fail", "CGNAT"),
+    ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1")), None, "unknown", "likely"),
+    ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("198.51.100.2")), None, "unknown", "likely"),
+    ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("10.0.0.2")), None, "fail", "CGNAT"),
+    ("NET-1030", {"network": {"path": OFFLINE}}, None, "unknown", None),
+    # ... and from facts recorded by an older hostcheck (no raw evidence: the recorded verdict)
+    ("NET-1030", {"network": {"cgnat": {"verdict": "no", "signals": []}}}, None, "pass", "no CGNAT"),
+    ("NET-1030", {"network": {"cgnat": {"verdict": "likely", "signals": []}}}, None, "unknown", "likely"),
+    ("NET-1030", {"network": {"cgnat": OFFLINE}}, None, "unknown", None),
+    # NET-1110 double NAT
+    ("NET-1110", path(), None, "unknown", None),
+    ("NET-1110", path(router_upnp=router("10.0.0.2")), None, "fail", "double NAT"),
+    ("NET-1110", path(hops=hops("192.168.1.1", "10.0.0.1"), router_natpmp=router(None)), None, "fail", "double NAT"),
+    ("NET-1110", path(hops=hops("192.168.1.1", "10.0.0.1")), None, "unknown", "likely"),
+    ("NET-1110", path(router_upnp=router("198.51.100.2")), None, "pass", "no double NAT"),
+    ("NET-1110", path(stun=NO_NAT, local_ipv4="198.51.100.9"), None, "pass", "no double NAT"),
+    ("NET-1110", {"network": {"path": OFFLINE}}, None, "unknown", None),
+    ("NET-1110", {"network": {"cgnat": {"verdict": "no", "double_nat": "yes", "signals": []}}}, None, "fail", "double NAT"),
+    ("NET-1110", {"network": {"cgnat": {"verdict": "no", "signals": []}}}, None, "unknown", None),
+    # NET-1120 IPv4 / IPv6-only
+    ("NET-1120", path(), None, "pass", "IPv4"),
+    ("NET-1120", path(local_ipv4=None, local_ipv4_reason="no IPv4 route (Network is unreachable)", local_ipv6="2001:db8:1::10", stun=[]), None, "fail", "IPv6-only"),
+    ("NET-1120", path(local_ipv4=None, local_ipv4_reason="no IPv4 route (Network is unreachable)", stun=[]), None, "fail", "no IPv4"),
+    ("NET-1120", path(local_ipv4=Unknown("the STUN phase did not finish")), None, "unknown", None),
+    ("NET-1120", {"network": {"default_route": {"interface": "eth0", "gateway": "192.168.1.1"}, "ipv6_global": False}}, None, "pass", "IPv4"),
+    ("NET-1120", {"network": {"default_route": {"interface": "eth0", "gateway": "fe80::1"}, "ipv6_global": True}}, None, "fail", "IPv6-only"),
+    ("NET-1120", {"network": {"default_route": None, "ipv6_global": False}}, None, "fail", "no IPv4"),
+    ("NET-1120", {"network": {"default_route": None, "ipv6_global": Unknown("no /proc")}}, None, "unknown", None),
+    ("NET-1120", {"network": {"default_route": Unknown("no routing table")}}, None, "unknown", None),
+    # NET-1040 inbound ports per GPU, IPv4 only
+    ("NET-1040", inbound("198.51.100.2", THREE), 3, "pass", 3.0),
+    ("NET-1040", inbound("198.51.100.2", THREE, gpus=2), 3, "fail", 1.5),
+    ("NET-1040", inbound("198.51.100.2", {**both(40000), (40001, "tcp"): "reachable", (40001, "udp"): "unreachable"}), 1, "pass", 1.0),
+    ("NET-1040", inbound("198.51.100.2", {(40001, "tcp"): "reachable", (40001, "udp"): "unreachable"}), 1, "fail", 0.0),
+    ("NET-1040", inbound("2001:db8:1::10", THREE), 3, "fail", 0.0),  # reached over IPv6 only
+    ("NET-1040", inbound("::ffff:198.51.100.2", THREE), 3, "pass", 3.0),  # IPv4 seen by a dual-stack server
+    ("NET-1040", {"network": {"inbound": {"probed": False, "ports": [], "reason": "no outside probe"}}}, 3, "unknown", None),
+    ("NET-1040", {"network": {"inbound": OFFLINE}}, 3, "unknown", None),
+    # NET-1050 mapping behaviour
+    ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent"}}}, None, "pass", "endpoint-independent"),
+    ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent", "mapping_method": "two-servers"}}}, None, "pass", "endpoint-independent"),
+    ("NET-1050", {"network": {"nat": {"mapping": "address-and-port-dependent"}, "inbound": {"ports": []}}}, None, "fail", "address-and-port-dependent"),
+    ("NET-1050", {"network": {"nat": {"mapping": "endpoint-dependent"}, "inbound": {"ports": []}}}, None, "fail", "endpoint-dependent"),
+    ("NET-1050", {"network": {"nat": {"mapping": "address-dependent"}, "inbound": {"ports": [{"port": 1, "proto": "tcp", "result": "reachable"}]}}}, None, "pass", "address-dependent"),
+    ("NET-1050", {"network": {"nat": {"mapping": "unknown", "reason": "no answer"}}}, None, "unknown", None),
+    ("NET-1050", {"network": {"nat": OFFLINE}}, None, "unknown", None),
+    # NET-1060 global IPv6
+    ("NET-1060", {"network": {"ipv6_global": True}}, None, "pass", "yes"),
+    ("NET-1060", {"network": {"ipv6_global": False}}, None, "fail", "no"),
+    ("NET-1060", {"network": {"ipv6_global": Unknown("no /proc/net/if_inet6")}}, None, "unknown", None),
+    # PLAT-1010 platform closed
+    ("PLAT-1010", {}, "closed to new hosts", "fail", "not accepting"),
+]
+
+
+@pytest.mark.parametrize(("check_id", "facts", "threshold", "status", "measured"), CASES)
+def test_network_check_outcome(check_id: str, facts: dict[str, Any], threshold: Any, status: str, measured: Any) -> None:
+    outcome = run_check(REGISTRY[check_id], facts, threshold)
+    assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
+
+
+def test_every_network_check_has_table_cases() -> None:
+    from hostcheck.checks import network
+
+    ids = {meta.id for meta in REGISTRY.values() if meta.func.__module__ == network.__name__}
+    covered = {case[0] for case in CASES}
+    # NET-1070 (bandwidth) has its own tests with its measurement.
+    assert ids - covered <= {"NET-1070"}
+
+
+def test_saved_evidence_is_judged_with_todays_rules() -> None:
+    """A file whose recorded verdict said "no" on a public hop alone is judged unknown today."""
+    facts = path(hops=hops("192.168.1.1", "203.0.113.2"))
+    facts["network"]["cgnat"] = {"verdict": "no", "signals": []}
+    outcome = run_check(REGISTRY["NET-1030"], facts, None)
+    assert outcome.status == "unknown"
+    assert "public address" in outcome.detail
+
+
+def test_ipv6_only_ports_say_why_they_do_not_count() -> None:
+    outcome = run_check(REGISTRY["NET-1040"], inbound("2001:db8:1::10", THREE), 3)
+    assert "over IPv6" in outcome.detail and "3 of 3 probed ports reachable" in outcome.detail
