@@ -7,5 +7,7 @@
 - ``hops``: unprivileged TTL-limited UDP hop probe (IP_RECVERR).
 - ``cgnat``: CGNAT signals with evidence and the verdict (``cgnat_verdict``, pure).
 - ``servers``: ``HOST[:PORT]`` parsing and bounded name resolution.
-- ``server``: the inbound probe server (``serve``) and its client (``request_probe``).
+- ``probe_protocol``: the probe server's wire format (pure); ``connectback``: its one action.
+- ``server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate).
+- ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only).
 """
