@@ -147,6 +147,30 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
     )
 
 
+def _speedtest_args(enabled: bool, offline: bool, probe: str | None, seconds: float, max_mb: int) -> dict[str, Any] | None:
+    import math
+
+    if not enabled:
+        return None
+    if offline:
+        raise UsageError("--speedtest sends bulk traffic; it cannot run with --offline")
+    if not probe:
+        raise UsageError("--speedtest needs --probe URL (your `hostcheck probe-server`)")
+    if not math.isfinite(seconds) or not 3 <= seconds <= 60:
+        raise UsageError("--speedtest-seconds must be 3-60")
+    if not 1 <= max_mb <= 20000:
+        raise UsageError("--speedtest-max-mb must be 1-20000")
+    return {"seconds": seconds, "max_bytes": max_mb * 1_000_000}
+
+
+def _add_bandwidth(facts: dict[str, Any], ctx: Any, args: dict[str, Any]) -> None:
+    from hostcheck.netprobe.speedtest import run_speedtest
+
+    result = run_speedtest(ctx.probe_url, ctx.probe_token, fingerprint=ctx.probe_fingerprint, **args)
+    if isinstance(facts.get("network"), dict):
+        facts["network"]["bandwidth"] = result
+
+
 def _collect_live(ctx: Any, show_progress: bool) -> dict[str, Any]:
     from hostcheck.collectors import collect_facts
 
@@ -167,6 +191,8 @@ ArgvTokenOpt = Annotated[Optional[str], typer.Option("--token", hidden=True, cal
 FingerprintOpt = Annotated[Optional[str], typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
 ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
+SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Time cap of the whole speed test, seconds (3-60).")]
+SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
 
@@ -189,6 +215,9 @@ def audit(
     argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
+    speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
+    speedtest_seconds: SpeedSecondsOpt = 10.0,
+    speedtest_max_mb: SpeedMaxMbOpt = 1000,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -204,7 +233,10 @@ def audit(
             facts = load_snapshot(facts_file)
         else:
             ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
+            if speed_args is not None:
+                _add_bandwidth(facts, ctx, speed_args)
     except (PolicyError, FactsError, UsageError) as exc:
         _die(str(exc))
     report = build_report(facts, policies)
@@ -316,6 +348,7 @@ def probe_server(
     tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")] = None,
     state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="Where the self-signed certificate is kept (default ~/.local/state/hostcheck).")] = None,
     insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Plain HTTP (the token crosses the network in clear): for labs only.")] = False,
+    speed_streams: Annotated[int, typer.Option("--speed-streams", help="Speed-test streams at once, all callers (0: no speed test).")] = 8,
 ) -> None:
     """Run on a machine OUTSIDE your network: connects back to the caller (only) on the ports it names."""
     import logging
@@ -346,6 +379,7 @@ def probe_server(
             max_connections_per_source=min(8, max(1, max_connections)),
             request_deadline_s=request_deadline,
             summary_interval_s=summary_interval,
+            speed_max_streams=speed_streams,
         )
     except ValueError as exc:
         _die(str(exc))
@@ -368,6 +402,40 @@ def probe_server(
         serve(bind, port, token, limits=limits, ssl_context=ssl_context, fingerprint=fingerprint)
     except OSError as exc:
         _die(f"cannot listen on port {port}: {exc.strerror or exc}")
+
+
+@app.command("speedtest")
+def speedtest_command(
+    probe: Annotated[str, typer.Option("--probe", help="URL of your `hostcheck probe-server` (it serves the speed test too).")],
+    token_file: TokenOpt = None,
+    probe_fingerprint: FingerprintOpt = None,
+    argv_token: ArgvTokenOpt = None,
+    seconds: Annotated[float, typer.Option("--seconds", help="Time cap of the whole test, seconds (3-60).")] = 10.0,
+    max_mb: Annotated[int, typer.Option("--max-mb", help="Byte cap, both directions together, MB (1-20000).")] = 1000,
+    streams: Annotated[int, typer.Option("--streams", help="Parallel TCP streams per direction (1-16).")] = 4,
+    output: OutputOpt = None,
+) -> None:
+    """Measure download, upload, latency and jitter against your probe server; print the
+    `network.bandwidth` facts as JSON. Opt-in: it moves up to --max-mb of traffic."""
+    from hostcheck.netprobe.http_client import parse_endpoint
+    from hostcheck.netprobe.speedtest import run_speedtest
+
+    try:
+        token = _read_token(token_file)
+        if token is None:
+            raise UsageError("the speed test needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
+        args = _speedtest_args(True, False, probe, seconds, max_mb)
+        assert args is not None
+        if not 1 <= streams <= 16:
+            raise UsageError("--streams must be 1-16")
+        parse_endpoint(probe, probe_fingerprint)
+    except UsageError as exc:
+        _die(str(exc))
+    except ValueError as exc:
+        _die(f"--probe: {exc}")
+    result = run_speedtest(probe, token, fingerprint=probe_fingerprint, streams=streams, **args)
+    _emit(json.dumps(result, indent=2) + "\n", output)
+    raise typer.Exit(0 if result.get("measured") else 3)
 
 
 @app.command()

@@ -3,7 +3,8 @@
 Only a connection from outside can prove that a forwarded port reaches the host, so
 ``hostcheck probe-server`` runs on a machine outside the LAN (a small VPS) and
 ``hostcheck audit --probe URL`` asks it to connect back (wire format:
-:mod:`hostcheck.netprobe.probe_protocol`).
+:mod:`hostcheck.netprobe.probe_protocol`). It also answers the speed test
+(:mod:`hostcheck.netprobe.speed_endpoint`) under the same token and limits.
 
 Built on aiohttp's low-level server: a maintained asyncio HTTP stack (aio-libs, security
 releases, strict request parser) that needs no thread per connection and lets one small
@@ -40,6 +41,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from hostcheck.netprobe import speed_endpoint
 from hostcheck.netprobe.connectback import probe_one
 from hostcheck.netprobe.probe_protocol import (
     MAX_BODY,
@@ -50,6 +52,7 @@ from hostcheck.netprobe.probe_protocol import (
     parse_probe_request,
     token_matches,
 )
+from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, MAX_SECONDS, MAX_STREAM_BYTES
 
 log = logging.getLogger("hostcheck.probe_server")
 
@@ -67,6 +70,12 @@ class Limits:
     request_deadline_s: float = 10.0
     """A whole request, from the first byte of the connection to the last of the answer."""
     summary_interval_s: float = 300.0
+    speed_max_seconds: float = 15.0
+    """Longest speed-test stream."""
+    speed_max_bytes: int = DEFAULT_STREAM_BYTES
+    """Most bytes one speed-test stream may move."""
+    speed_max_streams: int = 8
+    """Speed-test streams at once, all callers together."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_ports <= 256:
@@ -79,6 +88,12 @@ class Limits:
             raise ValueError("request_deadline_s must be 0.5-600 seconds")
         if self.summary_interval_s <= 0:
             raise ValueError("summary_interval_s must be positive")
+        if not 0.5 <= self.speed_max_seconds <= MAX_SECONDS:
+            raise ValueError(f"speed_max_seconds must be 0.5-{MAX_SECONDS:g}")
+        if not 1 <= self.speed_max_bytes <= MAX_STREAM_BYTES:
+            raise ValueError(f"speed_max_bytes must be 1-{MAX_STREAM_BYTES}")
+        if not 0 <= self.speed_max_streams <= 64:
+            raise ValueError("speed_max_streams must be 0-64 (0: no speed test)")
 
 
 class RateLimiter:
@@ -143,6 +158,9 @@ class ProbeService:
         self.routes: dict[tuple[str, str], Route] = {("POST", "/probe"): _probe_route}
         self.route_deadlines: dict[str, float] = {}
         """Routes whose answer may take longer than the request deadline (the speed test)."""
+        self.speed_streams = 0
+        if limits.speed_max_streams > 0:
+            speed_endpoint.register(self)
 
     # -- connections ---------------------------------------------------------------------
     def admit(self, source: str) -> bool:
