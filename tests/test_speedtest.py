@@ -274,14 +274,9 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
             pass
 
     def do_POST(self) -> None:  # noqa: N802
-        length = 0
-        try:
-            while True:
-                size = int(self.rfile.readline().strip() or b"0", 16)
-                self.rfile.read(size + 2)
-                length += size
-                if size == 0:
-                    break
+        try:  # one chunk, then the answer (as the real server answers on its own clock)
+            size = int(self.rfile.readline().strip() or b"0", 16)
+            self.rfile.read(size + 2)
         except (OSError, ValueError):
             pass
         body = (

@@ -8,6 +8,7 @@ its own time and byte caps, and at most ``speed_max_streams`` run at once.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from hostcheck.netprobe.server import ProbeService
 
 BLOCK = 256 * 1024
+DRAIN_S = 2.0
 _PAYLOAD = os.urandom(BLOCK)  # incompressible, made once
 
 
@@ -32,7 +34,7 @@ def register(service: ProbeService) -> None:
     service.routes[("GET", DOWNLOAD_PATH)] = _download
     service.routes[("POST", UPLOAD_PATH)] = _upload
     # A stream may outlive the request deadline by its own length plus a margin to finish.
-    grace = service.limits.speed_max_seconds + 5.0
+    grace = service.limits.speed_max_seconds + DRAIN_S + 5.0
     service.route_deadlines[DOWNLOAD_PATH] = grace
     service.route_deadlines[UPLOAD_PATH] = grace
 
@@ -104,6 +106,23 @@ async def _upload(service: ProbeService, request: web.BaseRequest, _peer: str) -
             samples.append([round(loop.time(), 6), received])
         service.stats.add("speed_bytes_received", received)
         service.stats.add("speed_streams")
-        return web.json_response({"received": received, "samples": samples})
+        # Answer at once, whatever the client still has in flight: the test ends on the
+        # server's clock. Then read and drop the rest for a moment, because closing with
+        # unread data resets the connection and can destroy the answer before it is read.
+        body = json.dumps({"received": received, "samples": samples}).encode()
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.content_length = len(body)
+        response.force_close()
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+        drain_end = loop.time() + DRAIN_S
+        while (left := drain_end - loop.time()) > 0:
+            try:
+                if not await asyncio.wait_for(request.content.readany(), left):
+                    break
+            except (asyncio.TimeoutError, ConnectionError):
+                break
+        return response
     finally:
         service.speed_streams -= 1
