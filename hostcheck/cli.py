@@ -229,6 +229,8 @@ def audit(
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     try:
         policies = resolve_policies(policy)
+        if facts_file is not None and speedtest:
+            raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
         if facts_file is not None:
             facts = load_snapshot(facts_file)
         else:

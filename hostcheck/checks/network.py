@@ -189,7 +189,7 @@ def _total_vram_gib(facts: dict[str, Any]) -> float | None:
     "NET-1070",
     title="Internet bandwidth (measured)",
     op=">=",
-    unit="Mbps",
+    unit="",  # the threshold text carries its unit ("down 100 / up 75 Mbps")
     threshold="string",
     why="Renters pull images and datasets and push results; every platform sets a bandwidth "
     "floor (Vast's verified tier scales it with VRAM), and a home uplink is the most common "

@@ -69,3 +69,27 @@ def test_blackholed_server_is_unknown(natlab: nb.NatLab, probe_url: str) -> None
         natlab.exec("isp", ["nft", "delete", "table", "inet", "hcblack"], check=False)
     assert out["measured"] is False and out["download_mbps"] is None and out["upload_mbps"] is None
     assert out["reason"] and out["duration_s"] <= 4 + 0.5
+
+
+def test_audit_speedtest_judges_the_shaped_uplink(natlab: nb.NatLab, probe_url: str) -> None:
+    """End to end, as a user runs it: io.net wants 75 Mbps up; a 50/10 line fails NET-1070."""
+    import json
+
+    assert natlab.tmp is not None
+    token_file = natlab.tmp / "audit-token"
+    token_file.write_text(nb.PROBE_TOKEN)
+    argv = [nb.PYTHON, "-m", "hostcheck.cli", "audit", "--format", "json", "-p", "ionet", "-p", "salad",
+            "--speedtest", "--speedtest-seconds", "5", "--probe", probe_url, "--token-file", str(token_file)]
+    for server in nb.LAB_STUN_SERVERS:
+        argv += ["--stun-server", server]
+    for cidr in nb.PUBLIC_RANGES:
+        argv += ["--public-range", cidr]
+    with shaping.shaped(natlab, Link("50/10", 50, 10)):
+        proc = natlab.exec("host", argv, check=False, timeout=90)
+    assert proc.returncode in (0, 3), proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    bw = report["facts"]["network"]["bandwidth"]
+    assert bw["measured"] is True and abs(bw["upload_mbps"] - 10) <= 1.0 and abs(bw["download_mbps"] - 50) <= 5
+    status = {p["id"]: {f["id"]: f for f in p["findings"]}["NET-1070"] for p in report["policies"]}
+    assert status["ionet"]["status"] == "warn" and "up" in status["ionet"]["detail"]
+    assert status["salad"]["status"] == "warn"  # 10 up < 15
