@@ -414,7 +414,7 @@ def speedtest_command(
     argv_token: ArgvTokenOpt = None,
     seconds: Annotated[float, typer.Option("--seconds", help="Time cap of the whole test, seconds (3-60).")] = 10.0,
     max_mb: Annotated[int, typer.Option("--max-mb", help="Byte cap, both directions together, MB (1-20000).")] = 1000,
-    streams: Annotated[int, typer.Option("--streams", help="Parallel TCP streams per direction (1-16).")] = 4,
+    streams: Annotated[int, typer.Option("--streams", help="Parallel TCP streams per direction (1-8).")] = 4,
     output: OutputOpt = None,
 ) -> None:
     """Measure download, upload, latency and jitter against your probe server; print the
@@ -428,8 +428,8 @@ def speedtest_command(
             raise UsageError("the speed test needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
         args = _speedtest_args(True, False, probe, seconds, max_mb)
         assert args is not None
-        if not 1 <= streams <= 16:
-            raise UsageError("--streams must be 1-16")
+        if not 1 <= streams <= 8:
+            raise UsageError("--streams must be 1-8")
         parse_endpoint(probe, probe_fingerprint)
     except UsageError as exc:
         _die(str(exc))

@@ -338,3 +338,25 @@ def test_fleet_shows_and_diffs_bandwidth(tmp_path: Path) -> None:
     assert {"kind": "bandwidth_regressed", "detail": "upload: 120 -> 40 Mbps"} in box
     assert not any("download" in c["detail"] for c in box if c["kind"].startswith("bandwidth"))
     assert any(c.get("check") == "NET-1070" and c["kind"] == "finding_regressed" for c in box)
+
+
+def test_a_stream_outlives_the_request_deadline_but_not_its_own() -> None:
+    """A slow reader keeps a download open past the 1 s request deadline: the speed routes
+    get their own (stream length + margin), so the stream completes."""
+    import http.client
+
+    srv = start_in_thread(Limits(request_deadline_s=1.0, speed_max_seconds=3))
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
+        conn.request("GET", "/speed/download?seconds=3&bytes=16000000", headers={"Authorization": f"Bearer {TOKEN}"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        start, got = time.monotonic(), 0
+        while chunk := resp.read(1_000_000):
+            got += len(chunk)
+            time.sleep(0.1)
+        conn.close()
+        assert got == 16_000_000 and time.monotonic() - start > 1.0
+        assert srv.service.stats["request_deadlines"] == 0
+    finally:
+        srv.stop()

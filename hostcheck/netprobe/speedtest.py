@@ -24,6 +24,8 @@ from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, DOWNLOAD_PAT
 DEFAULT_SECONDS = 10.0
 DEFAULT_MAX_BYTES = 1_000_000_000
 DEFAULT_STREAMS = 4
+MAX_STREAMS = 8
+"""The probe server admits 8 connections per address at once."""
 LATENCY_PINGS = 10
 READ_BLOCK = 256 * 1024
 UPLOAD_CHUNK = 64 * 1024
@@ -57,8 +59,8 @@ class Plan:
             raise ValueError(f"the speed test's time cap must be {3 * MIN_PHASE_S / 2:g}-60 seconds")
         if not 1_000_000 <= self.max_bytes <= 20_000_000_000:
             raise ValueError("the speed test's byte cap must be 1 MB-20 GB")
-        if not 1 <= self.streams <= 16:
-            raise ValueError("streams must be 1-16")
+        if not 1 <= self.streams <= MAX_STREAMS:
+            raise ValueError(f"streams must be 1-{MAX_STREAMS}")
 
     @property
     def latency_s(self) -> float:
