@@ -135,7 +135,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
     # The server ends the stream on its own clock and answers while we may still be sending
     # (our socket buffer can hold seconds of data on a slow uplink), so we watch for its
     # answer between chunks instead of finishing the body first.
-    query = urlencode({"seconds": f"{max(0.1, plan.phase_s - 0.1):.2f}", "bytes": plan.stream_bytes})
+    query = urlencode({"seconds": f"{max(0.1, end - time.monotonic() - 0.1):.2f}", "bytes": plan.stream_bytes})
     block = bytes(UPLOAD_CHUNK)  # the server counts bytes; nothing between us compresses
     frame = b"%x\r\n" % len(block) + block + b"\r\n"
     conn = None
@@ -204,7 +204,7 @@ def _run_streams(target: Any, ep: Endpoint, token: str, plan: Plan, end: float) 
         t.start()
     for t in threads:
         # The streams watch ``end`` themselves; this join bounds a stuck one all the same.
-        t.join(max(0.0, end - time.monotonic()) + 6.0)
+        t.join(max(0.0, end - time.monotonic()) + 1.0)
     for t, st in zip(threads, streams):
         if t.is_alive() and st.error is None:
             st.error = "stream did not finish in time"
@@ -268,9 +268,11 @@ def run_speedtest(
                 "duration_s": round(time.monotonic() - started, 2)}
     rtt = latency(pings)
     assert rtt is not None
-    down_end = time.monotonic() + plan.phase_s
+    # A fixed schedule from the start: a phase that overruns shortens the next one instead
+    # of pushing the whole test past its time cap.
+    down_end = started + plan.latency_s + plan.phase_s
     down, down_error = _direction(_run_streams(_download, ep, token, plan, down_end), plan, "download")
-    up_end = time.monotonic() + plan.phase_s
+    up_end = started + plan.seconds - WIND_DOWN_S
     up, up_error = _direction(_run_streams(_upload, ep, token, plan, up_end), plan, "upload")
     result = {
         **base,
