@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | fleet`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet`.
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.

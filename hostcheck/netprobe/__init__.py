@@ -10,4 +10,5 @@
 - ``probe_protocol``: the probe server's wire format (pure); ``connectback``: its one action.
 - ``server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate).
 - ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only).
+- ``speed_protocol`` (pure), ``speed_endpoint`` (server side), ``speedtest`` (client): bandwidth.
 """
