@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | fleet`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet`.
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
@@ -66,14 +66,62 @@ def main_options(
     """hostcheck: read-only feasibility and risk audit of a GPU host."""
 
 
-def _context(offline: bool, timeout: float, stun_server: list[str], probe: str | None, token: str | None,
-             probe_port: list[int], public_range: list[str]) -> Any:
+def _read_token(token_file: Path | None) -> str | None:
+    """The probe token from --token-file or the environment; never from argv (``ps`` shows argv)."""
+    import os
+
+    from hostcheck.netprobe.probe_protocol import MAX_TOKEN_LENGTH, TOKEN_ENV, check_token
+
+    if token_file is not None:
+        import stat
+
+        try:
+            # O_NONBLOCK: a FIFO without a writer must not hang us before the check below.
+            fd = os.open(token_file, os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise UsageError(f"--token-file {token_file}: not a regular file")
+                raw = fh.read(MAX_TOKEN_LENGTH + 2)
+        except OSError as exc:
+            raise UsageError(f"--token-file {token_file}: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise UsageError(f"--token-file {token_file}: the token must be ASCII") from None
+    else:
+        text = os.environ.get(TOKEN_ENV, "")
+        if not text:
+            return None
+    try:
+        return check_token(text)
+    except ValueError as exc:
+        raise UsageError(f"{'--token-file' if token_file else TOKEN_ENV}: {exc}") from None
+
+
+def _no_argv_token(value: Optional[str]) -> None:
+    if value is not None:
+        raise typer.BadParameter(
+            "the token is no longer taken on the command line (every local user sees argv in ps): "
+            "put it in a file for --token-file, or in the HOSTCHECK_PROBE_TOKEN environment variable"
+        )
+
+
+def _context(offline: bool, timeout: float, stun_server: list[str], probe: str | None, token_file: Path | None,
+             probe_port: list[int], public_range: list[str], probe_fingerprint: str | None = None) -> Any:
     from hostcheck.collectors import CollectContext
 
     if timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    token = _read_token(token_file) if probe else None
     if probe and not token:
-        raise UsageError("--probe needs --token (the probe server's shared secret)")
+        raise UsageError("--probe needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
+    if probe:
+        from hostcheck.netprobe.http_client import parse_endpoint
+
+        try:
+            parse_endpoint(probe, probe_fingerprint)
+        except ValueError as exc:
+            raise UsageError(f"--probe: {exc}") from None
     import ipaddress
 
     from hostcheck.netprobe.servers import parse_server
@@ -94,9 +142,34 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
         stun_servers=list(stun_server),
         probe_url=probe,
         probe_token=token,
+        probe_fingerprint=probe_fingerprint,
         probe_ports=list(probe_port),
         public_ranges=list(public_range),
     )
+
+
+def _speedtest_args(enabled: bool, offline: bool, probe: str | None, seconds: float, max_mb: int) -> dict[str, Any] | None:
+    import math
+
+    if not enabled:
+        return None
+    if offline:
+        raise UsageError("--speedtest sends bulk traffic; it cannot run with --offline")
+    if not probe:
+        raise UsageError("--speedtest needs --probe URL (your `hostcheck probe-server`)")
+    if not math.isfinite(seconds) or not 3 <= seconds <= 60:
+        raise UsageError("--speedtest-seconds must be 3-60")
+    if not 1 <= max_mb <= 20000:
+        raise UsageError("--speedtest-max-mb must be 1-20000")
+    return {"seconds": seconds, "max_bytes": max_mb * 1_000_000}
+
+
+def _add_bandwidth(facts: dict[str, Any], ctx: Any, args: dict[str, Any]) -> None:
+    from hostcheck.netprobe.speedtest import run_speedtest
+
+    result = run_speedtest(ctx.probe_url, ctx.probe_token, fingerprint=ctx.probe_fingerprint, **args)
+    if isinstance(facts.get("network"), dict):
+        facts["network"]["bandwidth"] = result
 
 
 def _collect_live(ctx: Any, show_progress: bool) -> dict[str, Any]:
@@ -114,9 +187,13 @@ OfflineOpt = Annotated[bool, typer.Option("--offline", help="Send nothing over t
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Overall time budget for collecting facts, seconds.")]
 StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] (repeatable); default: public servers.")]
 ProbeOpt = Annotated[Optional[str], typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
-TokenOpt = Annotated[Optional[str], typer.Option("--token", help="Shared token of the probe server.")]
+TokenOpt = Annotated[Optional[Path], typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
+ArgvTokenOpt = Annotated[Optional[str], typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
+FingerprintOpt = Annotated[Optional[str], typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
 ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
+SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Time cap of the whole speed test, seconds (3-60).")]
+SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
 
@@ -138,9 +215,14 @@ def audit(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show passed requirements too.")] = False,
     stun_server: StunOpt = [],  # noqa: B006
     probe: ProbeOpt = None,
-    token: TokenOpt = None,
+    token_file: TokenOpt = None,
+    probe_fingerprint: FingerprintOpt = None,
+    argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
+    speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
+    speedtest_seconds: SpeedSecondsOpt = 10.0,
+    speedtest_max_mb: SpeedMaxMbOpt = 1000,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -152,11 +234,16 @@ def audit(
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     try:
         policies = resolve_policies(policy)
+        if facts_file is not None and speedtest:
+            raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
         if facts_file is not None:
             facts = load_snapshot(facts_file)
         else:
-            ctx = _context(offline, timeout, stun_server, probe, token, probe_port, public_range)
+            ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
+            if speed_args is not None:
+                _add_bandwidth(facts, ctx, speed_args)
     except (PolicyError, FactsError, UsageError) as exc:
         _die(str(exc))
     report = build_report(facts, policies)
@@ -177,7 +264,9 @@ def facts(
     timeout: TimeoutOpt = 10.0,
     stun_server: StunOpt = [],  # noqa: B006
     probe: ProbeOpt = None,
-    token: TokenOpt = None,
+    token_file: TokenOpt = None,
+    probe_fingerprint: FingerprintOpt = None,
+    argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
 ) -> None:
@@ -185,7 +274,7 @@ def facts(
     from hostcheck.facts import to_jsonable
 
     try:
-        ctx = _context(offline, timeout, stun_server, probe, token, probe_port, public_range)
+        ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
     except UsageError as exc:
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
@@ -255,17 +344,107 @@ def explain(check_id: Annotated[str, typer.Argument(help="A check id, e.g. GPU-1
 
 @app.command("probe-server")
 def probe_server(
-    token: Annotated[str, typer.Option("--token", help="Shared secret clients must present.")],
+    token_file: TokenOpt = None,
+    argv_token: ArgvTokenOpt = None,
     bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "0.0.0.0",
     port: Annotated[int, typer.Option("--port", help="TCP port for probe requests.")] = 8470,
-    max_ports: Annotated[int, typer.Option("--max-ports", help="Most ports one request may ask for.")] = 16,
+    max_ports: Annotated[int, typer.Option("--max-ports", help="Most ports one request may ask for (1-256).")] = 16,
+    rate_per_min: Annotated[int, typer.Option("--rate", help="Authenticated requests per caller per minute.")] = 30,
+    max_connections: Annotated[int, typer.Option("--max-connections", help="Concurrent connections, all callers together.")] = 64,
+    request_deadline: Annotated[float, typer.Option("--request-deadline", help="Seconds a whole request may take.")] = 10.0,
+    summary_interval: Annotated[float, typer.Option("--summary-interval", help="Seconds between log summaries.")] = 300.0,
+    tls_cert: Annotated[Optional[Path], typer.Option("--tls-cert", help="Certificate (PEM) to serve; with --tls-key.")] = None,
+    tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")] = None,
+    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="Where the self-signed certificate is kept (default ~/.local/state/hostcheck).")] = None,
+    insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Plain HTTP (the token crosses the network in clear): for labs only.")] = False,
+    speed_streams: Annotated[int, typer.Option("--speed-streams", help="Speed-test streams at once, all callers (0: no speed test).")] = 8,
 ) -> None:
     """Run on a machine OUTSIDE your network: connects back to the caller (only) on the ports it names."""
-    from hostcheck.netprobe.server import serve
+    import logging
+    import math
 
-    if len(token) < 16:
-        _die("--token must be at least 16 characters")
-    serve(bind, port, token, max_ports=max_ports)
+    try:
+        token = _read_token(token_file)
+    except UsageError as exc:
+        _die(str(exc))
+    if token is None:
+        _die("the probe server needs a token: --token-file FILE or the HOSTCHECK_PROBE_TOKEN environment variable")
+    if not 1 <= port <= 65535:
+        _die("--port must be 1-65535")
+    if not (math.isfinite(request_deadline) and math.isfinite(summary_interval)):
+        _die("--request-deadline and --summary-interval must be finite numbers")
+    if (tls_cert is None) != (tls_key is None):
+        _die("--tls-cert and --tls-key go together")
+    if insecure_http and tls_cert is not None:
+        _die("--insecure-http and --tls-cert exclude each other")
+    from hostcheck.netprobe.server import Limits, serve
+
+    try:
+        limits = Limits(
+            max_ports=max_ports,
+            rate_per_min=rate_per_min,
+            overall_per_min=max(300, rate_per_min * 10),
+            max_connections=max_connections,
+            max_connections_per_source=min(8, max(1, max_connections)),
+            request_deadline_s=request_deadline,
+            summary_interval_s=summary_interval,
+            speed_max_streams=speed_streams,
+        )
+    except ValueError as exc:
+        _die(str(exc))
+    ssl_context, fingerprint = None, None
+    if not insecure_http:
+        from hostcheck.netprobe import tls
+
+        try:
+            if tls_cert is None or tls_key is None:
+                import os
+
+                base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+                tls_cert, tls_key = tls.ensure_self_signed(state_dir or base / "hostcheck")
+                fingerprint = tls.fingerprint_of_pem_file(tls_cert)
+            ssl_context = tls.server_context(tls_cert, tls_key)
+        except (OSError, ValueError) as exc:
+            _die(f"TLS: {getattr(exc, 'strerror', None) or exc}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        serve(bind, port, token, limits=limits, ssl_context=ssl_context, fingerprint=fingerprint)
+    except OSError as exc:
+        _die(f"cannot listen on port {port}: {exc.strerror or exc}")
+
+
+@app.command("speedtest")
+def speedtest_command(
+    probe: Annotated[str, typer.Option("--probe", help="URL of your `hostcheck probe-server` (it serves the speed test too).")],
+    token_file: TokenOpt = None,
+    probe_fingerprint: FingerprintOpt = None,
+    argv_token: ArgvTokenOpt = None,
+    seconds: Annotated[float, typer.Option("--seconds", help="Time cap of the whole test, seconds (3-60).")] = 10.0,
+    max_mb: Annotated[int, typer.Option("--max-mb", help="Byte cap, both directions together, MB (1-20000).")] = 1000,
+    streams: Annotated[int, typer.Option("--streams", help="Parallel TCP streams per direction (1-8).")] = 4,
+    output: OutputOpt = None,
+) -> None:
+    """Measure download, upload, latency and jitter against your probe server; print the
+    `network.bandwidth` facts as JSON. Opt-in: it moves up to --max-mb of traffic."""
+    from hostcheck.netprobe.http_client import parse_endpoint
+    from hostcheck.netprobe.speedtest import run_speedtest
+
+    try:
+        token = _read_token(token_file)
+        if token is None:
+            raise UsageError("the speed test needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
+        args = _speedtest_args(True, False, probe, seconds, max_mb)
+        assert args is not None
+        if not 1 <= streams <= 8:
+            raise UsageError("--streams must be 1-8")
+        parse_endpoint(probe, probe_fingerprint)
+    except UsageError as exc:
+        _die(str(exc))
+    except ValueError as exc:
+        _die(f"--probe: {exc}")
+    result = run_speedtest(probe, token, fingerprint=probe_fingerprint, streams=streams, **args)
+    _emit(json.dumps(result, indent=2) + "\n", output)
+    raise typer.Exit(0 if result.get("measured") else 3)
 
 
 @app.command()

@@ -110,6 +110,18 @@ def _gpu_summary(facts: Any) -> dict[str, Any]:
     return {"gpu": gpu, "vram_gib": round(vram / 1024, 1) if isinstance(vram, (int, float)) else None, "power": power, "gpu_reason": None}
 
 
+def _bandwidth(facts: Any) -> dict[str, float | None]:
+    """Measured download/upload in Mbps (None where no speed test measured it)."""
+    bw = lookup(facts, "network.bandwidth")
+    out: dict[str, float | None] = {"download_mbps": None, "upload_mbps": None}
+    if isinstance(bw, dict):
+        for key in out:
+            value = bw.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = float(value)
+    return out
+
+
 def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str, Any]]:
     """One row per host: hardware summary, owner risk, and per policy verdict/score/blockers."""
     rows = []
@@ -125,6 +137,7 @@ def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str
             "generated_at": entry.report.get("generated_at"),
             "owner_risk": entry.report.get("owner_risk", {}).get("rating"),
             **_gpu_summary(facts),
+            "bandwidth": _bandwidth(facts),
             "policies": {},
         }
         for pid in policy_ids:
@@ -221,8 +234,30 @@ def _diff_reports(before: HostEntry, after: HostEntry) -> list[dict[str, Any]]:
     new_risk = after.report.get("owner_risk", {}).get("rating")
     if old_risk != new_risk:
         out.append({"kind": "owner_risk", "detail": f"{old_risk} -> {new_risk}"})
+    out.extend(_diff_bandwidth(before.report, after.report))
     for socket in sorted(_listening(after.report) - _listening(before.report)):
         out.append({"kind": "new_listening", "detail": socket})
     for socket in sorted(_listening(before.report) - _listening(after.report)):
         out.append({"kind": "closed_listening", "detail": socket})
+    return out
+
+
+BANDWIDTH_CHANGE = 0.10
+"""A speed test repeats within a few per cent; a change beyond this is drift worth a line."""
+
+
+def _diff_bandwidth(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    old = _bandwidth(from_jsonable(before.get("facts", {})))
+    new = _bandwidth(from_jsonable(after.get("facts", {})))
+    out = []
+    for key, name in (("download_mbps", "download"), ("upload_mbps", "upload")):
+        was, now = old[key], new[key]
+        if was is None and now is None:
+            continue
+        if was is None or now is None:
+            detail = f"{name}: {'not measured' if was is None else f'{was:g} Mbps'} -> {'not measured' if now is None else f'{now:g} Mbps'}"
+            out.append({"kind": "bandwidth", "detail": detail})
+        elif abs(now - was) > BANDWIDTH_CHANGE * max(was, 1e-9):
+            kind = "bandwidth_regressed" if now < was else "bandwidth_improved"
+            out.append({"kind": kind, "detail": f"{name}: {was:g} -> {now:g} Mbps"})
     return out

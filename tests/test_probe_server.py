@@ -1,11 +1,12 @@
 """The probe server: its pure request parser (table + Hypothesis), its rules (token, rate,
-caller-only connect-back), and a real server and client talking over loopback."""
+caller-only connect-back), a real server and client talking over loopback, and one test per
+attack on it (token flood, slowloris, connection flood, TLS pinning, redirects, disconnects,
+the token in argv). Loopback only; each attack is bounded to a few seconds."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,19 +15,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostcheck.netprobe import server as ps
-from hostcheck.netprobe.server import (
+from hostcheck.netprobe import probe_protocol as ps
+from hostcheck.netprobe.probe_client import request_probe
+from hostcheck.netprobe.probe_protocol import (
     PortProbe,
     ProbeRequest,
     ProbeRequestError,
-    RateLimiter,
-    make_server,
+    check_token,
     parse_probe_request,
-    request_probe,
     token_matches,
 )
+from hostcheck.netprobe.server import Limits, ProbeService, RateLimiter
+from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
-TOKEN = "test-token-0123456789abcdef"
 NONCE = "abcdefghijklmnop"
 
 
@@ -175,40 +176,24 @@ def test_rate_limiter_windows() -> None:
     assert lim.allow("a", 61)  # the window slid
 
 
-def test_short_tokens_are_refused() -> None:
-    with pytest.raises(ValueError, match="at least 16"):
-        make_server("127.0.0.1", 0, "short")
+@pytest.mark.parametrize("bad", ["short", "x" * 513, "with space in it 0123", "ünïcödé-token-0123456789"])
+def test_unusable_tokens_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="probe token"):
+        check_token(bad)
+    with pytest.raises(ValueError):
+        ProbeService(bad, Limits())
 
 
 # -- a real server on loopback ---------------------------------------------------------------------------
 
 
 @pytest.fixture
-def probe_server() -> Iterator[tuple[str, ps.ProbeServer]]:
-    srv = make_server("127.0.0.1", 0, TOKEN, max_ports=4, rate_per_min=20)
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    t.start()
+def probe_server() -> Iterator[RunningThread]:
+    srv = start_in_thread(Limits(max_ports=4, rate_per_min=20, request_deadline_s=10))
     try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}", srv
+        yield srv
     finally:
-        srv.shutdown()
-        srv.server_close()
-
-
-def free_port(kind: int) -> int:
-    # A port free for both TCP and UDP right now.
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, kind) as s:
-            s.bind(("0.0.0.0", 0))
-            p = s.getsockname()[1]
-        other = socket.SOCK_DGRAM if kind == socket.SOCK_STREAM else socket.SOCK_STREAM
-        try:
-            with socket.socket(socket.AF_INET, other) as s2:
-                s2.bind(("0.0.0.0", p))
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port")
+        srv.stop()
 
 
 def post(
@@ -225,10 +210,9 @@ def post(
         return exc.code, json.loads(exc.read())
 
 
-def test_client_proves_reachable_ports(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
+def test_client_proves_reachable_ports(probe_server: RunningThread) -> None:
     p = free_port(socket.SOCK_STREAM)
-    out = request_probe(url, TOKEN, [(p, "tcp"), (p, "udp")], timeout=8)
+    out = request_probe(probe_server.url, TOKEN, [(p, "tcp"), (p, "udp")], timeout=8)
     assert out["probed"] is True and out["peer"] == "127.0.0.1" and out["reason"] is None
     assert [(x["proto"], x["result"], x["detail"]) for x in out["ports"]] == [
         ("tcp", "reachable", "connected"),
@@ -236,11 +220,10 @@ def test_client_proves_reachable_ports(probe_server: tuple[str, ps.ProbeServer])
     ]
 
 
-def test_closed_ports_are_unreachable(probe_server: tuple[str, ps.ProbeServer]) -> None:
+def test_closed_ports_are_unreachable(probe_server: RunningThread) -> None:
     """Asked directly (no client listeners), the server reports what it met."""
-    url, _ = probe_server
     p = free_port(socket.SOCK_STREAM)
-    status, answer = post(url, {"ports": [port(p, "tcp"), port(p, "udp")]})
+    status, answer = post(probe_server.url, {"ports": [port(p, "tcp"), port(p, "udp")]})
     assert status == 200
     assert [(r["result"], r["detail"]) for r in answer["results"]] == [
         ("unreachable", "refused"),
@@ -248,64 +231,59 @@ def test_closed_ports_are_unreachable(probe_server: tuple[str, ps.ProbeServer]) 
     ]
 
 
-def test_port_in_use_here_is_unverified(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
+def test_port_in_use_here_is_unverified(probe_server: RunningThread) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
         busy.bind(("0.0.0.0", 0))
         p = busy.getsockname()[1]
-        out = request_probe(url, TOKEN, [(p, "udp")], timeout=8)
+        out = request_probe(probe_server.url, TOKEN, [(p, "udp")], timeout=8)
     (result,) = out["ports"]
     assert result["result"] == "unverified" and "port in use on this host" in result["detail"]
 
 
-def test_forwarded_for_headers_do_not_change_the_target(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
+def test_forwarded_for_headers_do_not_change_the_target(probe_server: RunningThread) -> None:
     p = free_port(socket.SOCK_STREAM)
     status, answer = post(
-        url, {"ports": [port(p)]}, headers={"X-Forwarded-For": "192.0.2.77", "X-Real-IP": "192.0.2.77"}
+        probe_server.url,
+        {"ports": [port(p)]},
+        headers={"X-Forwarded-For": "192.0.2.77", "X-Real-IP": "192.0.2.77"},
     )
     assert status == 200 and answer["peer"] == "127.0.0.1"
 
 
-def test_third_party_target_is_refused(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, srv = probe_server
-    status, answer = post(url, {"ports": [port()], "host": "192.0.2.1"})
+def test_third_party_target_is_refused(probe_server: RunningThread) -> None:
+    status, answer = post(probe_server.url, {"ports": [port()], "host": "192.0.2.1"})
     assert status == 400 and "connects back only" in answer["error"]
-    assert srv.stats["probes"] == 0
+    assert probe_server.service.stats["probes"] == 0
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token-0123456789abcdef", TOKEN + "x"])
-def test_wrong_or_missing_token(probe_server: tuple[str, ps.ProbeServer], token: str | None) -> None:
-    url, srv = probe_server
-    status, _ = post(url, {"ports": [port()]}, token=token)
-    assert status == 401 and srv.stats["probes"] == 0
+def test_wrong_or_missing_token(probe_server: RunningThread, token: str | None) -> None:
+    status, _ = post(probe_server.url, {"ports": [port()]}, token=token)
+    assert status == 401 and probe_server.service.stats["probes"] == 0
+    assert probe_server.service.stats["failed_authentications"] == 1
 
 
-def test_client_reports_refusal_as_unverified(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
-    out = request_probe(url, "wrong-token-0123456789abcdef", [(40001, "tcp")], timeout=5)
+def test_client_reports_refusal_as_unverified(probe_server: RunningThread) -> None:
+    out = request_probe(probe_server.url, "wrong-token-0123456789abcdef", [(40001, "tcp")], timeout=5)
     assert out["probed"] is False and "HTTP 401" in out["reason"]
     assert out["ports"][0]["result"] == "unverified"
 
 
-def test_rate_limit(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
-    codes = [post(url, {"nope": 1}, token="bad-token-bad-token")[0] for _ in range(21)]
-    assert codes[:20] == [401] * 20 and codes[20] == 429  # failed logins count too
+def test_rate_limit_charges_authenticated_callers(probe_server: RunningThread) -> None:
+    codes = [post(probe_server.url, {"nope": 1})[0] for _ in range(21)]
+    assert codes[:20] == [400] * 20 and codes[20] == 429
 
 
-def test_too_many_ports(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
-    status, answer = post(url, {"ports": [port(p) for p in range(1000, 1005)]})
+def test_too_many_ports(probe_server: RunningThread) -> None:
+    status, answer = post(probe_server.url, {"ports": [port(p) for p in range(1000, 1005)]})
     assert status == 400 and "at most 4 ports" in answer["error"]
 
 
-def test_unknown_paths_and_health(probe_server: tuple[str, ps.ProbeServer]) -> None:
-    url, _ = probe_server
-    with urllib.request.urlopen(url + "/health", timeout=5) as resp:
+def test_unknown_paths_and_health(probe_server: RunningThread) -> None:
+    with urllib.request.urlopen(probe_server.url + "/health", timeout=5) as resp:
         assert json.loads(resp.read()) == {"ok": True}
     with pytest.raises(urllib.error.HTTPError) as err:
-        urllib.request.urlopen(url + "/admin", timeout=5)
+        urllib.request.urlopen(probe_server.url + "/admin", timeout=5)
     assert err.value.code == 404
 
 
@@ -315,20 +293,39 @@ def test_unreachable_probe_server() -> None:
     assert out["probed"] is False and "not reachable" in out["reason"]
 
 
-def test_bad_url_scheme() -> None:
-    out = request_probe("ftp://example.invalid", TOKEN, [(1, "tcp")], timeout=1)
-    assert out["probed"] is False and "http://" in out["reason"]
+@pytest.mark.parametrize(
+    "url, fingerprint, message",
+    [
+        ("ftp://example.invalid", None, "http://"),
+        ("http://user:pw@127.0.0.1:1", None, "credentials"),
+        ("http://127.0.0.1:1", "SHA256:" + "AB:" * 31 + "AB", "needs an https"),
+        ("https://127.0.0.1:1", "not-a-fingerprint", "64 hex digits"),
+    ],
+)
+def test_bad_url_or_fingerprint(url: str, fingerprint: str | None, message: str) -> None:
+    out = request_probe(url, TOKEN, [(1, "tcp")], timeout=1, fingerprint=fingerprint)
+    assert out["probed"] is False and message in out["reason"]
 
 
-def test_server_logs_nothing_sensitive(
-    probe_server: tuple[str, ps.ProbeServer], caplog: pytest.LogCaptureFixture
-) -> None:
-    url, _ = probe_server
+def test_server_logs_nothing_sensitive(probe_server: RunningThread, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="hostcheck.probe_server")
     p = free_port(socket.SOCK_STREAM)
-    post(url, {"ports": [port(p)]})
-    post(url, {"ports": [port(p)]}, token="bad-token-bad-token")
+    post(probe_server.url, {"ports": [port(p)]})
+    post(probe_server.url, {"ports": [port(p)]}, token="bad-token-bad-token")
+    probe_server.call(probe_server.server.log_summary)
     text = caplog.text
-    assert "probe done" in text and "refused" in text
+    assert "probe done" in text and "1 failed authentications" in text
     for secret in (TOKEN, NONCE, "127.0.0.1", "bad-token"):
         assert secret not in text
+
+
+def test_the_audit_does_not_load_the_server() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hostcheck.collectors.reachability;"
+        "print(sorted(m for m in sys.modules if m.startswith('aiohttp') or m.endswith('netprobe.server')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
@@ -258,17 +259,86 @@ def platform_accepts(_facts: dict[str, Any], threshold: Any) -> Outcome:
     return failed("not accepting", str(threshold))
 
 
-def _bandwidth_unmeasured(_facts: dict[str, Any], _threshold: Any) -> Outcome:
-    return unknown("hostcheck does not measure bandwidth (it sends no bulk traffic); run a speed test")
+SPEEDTEST_HINT = (
+    "run the speed test against your probe server: `hostcheck audit --speedtest --probe URL` "
+    "(or `hostcheck speedtest --probe URL`)"
+)
+_BOTH_WAYS = re.compile(r"^down (\d+(?:\.\d+)?) / up (\d+(?:\.\d+)?) Mbps$")
+_PER_VRAM = re.compile(
+    r"^(\d+(?:\.\d+)?) Mbps per GiB of VRAM each way, floor (\d+(?:\.\d+)?), cap (\d+(?:\.\d+)?)$"
+)
 
 
-check(
+def bandwidth_needs(threshold: str, vram_gib: float | None) -> tuple[float, float, str] | None:
+    """``(down, up, how)`` in Mbps that a policy's NET-1070 threshold asks for.
+
+    Two forms: ``down D / up U Mbps``, and ``R Mbps per GiB of VRAM each way, floor F, cap C``
+    (Vast's verified tier). None when the rule needs the VRAM and it is not known.
+    ValueError for any other text: a policy's threshold is data and is read strictly.
+    """
+    if m := _BOTH_WAYS.match(threshold):
+        return float(m.group(1)), float(m.group(2)), threshold
+    if m := _PER_VRAM.match(threshold):
+        rate, floor, cap = (float(g) for g in m.groups())
+        if vram_gib is None:
+            return None
+        need = min(cap, max(floor, rate * vram_gib))
+        return need, need, f"{rate:g} x {vram_gib:g} GiB VRAM = {rate * vram_gib:.0f}, floor {floor:g}, cap {cap:g}: {need:g} Mbps each way"
+    raise ValueError(f"NET-1070 threshold {threshold!r} is neither 'down D / up U Mbps' nor the per-VRAM form")
+
+
+def _total_vram_gib(facts: dict[str, Any]) -> float | None:
+    devices = lookup(facts, "gpu.devices")
+    if not isinstance(devices, list) or not devices:
+        return None
+    sizes = [d.get("vram_total_mib") if isinstance(d, dict) else None for d in devices]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in sizes):
+        return None
+    return round(sum(sizes) / 1024, 1)  # type: ignore[arg-type]
+
+
+@check(
     "NET-1070",
-    title="Internet bandwidth",
+    title="Internet bandwidth (measured)",
     op=">=",
-    unit="Mbps",
-    threshold="number",
-    why="Renters pull images and datasets; platforms set a bandwidth floor for listing.",
-    fix="Measure with a speed test to a server near you; a wired connection helps.",
-)(_bandwidth_unmeasured)
-
+    unit="",  # the threshold text carries its unit ("down 100 / up 75 Mbps")
+    threshold="string",
+    why="Renters pull images and datasets and push results; every platform sets a bandwidth "
+    "floor (Vast's verified tier scales it with VRAM), and a home uplink is the most common "
+    "reason a machine earns nothing.",
+    fix="Use a wired connection and a plan with more upload; measure with `hostcheck speedtest "
+    "--probe URL` against a `hostcheck probe-server` near the platform's users.",
+)
+def bandwidth(facts: dict[str, Any], threshold: Any) -> Outcome:
+    network = lookup(facts, "network")
+    if isinstance(network, dict) and "bandwidth" not in network:
+        return unknown(f"no speed test was run (it is opt-in: it sends bulk traffic); {SPEEDTEST_HINT}")
+    bw = lookup(facts, "network.bandwidth")
+    if isinstance(bw, Unknown) or not isinstance(bw, dict):
+        why = bw.reason if isinstance(bw, Unknown) else "no bandwidth facts"
+        return unknown(f"not measured ({why}); {SPEEDTEST_HINT}")
+    needs = bandwidth_needs(str(threshold), _total_vram_gib(facts))
+    down, up = bw.get("download_mbps"), bw.get("upload_mbps")
+    known = {k: v for k, v in (("down", down), ("up", up)) if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    measured = " / ".join(f"{k} {v:g}" for k, v in known.items()) + " Mbps" if known else None
+    source = f"speed test against {bw.get('server')} ({bw.get('source', 'probe-server')})"
+    if needs is None:
+        # Per-VRAM rule without the VRAM: only the cap and the floor decide.
+        m = _PER_VRAM.match(str(threshold))
+        assert m is not None
+        floor, cap = float(m.group(2)), float(m.group(3))
+        if len(known) == 2 and min(known.values()) >= cap:
+            return passed(measured, f"{source}; at or above the {cap:g} Mbps cap whatever the VRAM")
+        if known and min(known.values()) < floor:
+            return failed(measured, f"{source}; below the {floor:g} Mbps floor whatever the VRAM")
+        return unknown(f"the rule scales with total VRAM, which is unknown; measured {measured or 'nothing'}", measured)
+    need_down, need_up, how = needs
+    short = [
+        f"{k} {known[k]:g} < {need:g}" for k, need in (("down", need_down), ("up", need_up)) if k in known and known[k] < need
+    ]
+    if short:
+        return failed(measured, f"{source}; needs {how}: {', '.join(short)}")
+    if len(known) < 2:
+        why = bw.get("reason") or "the speed test did not finish"
+        return unknown(f"not measured ({why}); {SPEEDTEST_HINT}", measured)
+    return passed(measured, f"{source}; needs {how}")

@@ -48,6 +48,7 @@ class CollectContext:
     stun_servers: list[str] = field(default_factory=list)
     probe_url: str | None = None
     probe_token: str | None = None
+    probe_fingerprint: str | None = None
     probe_ports: list[int] = field(default_factory=list)
     # Extra networks to treat as "global" (the NAT lab's documentation ranges).
     public_ranges: list[str] = field(default_factory=list)

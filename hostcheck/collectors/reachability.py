@@ -36,7 +36,7 @@ from hostcheck.netprobe.gateway import (
     upnp_external_address,
 )
 from hostcheck.netprobe.hops import udp_hops
-from hostcheck.netprobe.server import request_probe
+from hostcheck.netprobe.probe_client import request_probe
 from hostcheck.netprobe.servers import resolve_servers
 
 SECTION = "network"
@@ -102,6 +102,7 @@ def collect(ctx: CollectContext) -> dict[str, Any]:
         public_ranges=list(ctx.public_ranges),
         probe_url=ctx.probe_url,
         probe_token=ctx.probe_token,
+        probe_fingerprint=ctx.probe_fingerprint,
         probe_ports=list(ctx.probe_ports),
         deadline=time.monotonic() + max(0.0, budget),
     )
@@ -115,6 +116,7 @@ def probe_reachability(
     probe_token: str | None,
     probe_ports: list[int],
     deadline: float,
+    probe_fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """Run every reachability probe concurrently and return the facts subtrees."""
     started = time.monotonic()
@@ -135,7 +137,9 @@ def probe_reachability(
     if probe_url and probe_token and probe_ports:
         ports = [(p, proto) for p in probe_ports for proto in ("tcp", "udp")]
         inbound_task = _Task(
-            "inbound probe", lambda: request_probe(probe_url, probe_token, ports, _left(probes_end, 5.0))
+            "inbound probe", lambda: request_probe(
+                probe_url, probe_token, ports, _left(probes_end, 5.0), probe_fingerprint
+            )
         )
 
     phase = stun.result(deadline)
@@ -369,7 +373,7 @@ def _inbound_facts(url: str | None, token: str | None, ports: list[int], answer:
         return {
             "probed": False,
             "ports": listed,
-            "reason": "no probe server given (--probe URL --token T): only a connection from outside "
+            "reason": "no probe server given (--probe URL): only a connection from outside "
             "can prove that a port is reachable",
         }
     if not token:

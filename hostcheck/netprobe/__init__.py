@@ -8,5 +8,8 @@
 - ``hops``: unprivileged TTL-limited UDP hop probe (IP_RECVERR).
 - ``cgnat``: CGNAT / double-NAT signals from the raw evidence, and the verdicts (pure).
 - ``servers``: ``HOST[:PORT]`` parsing and bounded name resolution.
-- ``server``: the inbound probe server (``serve``) and its client (``request_probe``).
+- ``probe_protocol``: the probe server's wire format (pure); ``connectback``: its one action.
+- ``server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate).
+- ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only).
+- ``speed_protocol`` (pure), ``speed_endpoint`` (server side), ``speedtest`` (client): bandwidth.
 """

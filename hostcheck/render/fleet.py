@@ -9,13 +9,14 @@ SHORT = {"feasible": "ok", "feasible with risks": "risks", "not feasible": "NO",
 
 def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:
     if not row["reachable"]:
-        return [row["host"], "UNREACHABLE", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
+        return [row["host"], "UNREACHABLE", "", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
     cells = [
         row["host"],
         row.get("gpu") or "none",
         "" if row.get("vram_gib") is None else f"{row['vram_gib']:g}",
         row.get("power") or "",
         row.get("owner_risk") or "",
+        _bandwidth_cell(row.get("bandwidth") or {}),
         "",
     ]
     for pid in policy_ids:
@@ -28,7 +29,14 @@ def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:
     return cells
 
 
-HEADERS = ["host", "GPU", "VRAM GiB", "power cap/default", "owner risk", "note"]
+HEADERS = ["host", "GPU", "VRAM GiB", "power cap/default", "owner risk", "down/up Mbps", "note"]
+
+
+def _bandwidth_cell(bw: dict[str, Any]) -> str:
+    down, up = bw.get("download_mbps"), bw.get("upload_mbps")
+    if down is None and up is None:
+        return ""  # no speed test was run (it is opt-in)
+    return "/".join("?" if v is None else f"{v:.0f}" for v in (down, up))
 
 
 def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: bool = False) -> str:

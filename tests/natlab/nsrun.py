@@ -47,7 +47,7 @@ def main() -> None:
         out = asdict(res)
         out["reason"] = res.reason
     elif mode == "probe":
-        from hostcheck.netprobe.server import request_probe
+        from hostcheck.netprobe.probe_client import request_probe
 
         ports = [(int(p), str(proto)) for p, proto in args["ports"]]
         out = to_jsonable(request_probe(args["url"], args["token"], ports, float(args.get("timeout", 5))))

@@ -1,0 +1,295 @@
+"""The speed test client: download, upload, latency and jitter against the user's probe server.
+
+Opt-in (it sends bulk traffic). Several parallel TCP streams per direction, a discarded
+warm-up, and hard caps on time (the whole test) and bytes (both directions together), both
+stated in the result. Every failure becomes ``measured: False`` with the reason: a silent,
+slow or misbehaving server never yields a made-up number. Standard library only.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from hostcheck.netprobe.http_client import Endpoint, ServerError, check_status, connect, parse_endpoint
+from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, DOWNLOAD_PATH, UPLOAD_PATH, latency, window_rate
+
+DEFAULT_SECONDS = 10.0
+DEFAULT_MAX_BYTES = 1_000_000_000
+DEFAULT_STREAMS = 4
+MAX_STREAMS = 8
+"""The probe server admits 8 connections per address at once."""
+LATENCY_PINGS = 10
+READ_BLOCK = 256 * 1024
+UPLOAD_CHUNK = 64 * 1024
+MIN_WINDOW_S = 1.0
+MIN_CAPPED_WINDOW_S = 0.2
+MIN_WINDOW_BYTES = 256 * 1024
+"""Less than this in the window is a stalled or trickling server, not a measurement."""
+MIN_PHASE_S = 2.0
+SAMPLE_EVERY_S = 0.02
+WIND_DOWN_S = 0.25
+"""Kept from each direction's share of the time cap, for its streams to finish."""
+
+
+@dataclass
+class Stream:
+    """One TCP stream's progress: (time, bytes so far) samples, and why it stopped if it failed."""
+
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    moved: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    seconds: float
+    max_bytes: int
+    streams: int
+
+    def __post_init__(self) -> None:
+        if not 3 * MIN_PHASE_S / 2 <= self.seconds <= 60:
+            raise ValueError(f"the speed test's time cap must be {3 * MIN_PHASE_S / 2:g}-60 seconds")
+        if not 1_000_000 <= self.max_bytes <= 20_000_000_000:
+            raise ValueError("the speed test's byte cap must be 1 MB-20 GB")
+        if not 1 <= self.streams <= MAX_STREAMS:
+            raise ValueError(f"streams must be 1-{MAX_STREAMS}")
+
+    @property
+    def latency_s(self) -> float:
+        # Handshakes are cheap: 10 take 0.2 s on a short path and half a second at 30 ms.
+        return min(0.5, self.seconds * 0.05)
+
+    @property
+    def phase_s(self) -> float:
+        """Each direction's share of the time cap (after latency, less a margin to wind down)."""
+        return (self.seconds - self.latency_s) / 2 - WIND_DOWN_S
+
+    @property
+    def warmup_s(self) -> float:
+        return min(1.0, self.phase_s * 0.25)
+
+    @property
+    def stream_bytes(self) -> int:
+        return max(1, min(DEFAULT_STREAM_BYTES, self.max_bytes // (2 * self.streams)))
+
+
+def _timeout(end: float) -> float:
+    return max(0.2, min(5.0, end - time.monotonic()))
+
+
+def _ping(ep: Endpoint, end: float) -> list[float]:
+    """TCP handshake times to the server: no request, nothing charged to the token's budget."""
+    out: list[float] = []
+    for _ in range(LATENCY_PINGS):
+        left = end - time.monotonic()
+        if left <= 0.05:
+            break
+        try:
+            start = time.perf_counter()
+            with socket.create_connection((ep.host, ep.port), timeout=min(1.0, left)):
+                out.append(time.perf_counter() - start)
+        except OSError:
+            pass
+        time.sleep(min(0.02, max(0.0, end - time.monotonic())))
+    return out
+
+
+def _download(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> None:
+    query = urlencode({"seconds": f"{plan.phase_s + 1:.2f}", "bytes": plan.stream_bytes})
+    conn = None
+    try:
+        conn = connect(ep, _timeout(end))
+        conn.request("GET", f"{ep.base_path}{DOWNLOAD_PATH}?{query}", headers={"Authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+        check_status(resp)
+        last = 0.0
+        while (now := time.monotonic()) < end and st.moved < plan.stream_bytes:
+            if conn.sock is not None:
+                conn.sock.settimeout(_timeout(end))
+            chunk = resp.read1(READ_BLOCK)
+            if not chunk:
+                break
+            st.moved += len(chunk)
+            now = time.monotonic()
+            if now - last >= SAMPLE_EVERY_S:
+                st.samples.append((now, st.moved))
+                last = now
+        st.samples.append((time.monotonic(), st.moved))
+    except ServerError as exc:
+        st.error = str(exc)
+    except (OSError, http.client.HTTPException) as exc:
+        st.error = f"download stream failed: {_why(exc)}"
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> None:
+    # The server ends the stream on its own clock and answers while we may still be sending
+    # (our socket buffer can hold seconds of data on a slow uplink), so we watch for its
+    # answer between chunks instead of finishing the body first.
+    query = urlencode({"seconds": f"{max(0.1, end - time.monotonic() - 0.1):.2f}", "bytes": plan.stream_bytes})
+    block = bytes(UPLOAD_CHUNK)  # the server counts bytes; nothing between us compresses
+    frame = b"%x\r\n" % len(block) + block + b"\r\n"
+    conn = None
+    try:
+        conn = connect(ep, _timeout(end))
+        conn.putrequest("POST", f"{ep.base_path}{UPLOAD_PATH}?{query}", skip_accept_encoding=True)
+        conn.putheader("Authorization", f"Bearer {token}")
+        conn.putheader("Content-Type", "application/octet-stream")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        sock = conn.sock
+        assert sock is not None
+        sent_error: str | None = None
+        try:
+            while time.monotonic() < end and st.moved + len(block) <= plan.stream_bytes:
+                if select.select([sock], [], [], 0)[0]:
+                    break  # the server has answered (or hung up)
+                sock.settimeout(_timeout(end))
+                sock.sendall(frame)
+                st.moved += len(block)
+        except OSError as exc:
+            sent_error = _why(exc)  # the server may have answered (and closed) already
+        sock.settimeout(max(0.2, end + WIND_DOWN_S - time.monotonic()))
+        resp = http.client.HTTPResponse(sock, method="POST")  # type: ignore[arg-type]
+        try:
+            resp.begin()
+        except (OSError, http.client.HTTPException) as exc:
+            raise ServerError(f"upload stream failed: {sent_error or _why(exc)}") from None
+        check_status(resp)
+        answer = json.loads(resp.read(1_000_000) or b"null")
+        samples = answer.get("samples") if isinstance(answer, dict) else None
+        if not isinstance(samples, list) or not all(
+            isinstance(s, list) and len(s) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in s)
+            for s in samples
+        ):
+            raise ServerError("the server's upload answer has the wrong shape")
+        st.samples = [(float(t), int(n)) for t, n in samples]
+        if any(b[1] < a[1] or b[0] < a[0] for a, b in zip(st.samples, st.samples[1:])) or (
+            st.samples and st.samples[-1][1] > st.moved
+        ):
+            raise ServerError("the server's upload answer is inconsistent (counts more than was sent)")
+    except ServerError as exc:
+        st.error = str(exc)
+        st.samples = []
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        st.error = f"upload stream failed: {_why(exc)}"
+        st.samples = []
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _run_streams(target: Any, ep: Endpoint, token: str, plan: Plan, end: float) -> list[Stream]:
+    streams = [Stream() for _ in range(plan.streams)]
+    threads = [
+        threading.Thread(target=target, args=(ep, token, plan, end, st), daemon=True, name=f"speed-{i}")
+        for i, st in enumerate(streams)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        # The streams watch ``end`` themselves; this join bounds a stuck one all the same.
+        t.join(max(0.0, end - time.monotonic()) + 1.0)
+    for t, st in zip(threads, streams):
+        if t.is_alive() and st.error is None:
+            st.error = "stream did not finish in time"
+    return streams
+
+
+def _direction(streams: list[Stream], plan: Plan, name: str) -> tuple[dict[str, Any], str | None]:
+    moved = sum(s.moved for s in streams)
+    errors = [s.error for s in streams if s.error]
+    if errors:
+        return {"bytes": moved}, f"{name}: {errors[0]}"
+    capped = all(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)  # within a chunk of it
+    warmup, min_window = plan.warmup_s, MIN_WINDOW_S
+    if capped:
+        # The byte cap ended the streams early (a fast link): the warm-up and the window
+        # shrink with what was moved, rather than throwing the measurement away.
+        starts = [s.samples[0][0] for s in streams if s.samples]
+        ends = [s.samples[-1][0] for s in streams if s.samples]
+        span = max(ends) - min(starts) if starts else 0.0
+        warmup, min_window = min(warmup, span * 0.25), MIN_CAPPED_WINDOW_S
+    rate = window_rate([s.samples for s in streams], warmup)
+    if rate is None or rate[1] < min_window:
+        return {"bytes": moved}, f"{name}: too little data after the warm-up to measure (server too slow or silent)"
+    mbps, window, in_window = rate
+    if in_window < MIN_WINDOW_BYTES:
+        return {"bytes": moved}, (
+            f"{name}: only {in_window} bytes in {window:.1f} s after the warm-up: the server is too slow "
+            "or stalled to measure"
+        )
+    out = {"mbps": round(mbps, 2), "bytes": moved, "window_s": round(window, 2), "byte_cap_reached": capped}
+    return out, None
+
+
+def run_speedtest(
+    url: str,
+    token: str,
+    *,
+    fingerprint: str | None = None,
+    seconds: float = DEFAULT_SECONDS,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    streams: int = DEFAULT_STREAMS,
+) -> dict[str, Any]:
+    """Measure against ``url``; returns the ``network.bandwidth`` facts. Never raises for
+    network trouble or a bad server (``measured: False`` with the reason)."""
+    started = time.monotonic()
+    try:
+        plan = Plan(seconds, max_bytes, streams)
+        ep = parse_endpoint(url, fingerprint)
+    except ValueError as exc:
+        return not_measured(str(exc))
+    base: dict[str, Any] = {
+        "source": "probe-server",
+        "server": f"{ep.scheme}://{ep.host}:{ep.port}",
+        "streams": plan.streams,
+        "caps": {"seconds": plan.seconds, "bytes": plan.max_bytes},
+        "warmup_s": plan.warmup_s,
+    }
+    pings = _ping(ep, started + plan.latency_s)
+    if not pings:
+        return {**not_measured(f"the server at {base['server']} does not accept connections"), **base,
+                "duration_s": round(time.monotonic() - started, 2)}
+    rtt = latency(pings)
+    assert rtt is not None
+    # A fixed schedule from the start: a phase that overruns shortens the next one instead
+    # of pushing the whole test past its time cap.
+    down_end = started + plan.latency_s + plan.phase_s
+    down, down_error = _direction(_run_streams(_download, ep, token, plan, down_end), plan, "download")
+    up_end = started + plan.seconds - WIND_DOWN_S
+    up, up_error = _direction(_run_streams(_upload, ep, token, plan, up_end), plan, "upload")
+    result = {
+        **base,
+        "measured": down_error is None and up_error is None,
+        "download_mbps": down.get("mbps"),
+        "upload_mbps": up.get("mbps"),
+        "latency_ms": round(rtt[0], 2),
+        "jitter_ms": round(rtt[1], 2),
+        "bytes_down": down["bytes"],
+        "bytes_up": up["bytes"],
+        "byte_cap_reached": bool(down.get("byte_cap_reached") or up.get("byte_cap_reached")),
+        "duration_s": round(time.monotonic() - started, 2),
+        "reason": "; ".join(e for e in (down_error, up_error) if e) or None,
+    }
+    return result
+
+
+def not_measured(reason: str) -> dict[str, Any]:
+    return {"measured": False, "download_mbps": None, "upload_mbps": None, "reason": reason}
