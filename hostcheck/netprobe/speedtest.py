@@ -37,6 +37,9 @@ MIN_PHASE_S = 2.0
 SAMPLE_EVERY_S = 0.02
 WIND_DOWN_S = 0.25
 """Kept from each direction's share of the time cap, for its streams to finish."""
+UPLOAD_ANSWER_EARLY_S = 0.3
+"""The server is asked to stop counting this long before the client stops sending, so that a
+busy server's late answer still arrives inside the time cap."""
 
 
 @dataclass
@@ -136,7 +139,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
     # The server ends the stream on its own clock and answers while we may still be sending
     # (our socket buffer can hold seconds of data on a slow uplink), so we watch for its
     # answer between chunks instead of finishing the body first.
-    query = urlencode({"seconds": f"{max(0.1, end - time.monotonic() - 0.1):.2f}", "bytes": plan.stream_bytes})
+    query = urlencode({"seconds": f"{max(0.1, end - time.monotonic() - UPLOAD_ANSWER_EARLY_S):.2f}", "bytes": plan.stream_bytes})
     block = bytes(UPLOAD_CHUNK)  # the server counts bytes; nothing between us compresses
     frame = b"%x\r\n" % len(block) + block + b"\r\n"
     conn = None
