@@ -26,6 +26,7 @@ app = typer.Typer(
 )
 
 FORMATS = ("table", "json", "markdown")
+MAX_TIMEOUT_S = 3600
 
 
 class UsageError(Exception):
@@ -33,17 +34,25 @@ class UsageError(Exception):
 
 
 def _die(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"hostcheck: error: {message}", err=True)
+    from hostcheck.render.escape import escape_text
+
+    typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
     raise typer.Exit(code)
 
 
-def _emit(text: str, output: Path | None) -> None:
-    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout."""
+def _emit(text: str, output: Path | None, private: bool = True) -> None:
+    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout.
+
+    The file is replaced atomically and a symlink in its place is replaced, not followed;
+    ``private`` (anything not redacted) makes it readable by its owner only.
+    """
     if output is None:
         sys.stdout.write(text)
         return
+    from hostcheck.safeio import write_atomic
+
     try:
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text, private=private)
     except OSError as exc:
         sys.stdout.write(text)
         _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
@@ -69,10 +78,22 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
              probe_port: list[int], public_range: list[str]) -> Any:
     from hostcheck.collectors import CollectContext
 
-    if timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    import math
+
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, not {timeout}")
     if probe and not token:
         raise UsageError("--probe needs --token (the probe server's shared secret)")
+    if probe:
+        from urllib.parse import urlsplit
+
+        try:
+            url = urlsplit(probe)
+            _ = url.port  # raises on a port that is not a number in 0..65535
+        except ValueError as exc:
+            raise UsageError(f"--probe {probe!r}: {exc}") from exc
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise UsageError(f"--probe must be an http:// or https:// URL with a host, not {probe!r}")
     import ipaddress
 
     from hostcheck.netprobe.servers import parse_server
@@ -114,7 +135,7 @@ TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Overall time budge
 StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] (repeatable); default: public servers.")]
 ProbeOpt = Annotated[Optional[str], typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
 TokenOpt = Annotated[Optional[str], typer.Option("--token", help="Shared token of the probe server.")]
-ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", help="Port to verify from outside (repeatable).")]
+ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
@@ -160,7 +181,7 @@ def audit(
 
         report = redact(report)
     color = fmt == "table" and output is None and sys.stdout.isatty()
-    _emit(render(report, fmt, verbose=verbose, color=color), output)
+    _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
     raise typer.Exit(exit_code(report, strict=strict))
 
 
@@ -178,6 +199,7 @@ def facts(
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
     from hostcheck.facts import to_jsonable
+    from hostcheck.safeio import dumps
 
     try:
         ctx = _context(offline, timeout, stun_server, probe, token, probe_port, public_range)
@@ -188,7 +210,7 @@ def facts(
         from hostcheck.redact import redact
 
         data = redact({"host": {"hostname": data["meta"].get("hostname")}, "facts": data})["facts"]
-    _emit(json.dumps(data, indent=2) + "\n", output)
+    _emit(dumps(data, indent=2) + "\n", output, private=not redact_output)
 
 
 @app.command()
@@ -271,7 +293,8 @@ def fleet(
 ) -> None:
     """One table across many hosts' reports (`hostcheck fleet DIR`), or drift between two audits
     (`hostcheck fleet diff OLD_DIR NEW_DIR`)."""
-    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, fleet_rows, load_fleet, sort_rows
+    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, errors, fleet_rows, load_fleet, sort_rows
+    from hostcheck.safeio import dumps
     from hostcheck.render.fleet import drift_text, fleet_table
 
     if fmt not in FORMATS:
@@ -283,7 +306,7 @@ def fleet(
             if len(paths) != 3:
                 _die("usage: hostcheck fleet diff OLD_DIR NEW_DIR")
             changes = diff_fleets(load_fleet([paths[1]]), load_fleet([paths[2]]))
-            text = json.dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
+            text = dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
             _emit(text, output)
             return
         entries = load_fleet(paths)
@@ -292,9 +315,13 @@ def fleet(
     ids = list(policy) or all_policy_ids(entries)
     rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
     if fmt == "json":
-        _emit(json.dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
+        _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
     else:
         _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+    problems = errors(entries)
+    if problems:
+        # The view is complete for every other host; the exit code still says input was bad.
+        _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
 
 
 def main() -> None:
