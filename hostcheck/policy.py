@@ -299,7 +299,7 @@ def resolve_policies(selectors: list[str]) -> list[Policy]:
     policies = []
     for selector in selectors:
         candidate = Path(selector)
-        if selector.endswith((".yaml", ".yml")) or candidate.is_file():
+        if selector.endswith((".yaml", ".yml")) or "/" in selector or candidate.exists():
             policies.append(load_policy_file(candidate))
         else:
             policies.append(load_shipped(selector))

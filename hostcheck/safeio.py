@@ -34,12 +34,16 @@ def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "rb") as fh:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputError("not a regular file (a FIFO, device or directory cannot be read as input)")
         if info.st_size > limit:
             raise InputError(f"too large ({info.st_size} bytes; the limit is {limit})")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
         try:
             data = fh.read(limit + 1)
         except OSError as exc:
@@ -90,8 +94,8 @@ def loads(text: str) -> Any:
         raise InputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from exc
     except InputError as exc:
         raise InputError(f"invalid JSON: {exc}") from exc
-    except ValueError as exc:  # e.g. an integer past Python's int_max_str_digits
-        raise InputError(f"invalid JSON: {exc}") from exc
+    except ValueError as exc:  # an integer past Python's int_max_str_digits
+        raise InputError("invalid JSON: an integer is out of range") from exc
     if depth(data) > MAX_DEPTH:
         raise InputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels")
     _check_numbers(data)
