@@ -87,7 +87,7 @@ def _mutate(data: st.DataObject, tree: Any, values: st.SearchStrategy[Any], at_m
     for _ in range(data.draw(st.integers(1, at_most))):
         slots = _slots(tree)
         container, key = slots[data.draw(st.integers(0, len(slots) - 1))]
-        container[key] = data.draw(values)
+        container[key] = copy.deepcopy(data.draw(values))  # st.just values are shared objects
     return tree
 
 
