@@ -69,7 +69,8 @@ def _validate(path: Path, data: dict[str, Any]) -> None:
         where = f"policies[{index}]"
         _require(path, isinstance(policy, dict), f"{where} is not an object")
         _require(path, isinstance(policy.get("id"), str), f"{where}.id is not a string")
-        _require(path, policy.get("verdict") in VERDICT_RANK, f"{where}.verdict is not a verdict")
+        verdict = policy.get("verdict")
+        _require(path, isinstance(verdict, str) and verdict in VERDICT_RANK, f"{where}.verdict is not a verdict")
         score = policy.get("score")
         _require(path, isinstance(score, (int, float)) and not isinstance(score, bool), f"{where}.score is not a number")
         blockers = policy.get("blockers")
@@ -79,7 +80,8 @@ def _validate(path: Path, data: dict[str, Any]) -> None:
         _require(path, isinstance(findings, list), f"{where}.findings is not a list")
         for number, finding in enumerate(findings):
             _require(path, isinstance(finding, dict) and isinstance(finding.get("id"), str)
-                     and isinstance(finding.get("title"), str) and finding.get("status") in STATUS_RANK,
+                     and isinstance(finding.get("title"), str) and isinstance(finding.get("status"), str)
+                     and finding["status"] in STATUS_RANK,
                      f"{where}.findings[{number}] is not a finding")
 
 
