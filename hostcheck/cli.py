@@ -56,7 +56,9 @@ def _emit(text: str, output: Path | None, private: bool = True) -> None:
     except OSError as exc:
         sys.stdout.write(text)
         _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
-    typer.echo(f"hostcheck: wrote {output}", err=True)
+    from hostcheck.render.escape import escape_text
+
+    typer.echo(f"hostcheck: wrote {escape_text(str(output))}", err=True)
 
 
 def _version(value: bool) -> None:

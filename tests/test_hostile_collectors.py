@@ -152,3 +152,12 @@ def test_a_stuck_collector_does_not_keep_the_process_alive() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "timed out after 1s" in proc.stdout or "budget" in proc.stdout
     assert time.monotonic() - started < 20  # 1 s budget; was: never (the thread was joined at exit)
+
+
+def test_collectors_refuse_a_fifo_where_a_config_file_should_be(docker_env: Path) -> None:
+    """A FIFO as daemon.json would block the collector until its timeout; it is an Unknown at once."""
+    os.mkfifo(docker_env / "daemon.json")
+    started = time.monotonic()
+    facts = docker_daemon.collect(CollectContext())
+    assert time.monotonic() - started < docker_daemon.TIMEOUT
+    assert facts["daemon_json"] == Unknown(f"cannot read {docker_env / 'daemon.json'}: not a regular file")
