@@ -93,6 +93,9 @@ class Redactor:
         if kind in ("host", "user", "container"):
             if kind == "host" and value.count(":") == 1:  # host:port
                 value = value.split(":", 1)[0]
+            if kind == "host" and _address(value) is not None:  # a server given by address
+                self.learn_value("ip", value)
+                return
             self.learn_name(kind, value)
             return
         self.exact[value] = kind
@@ -200,6 +203,8 @@ class Redactor:
         if isinstance(value, str):
             if key in KEY_KINDS and KEY_KINDS[key] not in ("ip",):
                 kind = KEY_KINDS[key]
+                if kind == "host" and _address(value.rsplit(":", 1)[0] if value.count(":") == 1 else value):
+                    return self.scrub(value)
                 if kind == "host" and value.count(":") == 1:
                     host, _, port = value.partition(":")
                     return f"{self.placeholder('host', host)}:{port}"
