@@ -7,6 +7,7 @@ commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Optional
@@ -79,8 +80,6 @@ def main_options(
 def _context(offline: bool, timeout: float, stun_server: list[str], probe: str | None, token: str | None,
              probe_port: list[int], public_range: list[str]) -> Any:
     from hostcheck.collectors import CollectContext
-
-    import math
 
     if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, not {timeout}")
@@ -303,23 +302,27 @@ def fleet(
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if sort not in ("host", "score", "vram"):
         _die(f"--sort must be host, score or vram, not {sort!r}")
+    is_diff = bool(paths) and str(paths[0]) == "diff"
     try:
-        if paths and str(paths[0]) == "diff":
+        if is_diff:
             if len(paths) != 3:
                 _die("usage: hostcheck fleet diff OLD_DIR NEW_DIR")
-            changes = diff_fleets(load_fleet([paths[1]]), load_fleet([paths[2]]))
+            old, new = load_fleet([paths[1]]), load_fleet([paths[2]])
+            changes = diff_fleets(old, new)
             text = dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
             _emit(text, output)
-            return
-        entries = load_fleet(paths)
+            entries = old + new
+        else:
+            entries = load_fleet(paths)
     except FleetError as exc:
         _die(str(exc))
-    ids = list(policy) or all_policy_ids(entries)
-    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
-    if fmt == "json":
-        _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
-    else:
-        _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+    if not is_diff:
+        ids = list(policy) or all_policy_ids(entries)
+        rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+        if fmt == "json":
+            _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
+        else:
+            _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
     problems = errors(entries)
     if problems:
         # The view is complete for every other host; the exit code still says input was bad.
