@@ -7,6 +7,7 @@ commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Optional
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 
 FORMATS = ("table", "json", "markdown")
+MAX_TIMEOUT_S = 3600
 
 
 class UsageError(Exception):
@@ -34,21 +36,31 @@ class UsageError(Exception):
 
 
 def _die(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"hostcheck: error: {message}", err=True)
+    from hostcheck.render.escape import escape_text
+
+    typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
     raise typer.Exit(code)
 
 
-def _emit(text: str, output: Path | None) -> None:
-    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout."""
+def _emit(text: str, output: Path | None, private: bool = True) -> None:
+    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout.
+
+    The file is replaced atomically and a symlink in its place is replaced, not followed;
+    ``private`` (anything not redacted) makes it readable by its owner only.
+    """
     if output is None:
         sys.stdout.write(text)
         return
+    from hostcheck.safeio import write_atomic
+
     try:
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text, private=private)
     except OSError as exc:
         sys.stdout.write(text)
         _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
-    typer.echo(f"hostcheck: wrote {output}", err=True)
+    from hostcheck.render.escape import escape_text
+
+    typer.echo(f"hostcheck: wrote {escape_text(str(output))}", err=True)
 
 
 def _version(value: bool) -> None:
@@ -110,8 +122,8 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
              probe_port: list[int], public_range: list[str], probe_fingerprint: str | None = None) -> Any:
     from hostcheck.collectors import CollectContext
 
-    if timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, not {timeout}")
     token = _read_token(token_file) if probe else None
     if probe and not token:
         raise UsageError("--probe needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
@@ -190,7 +202,7 @@ ProbeOpt = Annotated[Optional[str], typer.Option("--probe", help="URL of a `host
 TokenOpt = Annotated[Optional[Path], typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
 ArgvTokenOpt = Annotated[Optional[str], typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
 FingerprintOpt = Annotated[Optional[str], typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
-ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", help="Port to verify from outside (repeatable).")]
+ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
 SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Time cap of the whole speed test, seconds (3-60).")]
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
@@ -252,7 +264,7 @@ def audit(
 
         report = redact(report)
     color = fmt == "table" and output is None and sys.stdout.isatty()
-    _emit(render(report, fmt, verbose=verbose, color=color), output)
+    _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
     raise typer.Exit(exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk))
 
 
@@ -272,6 +284,7 @@ def facts(
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
     from hostcheck.facts import to_jsonable
+    from hostcheck.safeio import dumps
 
     try:
         ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
@@ -282,7 +295,7 @@ def facts(
         from hostcheck.redact import redact
 
         data = redact({"host": {"hostname": data["meta"].get("hostname")}, "facts": data})["facts"]
-    _emit(json.dumps(data, indent=2) + "\n", output)
+    _emit(dumps(data, indent=2) + "\n", output, private=not redact_output)
 
 
 @app.command()
@@ -457,30 +470,39 @@ def fleet(
 ) -> None:
     """One table across many hosts' reports (`hostcheck fleet DIR`), or drift between two audits
     (`hostcheck fleet diff OLD_DIR NEW_DIR`)."""
-    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, fleet_rows, load_fleet, sort_rows
+    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, errors, fleet_rows, load_fleet, sort_rows
+    from hostcheck.safeio import dumps
     from hostcheck.render.fleet import drift_text, fleet_table
 
     if fmt not in FORMATS:
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if sort not in ("host", "score", "vram"):
         _die(f"--sort must be host, score or vram, not {sort!r}")
+    is_diff = bool(paths) and str(paths[0]) == "diff"
     try:
-        if paths and str(paths[0]) == "diff":
+        if is_diff:
             if len(paths) != 3:
                 _die("usage: hostcheck fleet diff OLD_DIR NEW_DIR")
-            changes = diff_fleets(load_fleet([paths[1]]), load_fleet([paths[2]]))
-            text = json.dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
+            old, new = load_fleet([paths[1]]), load_fleet([paths[2]])
+            changes = diff_fleets(old, new)
+            text = dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
             _emit(text, output)
-            return
-        entries = load_fleet(paths)
+            entries = old + new
+        else:
+            entries = load_fleet(paths)
     except FleetError as exc:
         _die(str(exc))
-    ids = list(policy) or all_policy_ids(entries)
-    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
-    if fmt == "json":
-        _emit(json.dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
-    else:
-        _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+    if not is_diff:
+        ids = list(policy) or all_policy_ids(entries)
+        rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+        if fmt == "json":
+            _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
+        else:
+            _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+    problems = errors(entries)
+    if problems:
+        # The view is complete for every other host; the exit code still says input was bad.
+        _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
 
 
 def main() -> None:

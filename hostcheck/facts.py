@@ -9,10 +9,11 @@ in JSON it is written as ``{"$unknown": "reason"}``. Checks never see ``None`` f
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hostcheck import safeio
 
 UNKNOWN_KEY = "$unknown"
 FACTS_FORMAT = 1
@@ -85,13 +86,9 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     Raises :class:`FactsError` with the file and the reason for anything unusable.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FactsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FactsError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from exc
+        data = safeio.load_json(path)
+    except safeio.InputError as exc:
+        raise FactsError(f"{path}: {exc}") from exc
     if not isinstance(data, dict):
         raise FactsError(f"{path}: a facts snapshot is a JSON object, not {type(data).__name__}")
     # A full report (hostcheck audit --format json) carries its facts under "facts".

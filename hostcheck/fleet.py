@@ -7,11 +7,11 @@ not be audited (unreachable, audit failed) is reported, not dropped.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcheck import safeio
 from hostcheck.facts import Unknown, from_jsonable, lookup
 from hostcheck.report import REPORT_VERSION
 
@@ -29,16 +29,21 @@ class HostEntry:
     host: str
     report: dict[str, Any] | None = None
     unreachable: str | None = None  # reason, when the host could not be audited
+    error: bool = False  # its report exists but cannot be used (unreachable says why)
     path: str = ""
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return safeio.load_json(path)
+    except safeio.InputError as exc:
+        raise FleetError(f"{path}: {exc}") from exc
+
+
 def read_index(path: Path) -> list[HostEntry]:
     """Hosts the audit playbook could not get a report from, with its reason."""
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FleetError(f"{path}: unreadable audit index: {exc}") from exc
+    rows = _read_json(path)
     if not isinstance(rows, list):
         raise FleetError(f"{path}: the audit index is a JSON list of hosts")
     missing = []
@@ -49,27 +54,63 @@ def read_index(path: Path) -> list[HostEntry]:
     return missing
 
 
+def _require(path: Path, ok: bool, what: str) -> None:
+    if not ok:
+        raise FleetError(f"{path}: not a usable hostcheck report: {what}")
+
+
+def _validate(path: Path, data: dict[str, Any]) -> None:
+    """The shape the fleet view and the diff read, so that a damaged report is one row, not a crash."""
+    for key in ("tool", "owner_risk", "facts"):
+        _require(path, isinstance(data.get(key, {}), dict), f"'{key}' is not an object")
+    policies = data.get("policies", [])
+    _require(path, isinstance(policies, list), "'policies' is not a list")
+    for index, policy in enumerate(policies):
+        where = f"policies[{index}]"
+        _require(path, isinstance(policy, dict), f"{where} is not an object")
+        _require(path, isinstance(policy.get("id"), str), f"{where}.id is not a string")
+        verdict = policy.get("verdict")
+        _require(path, isinstance(verdict, str) and verdict in VERDICT_RANK, f"{where}.verdict is not a verdict")
+        score = policy.get("score")
+        _require(path, isinstance(score, (int, float)) and not isinstance(score, bool), f"{where}.score is not a number")
+        blockers = policy.get("blockers")
+        _require(path, isinstance(blockers, list) and all(isinstance(b, str) for b in blockers),
+                 f"{where}.blockers is not a list of check ids")
+        findings = policy.get("findings")
+        _require(path, isinstance(findings, list), f"{where}.findings is not a list")
+        for number, finding in enumerate(findings):
+            _require(path, isinstance(finding, dict) and isinstance(finding.get("id"), str)
+                     and isinstance(finding.get("title"), str) and isinstance(finding.get("status"), str)
+                     and finding["status"] in STATUS_RANK,
+                     f"{where}.findings[{number}] is not a finding")
+
+
 def read_entry(path: Path) -> HostEntry:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FleetError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise FleetError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from exc
+    data = _read_json(path)
     if not isinstance(data, dict):
         raise FleetError(f"{path}: not a hostcheck report (a JSON object is expected)")
     version = data.get("report_version")
     if version is None:
         raise FleetError(f"{path}: not a hostcheck report (no report_version)")
     if version != REPORT_VERSION:
-        tool = data.get("tool", {}).get("version", "?")
+        tool = data.get("tool")
+        written_by = tool.get("version", "?") if isinstance(tool, dict) else "?"
         raise FleetError(
-            f"{path}: report format {version} (written by hostcheck {tool}); this hostcheck reads format "
+            f"{path}: report format {version} (written by hostcheck {written_by}); this hostcheck reads format "
             f"{REPORT_VERSION}: re-run the audit on that host with this version"
         )
+    _validate(path, data)
     entry = HostEntry(host=path.stem, report=data, path=str(path))
     entry.policies = {p["id"]: p for p in data.get("policies", [])}
     return entry
+
+
+def _entry_or_error(path: Path) -> HostEntry:
+    """A report that cannot be used becomes its host's row with the reason, not the end of the view."""
+    try:
+        return read_entry(path)
+    except FleetError as exc:
+        return HostEntry(host=path.stem, unreachable=str(exc), path=str(path), error=True)
 
 
 def load_fleet(paths: list[Path]) -> list[HostEntry]:
@@ -78,16 +119,19 @@ def load_fleet(paths: list[Path]) -> list[HostEntry]:
     entries: list[HostEntry] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.glob("*.json") if p.is_file() and p.name != INDEX_NAME))
-            if (path / INDEX_NAME).is_file():
-                entries.extend(read_index(path / INDEX_NAME))
+            files.extend(sorted(p for p in path.glob("*.json") if p.name != INDEX_NAME))
+            if (path / INDEX_NAME).exists():
+                try:
+                    entries.extend(read_index(path / INDEX_NAME))
+                except FleetError as exc:
+                    entries.append(HostEntry(host=INDEX_NAME, unreachable=str(exc), path=str(path / INDEX_NAME), error=True))
         elif path.exists():
             files.append(path)
         else:
             raise FleetError(f"{path}: no such file or directory")
     if not files and not entries:
         raise FleetError(f"no reports (*.json) found in {', '.join(map(str, paths))}")
-    entries.extend(read_entry(p) for p in files)
+    entries.extend(_entry_or_error(p) for p in files)
     seen: dict[str, str] = {}
     for entry in entries:
         if entry.host in seen:
@@ -96,8 +140,15 @@ def load_fleet(paths: list[Path]) -> list[HostEntry]:
     return entries
 
 
+def errors(entries: list[HostEntry]) -> list[str]:
+    """Why each unusable report could not be read."""
+    return [e.unreachable or "" for e in entries if e.error]
+
+
 def _gpu_summary(facts: Any) -> dict[str, Any]:
     devices = lookup(facts, "gpu.devices")
+    if isinstance(devices, list):
+        devices = [d for d in devices if isinstance(d, dict)]
     if isinstance(devices, Unknown) or not isinstance(devices, list) or not devices:
         reason = devices.reason if isinstance(devices, Unknown) else "no GPU"
         return {"gpu": None, "vram_gib": None, "power": None, "gpu_reason": reason}
@@ -127,7 +178,10 @@ def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str
     rows = []
     for entry in entries:
         if entry.report is None:
-            rows.append({"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}})
+            row = {"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}}
+            if entry.error:
+                row["report_error"] = True
+            rows.append(row)
             continue
         facts = from_jsonable(entry.report.get("facts", {}))
         row: dict[str, Any] = {

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from hostcheck import safeio
 from hostcheck.checks import load_registry
 
 POLICY_FORMAT = 1
@@ -23,6 +24,7 @@ TOP_KEYS = {"format", "id", "title", "platform", "kind", "summary", "follows", "
 REQUIRED_TOP = {"format", "id", "title", "platform", "kind", "summary", "sources", "requirements"}
 SOURCE_KEYS = {"url", "title", "checked", "note"}
 REQUIREMENT_KEYS = {"check", "severity", "level", "threshold", "source", "note"}
+MAX_POLICY_BYTES = 1 << 20
 
 
 class PolicyError(ValueError):
@@ -70,8 +72,33 @@ class _Sequence(list):  # type: ignore[type-arg]
     line: int
 
 
+MAX_ALIASES = 16
+"""Aliases a policy may use: enough for sharing a list, too few for a "billion laughs" bomb
+(each alias can at most double what it refers to)."""
+
+
 class _LineLoader(yaml.SafeLoader):
-    """A safe loader that remembers the line of every key and list item."""
+    """A safe loader that remembers the line of every key and list item, and refuses
+    alias bombs and nesting deeper than the validator (or Python's stack) can take."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise PolicyError(f"line {event.start_mark.line + 1}: more than {MAX_ALIASES} YAML aliases")
+        self._depth += 1
+        try:
+            if self._depth > safeio.MAX_DEPTH:
+                raise PolicyError(f"line {event.start_mark.line + 1}: nested deeper than {safeio.MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
@@ -175,6 +202,8 @@ def parse_policy(text: str, path: str) -> Policy:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "?"
         raise PolicyError(f"{path}: {where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    except RecursionError as exc:
+        raise PolicyError(f"{path}: nested too deeply") from exc
     if data is None:
         raise PolicyError(f"{path}: empty policy file")
     _keys(path, data, TOP_KEYS, REQUIRED_TOP, "")
@@ -265,11 +294,9 @@ def parse_policy(text: str, path: str) -> Policy:
 
 def load_policy_file(path: Path) -> Policy:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"{path}: not UTF-8 text") from exc
+        text = safeio.read_text(path, limit=MAX_POLICY_BYTES)
+    except safeio.InputError as exc:
+        raise PolicyError(f"{path}: {exc}") from exc
     return parse_policy(text, str(path))
 
 
@@ -307,7 +334,7 @@ def resolve_policies(selectors: list[str]) -> list[Policy]:
     policies = []
     for selector in selectors:
         candidate = Path(selector)
-        if selector.endswith((".yaml", ".yml")) or candidate.is_file():
+        if selector.endswith((".yaml", ".yml")) or "/" in selector or candidate.exists():
             policies.append(load_policy_file(candidate))
         else:
             policies.append(load_shipped(selector))

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostcheck import safeio
 from hostcheck.facts import FactsError, load_snapshot
 from hostcheck.policy import PolicyError, parse_policy
 from tests.helpers import SNAPSHOTS, hostcheck
@@ -176,3 +180,238 @@ def test_policy_parser_never_crashes_on_arbitrary_text(text: str) -> None:
         parse_policy(text, "fuzz.yaml")
     except PolicyError as exc:
         assert str(exc).startswith("fuzz.yaml: ")
+
+
+# ============================================================ hostile files
+# Each case: a clear message, exit 2, no hang, nothing overwritten.
+
+ALIAS_BOMB = GOOD.replace("requirements:\n", """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+requirements:
+""").replace("check: GPU-1020", "check: PLAT-1010").replace("threshold: 12", "threshold: *f")
+
+
+def test_yaml_alias_bomb_is_refused_before_it_expands() -> None:
+    # 9^6 = 531441 strings if expanded (the issue's 647-byte variant took 1.4 GB).
+    assert len(ALIAS_BOMB) < 1024
+    with pytest.raises(PolicyError, match=r"mine.yaml: line \d+: more than 16 YAML aliases"):
+        parse_policy(ALIAS_BOMB, "mine.yaml")
+
+
+def test_a_few_yaml_aliases_still_work() -> None:
+    text = GOOD.replace("requirements:\n", "x: &n 12\nrequirements:\n").replace("threshold: 12", "threshold: *n")
+    with pytest.raises(PolicyError, match="x: unknown key"):  # the alias itself is fine
+        parse_policy(text, "mine.yaml")
+
+
+def test_deeply_nested_yaml_is_refused() -> None:
+    with pytest.raises(PolicyError, match="nested deeper than 64 levels"):
+        parse_policy(GOOD + "note: " + "[" * 5000 + "]" * 5000 + "\n", "mine.yaml")
+
+
+HOSTILE_SNAPSHOTS = [
+    ("non-UTF-8", b'\xff\xfe{"meta": {}}', "not UTF-8 text (byte 0)"),
+    ("deep nesting", b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested deeper than 64 levels"),
+    ("deep but under the parser's limit", b'{"meta": {"facts_format": 1}, "gpu": ' + b'{"a":' * 200 + b"1" + b"}" * 201,
+     "invalid JSON: nested deeper than 64 levels"),
+    ("huge integer", b'{"meta": {"facts_format": 1}, "gpu": {"n": ' + b"9" * 5000 + b"}}", "invalid JSON: an integer is out of range"),
+    ("big integer", b'{"meta": {"facts_format": 1}, "gpu": {"n": ' + b"9" * 40 + b"}}", "invalid JSON: an integer is out of range"),
+    ("NaN", b'{"meta": {"facts_format": 1}, "gpu": {"n": NaN}}', "invalid JSON: NaN is not a JSON number"),
+    ("Infinity", b'{"meta": {"facts_format": 1}, "gpu": {"n": -Infinity}}', "invalid JSON: -Infinity is not a JSON number"),
+    ("overflowing float", b'{"meta": {"facts_format": 1}, "gpu": {"n": 1e999}}', "invalid JSON: a number is out of range (infinite)"),
+]
+
+
+@pytest.mark.parametrize(("case", "data", "error"), HOSTILE_SNAPSHOTS, ids=[c[0] for c in HOSTILE_SNAPSHOTS])
+def test_hostile_snapshot_is_rejected(tmp_path: Path, case: str, data: bytes, error: str) -> None:
+    path = tmp_path / "facts.json"
+    path.write_bytes(data)
+    with pytest.raises(FactsError) as caught:
+        load_snapshot(path)
+    assert str(caught.value) == f"{path}: {error}"
+
+
+def _special_files(tmp_path: Path) -> dict[str, Path]:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:
+        fh.truncate(17 << 20)  # sparse: costs no disk
+    return {"FIFO": fifo, "/dev/zero": Path("/dev/zero"), "directory": tmp_path, "oversized": big}
+
+
+def test_special_and_oversized_files_are_refused_quickly(tmp_path: Path) -> None:
+    """A FIFO used to hang the CLI and /dev/zero to eat memory; each is now one line and exit 2."""
+    for name, path in _special_files(tmp_path).items():
+        for args in (["audit", "--facts", str(path)],
+                     ["audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(path)],
+                     ["fleet", str(path)]):
+            started = time.monotonic()
+            proc = hostcheck(*args, timeout=60)
+            assert time.monotonic() - started < 30, (name, args)
+            if args[0] == "fleet" and name == "directory":
+                continue  # a directory is what fleet reads: it holds only the FIFO and the big file
+            assert proc.returncode == 2, (name, args, proc.stderr)
+            assert "Traceback" not in proc.stderr
+            expected = "too large" if name == "oversized" else "not a regular file"
+            assert expected in proc.stderr, (name, args, proc.stderr)
+
+
+def test_safeio_refuses_before_reading() -> None:
+    with pytest.raises(safeio.InputError, match="not a regular file"):
+        safeio.read_bytes(Path("/dev/zero"))
+    with pytest.raises(safeio.InputError, match="too large"):
+        safeio.read_bytes(SNAPSHOTS / "dedicated-4090.json", limit=100)
+
+
+def test_json_out_is_strict() -> None:
+    text = safeio.dumps({"a": float("nan"), "b": [float("inf")], "c": 1.5})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in output")) == {"a": None, "b": [None], "c": 1.5}
+
+
+def test_report_of_facts_with_nan_is_valid_json() -> None:
+    """A collector can measure NaN (an NVML sensor gone wrong); the JSON report stays valid."""
+    from hostcheck.facts import from_jsonable
+    from hostcheck.policy import load_shipped
+    from hostcheck.render import render
+    from hostcheck.report import build_report
+
+    facts = from_jsonable(json.loads((SNAPSHOTS / "dedicated-4090.json").read_text()))
+    facts["gpu"]["devices"][0]["power_draw_w"] = float("nan")
+    facts["gpu"]["devices"][0]["vram_total_mib"] = float("inf")
+    text = render(build_report(facts, [load_shipped("vast")]), "json")
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in output"))
+
+
+# ============================================================ --output
+
+def test_output_replaces_a_symlink_instead_of_following_it(tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    target.write_text("keep me")
+    link = tmp_path / "report.json"
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "would-be-created")
+    for out in (link, dangling):
+        proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(out))
+        assert proc.returncode in (0, 3), proc.stderr
+        assert not out.is_symlink() and json.loads(out.read_text())["report_version"] == 1
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600  # not redacted: owner only
+    assert target.read_text() == "keep me"
+    assert not (tmp_path / "would-be-created").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.json", "precious", "report.json"]  # no temp left
+
+
+def test_redacted_output_is_shareable_and_unwritable_output_still_prints(tmp_path: Path) -> None:
+    out = tmp_path / "redacted.json"
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "--redact", "-o", str(out))
+    assert proc.returncode in (0, 3), proc.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~_umask()
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(tmp_path / "no" / "dir.json"))
+    assert proc.returncode == 2 and json.loads(proc.stdout)["report_version"] == 1
+    assert "printed to stdout instead" in proc.stderr
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# ============================================================ options
+
+BAD_OPTIONS = [
+    ["--timeout", "nan"], ["--timeout", "inf"], ["--timeout", "-1"], ["--timeout", "0"], ["--timeout", "1e9"],
+    ["--probe-port", "70000"], ["--probe-port", "0"], ["--probe-port", "-5"],
+    ["--probe", "ftp://example.org", "--token", "x" * 16], ["--probe", "http://[::1", "--token", "x" * 16],
+    ["--probe", "http://host:99999/", "--token", "x" * 16], ["--stun-server", "host:0"],
+    ["--public-range", "300.1.0.0/16"],
+]
+
+
+@pytest.mark.parametrize("args", BAD_OPTIONS, ids=[" ".join(a)[:40] for a in BAD_OPTIONS])
+def test_out_of_range_options_exit_2(args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from hostcheck.cli import app
+
+    for command in ("audit", "facts"):
+        result = CliRunner().invoke(app, [command, "--offline", *args])
+        assert result.exit_code == 2, (command, args, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
+# ============================================================ fleet
+
+def test_fleet_shows_every_good_host_and_one_row_per_bad_report(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(good))
+    assert proc.returncode in (0, 3)
+    report = json.loads(good.read_text())
+    bad = {
+        "truncated": good.read_text()[:300],
+        "wrong-types": json.dumps({**report, "policies": [{"id": 5}]}),
+        "findings-not-list": json.dumps({**report, "policies": [{**report["policies"][0], "findings": "x"}]}),
+        "tool-not-object": json.dumps({**report, "tool": "x", "report_version": 7}),
+        "nan": good.read_text().replace('"score": ', '"score": NaN, "x": ', 1),
+        "array": "[]",
+    }
+    for name, text in bad.items():
+        (tmp_path / f"{name}.json").write_text(text)
+    os.mkfifo(tmp_path / "fifo.json")
+    proc = hostcheck("fleet", str(tmp_path), "-f", "json", timeout=60)
+    assert proc.returncode == 2
+    assert "7 report(s) could not be used" in proc.stderr and "Traceback" not in proc.stderr
+    rows = {row["host"]: row for row in json.loads(proc.stdout)["hosts"]}
+    assert rows["good"]["reachable"] is True and rows["good"]["policies"]
+    for name in [*bad, "fifo"]:
+        assert rows[name]["report_error"] is True and rows[name]["reason"].startswith(str(tmp_path / name)), rows[name]
+    table = hostcheck("fleet", str(tmp_path)).stdout
+    assert table.count("BAD REPORT") == 7 and "1x NVIDIA GeForce RTX 4090" in table
+
+
+# ============================================================ control characters
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\r\u202e"
+
+
+def _hostile_facts(tmp_path: Path) -> Path:
+    facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    facts["meta"]["hostname"] = f"box{ESCAPES}"
+    facts["gpu"]["devices"][0]["name"] = f"RTX{ESCAPES}"
+    facts["ssh"]["settings"] = {"$unknown": f"reason{ESCAPES}"}
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    return path
+
+
+def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    facts = _hostile_facts(tmp_path)
+    fleet_dir = tmp_path / "fleet"
+    fleet_dir.mkdir()
+    outputs = []
+    for fmt in ("table", "markdown", "json"):
+        proc = hostcheck("audit", "--facts", str(facts), "-f", fmt, "-v")
+        assert proc.returncode in (0, 3), proc.stderr
+        outputs.append(proc.stdout)
+    report = json.loads(outputs[-1])
+    assert report["host"]["hostname"] == f"box{ESCAPES}"  # JSON keeps the value, escaped by json itself
+    (fleet_dir / f"host{ESCAPES[:5]}.json").write_text(outputs[-1])
+    (fleet_dir / "bad\x1b[2J.json").write_text("{")
+    for fmt in ("table", "markdown"):
+        outputs.append(hostcheck("fleet", str(fleet_dir), "-f", fmt).stdout)
+    for out in outputs:
+        assert not any(c in out for c in "\x1b\x07\r\u202e"), out[:500]
+    assert "box\\x1b]0;owned\\x07" in outputs[0] and "RTX\\x1b" in outputs[1]
+
+
+def test_drift_text_escapes_control_characters() -> None:
+    from hostcheck.render.fleet import drift_text
+
+    text = drift_text([{"host": "a\x1bb", "changes": [{"kind": "x", "detail": "d\x1b[2J"}]}])
+    assert "\x1b" not in text and "a\\x1bb" in text

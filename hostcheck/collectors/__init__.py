@@ -13,7 +13,8 @@ import importlib
 import socket
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait, FIRST_COMPLETED
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -132,47 +133,42 @@ def collect_facts(
         else:
             runnable.append(spec)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, len(runnable)), thread_name_prefix="collector")
-    futures = {}
+    futures: dict[Future[Any], CollectorSpec] = {}
     begun: dict[str, float] = {}
     for spec in runnable:
         notify(spec.name, "start")
         begun[spec.name] = time.monotonic()
-        futures[pool.submit(spec.collect, ctx)] = spec
+        futures[_start(spec, ctx)] = spec
     pending = set(futures)
-    try:
-        while pending:
-            now = time.monotonic()
-            # Each collector's own limit, capped by the overall budget.
-            limits = {f: min(begun[futures[f].name] + futures[f].timeout, ctx.deadline) for f in pending}
-            wait_for = max(0.0, min(limits.values()) - now)
-            done, pending = wait(pending, timeout=wait_for, return_when=FIRST_COMPLETED)
-            for fut in done:
-                spec = futures[fut]
-                timings[spec.name] = round(time.monotonic() - begun[spec.name], 3)
-                try:
-                    part = fut.result()
-                    notify(spec.name, "done")
-                except Exception as exc:  # a crashing collector is an unknown, never a pass
-                    part = Unknown(f"collector '{spec.name}' failed: {type(exc).__name__}: {exc}")
-                    notify(spec.name, "error")
-                _merge(facts, spec.section, part)
-            now = time.monotonic()
-            for fut in [f for f in pending if limits[f] <= now]:
-                spec = futures[fut]
-                pending.discard(fut)
-                overall = ctx.deadline <= now
-                why = (
-                    f"overall audit budget of {ctx.budget_s:g}s ran out"
-                    if overall
-                    else f"collector '{spec.name}' timed out after {spec.timeout:g}s"
-                )
-                timings[spec.name] = round(now - begun[spec.name], 3)
-                _merge(facts, spec.section, Unknown(why))
-                notify(spec.name, "timeout")
-    finally:
-        # Never wait for a stuck probe: its thread is abandoned, the report goes out.
-        pool.shutdown(wait=False, cancel_futures=True)
+    while pending:
+        now = time.monotonic()
+        # Each collector's own limit, capped by the overall budget.
+        limits = {f: min(begun[futures[f].name] + futures[f].timeout, ctx.deadline) for f in pending}
+        wait_for = max(0.0, min(limits.values()) - now)
+        done, pending = wait(pending, timeout=wait_for, return_when=FIRST_COMPLETED)
+        for fut in done:
+            spec = futures[fut]
+            timings[spec.name] = round(time.monotonic() - begun[spec.name], 3)
+            try:
+                part = fut.result()
+                notify(spec.name, "done")
+            except Exception as exc:  # a crashing collector is an unknown, never a pass
+                part = Unknown(f"collector '{spec.name}' failed: {type(exc).__name__}: {exc}")
+                notify(spec.name, "error")
+            _merge(facts, spec.section, part)
+        now = time.monotonic()
+        for fut in [f for f in pending if limits[f] <= now]:
+            spec = futures[fut]
+            pending.discard(fut)
+            overall = ctx.deadline <= now
+            why = (
+                f"overall audit budget of {ctx.budget_s:g}s ran out"
+                if overall
+                else f"collector '{spec.name}' timed out after {spec.timeout:g}s"
+            )
+            timings[spec.name] = round(now - begun[spec.name], 3)
+            _merge(facts, spec.section, Unknown(why))
+            notify(spec.name, "timeout")
 
     facts["meta"] = {
         "facts_format": FACTS_FORMAT,
@@ -185,6 +181,24 @@ def collect_facts(
         "source": "live",
     }
     return facts
+
+
+def _start(spec: CollectorSpec, ctx: CollectContext) -> Future[Any]:
+    """Run one collector in a daemon thread: a stuck probe is abandoned when its time is up and
+    cannot keep the process alive at exit (a ThreadPoolExecutor's workers are joined at exit)."""
+    future: Future[Any] = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            result = spec.collect(ctx)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting side as the collector's error
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=run, name=f"collector-{spec.name}", daemon=True).start()
+    return future
 
 
 def _offline_part(spec: CollectorSpec) -> Any:

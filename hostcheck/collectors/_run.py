@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,12 @@ def run_command(argv: list[str], timeout: float = DEFAULT_CMD_TIMEOUT_S) -> Comm
 def read_text(path: str | Path, limit: int = 1 << 20) -> str | Unknown:
     """Read a small system file; permission and absence become reasons, not exceptions."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        # O_NONBLOCK and the fstat check: a FIFO or device planted where a config file should be
+        # must not block the audit or feed it forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, encoding="utf-8", errors="replace", closefd=True) as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return Unknown(f"cannot read {path}: not a regular file")
             return fh.read(limit)
     except FileNotFoundError:
         return Unknown(f"{path} does not exist")

@@ -101,10 +101,18 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
     return ports
 
 
+def _owned_by_root(pid: int) -> bool:
+    """Any user can name a process "dockerd"; only root can run one as root."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == 0
+    except OSError:
+        return False
+
+
 def dockerd_flags() -> dict[str, str] | None:
-    """--option=value flags of a running dockerd (its cmdline is world-readable); None if none runs."""
+    """--option=value flags of a running root dockerd (its cmdline is world-readable); None if none runs."""
     for pid, comm in host_processes():
-        if comm != "dockerd":
+        if comm != "dockerd" or not _owned_by_root(pid):
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -120,18 +128,44 @@ def dockerd_flags() -> dict[str, str] | None:
     return None
 
 
+# The daemon.json keys the checks read, and how each is kept. Nothing else is collected:
+# the file also holds proxy URLs with passwords, registry mirrors with tokens, TLS paths
+# and "hosts", none of which belongs in facts made for sharing.
+DAEMON_JSON_BOOLS = ("no-new-privileges", "live-restore", "icc", "userland-proxy")
+DAEMON_JSON_STRINGS = ("data-root", "graph", "default-runtime", "userns-remap")
+MAX_DAEMON_JSON_BYTES = 1 << 20
+
+
+def filter_daemon_json(data: dict[str, Any]) -> dict[str, Any]:
+    """Only the settings the checks need; runtimes by name only (their paths and args are not needed)."""
+    kept: dict[str, Any] = {}
+    for key in DAEMON_JSON_BOOLS:
+        value = _as_bool(data.get(key))
+        if value is not None:
+            kept[key] = value
+    for key in DAEMON_JSON_STRINGS:
+        value = data.get(key)
+        if isinstance(value, str) and value and "://" not in value and "@" not in value:
+            kept[key] = value[:4096]
+    runtimes = data.get("runtimes")
+    if isinstance(runtimes, dict):
+        kept["runtimes"] = {str(name)[:256]: {} for name in runtimes if "://" not in str(name)}
+    return kept
+
+
 def read_daemon_json(path: str | None = None) -> dict[str, Any] | Unknown:
     path = path or DAEMON_JSON
-    text = read_text(path)
+    text = read_text(path, limit=MAX_DAEMON_JSON_BYTES)
     if isinstance(text, Unknown):
         return text
     try:
         data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        return Unknown(f"{path} is not valid JSON: line {exc.lineno}: {exc.msg}")
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        # The parser's message quotes the offending text, which may be a secret.
+        return Unknown(f"{path} is not valid JSON")
     if not isinstance(data, dict):
         return Unknown(f"{path} is not a JSON object")
-    return data
+    return filter_daemon_json(data)
 
 
 def _as_bool(value: Any) -> bool | None:
@@ -229,11 +263,21 @@ ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_
             "userland_proxy", "data_root", "published_ports")
 
 
+def _network_docker_host() -> bool:
+    """DOCKER_HOST names a daemon reached over the network (tcp://, ssh://), not a local socket."""
+    host = os.environ.get("DOCKER_HOST", "")
+    return bool(host) and not host.startswith(("unix://", "npipe://", "fd://"))
+
+
 def collect(ctx: Any) -> dict[str, Any]:
     daemon_json = read_daemon_json()
     running_flags = dockerd_flags()
     flags = running_flags or {}
-    facts = _connect_and_collect()
+    if getattr(ctx, "offline", False) and _network_docker_host():
+        why = Unknown("not contacted: --offline, and DOCKER_HOST names a daemon on the network")
+        facts: dict[str, Any] = {"reachable": why, "unreachable_reason": why}
+    else:
+        facts = _connect_and_collect()
     json_missing = isinstance(daemon_json, Unknown) and _is_missing(DAEMON_JSON)
     if facts.get("reachable") is True:
         # The API does not report these; daemon.json / dockerd flags do (no file = defaults).

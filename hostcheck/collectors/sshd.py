@@ -52,6 +52,19 @@ ENUM_WORDS = frozenset(
 )
 
 
+# The settings collected: what the checks judge, what they need to tell the owner's own
+# access apart, and OpenSSH's defaults. Everything else sshd -T prints (commands, paths,
+# banners, a token in an AuthorizedKeysCommand) is left out of the facts.
+COLLECTED = frozenset(DEFAULTS) | {
+    "usepam", "listenaddress", "addressfamily", "allowusers", "denyusers", "allowgroups", "denygroups",
+    "authenticationmethods", "permituserenvironment", "allowtcpforwarding", "gatewayports",
+}
+
+
+def collected(settings: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in settings.items() if key in COLLECTED}
+
+
 def _normalise(key: str, value: str) -> str:
     if value.lower() in ENUM_WORDS:
         value = value.lower()
@@ -225,7 +238,7 @@ def collect(ctx: Any) -> dict[str, Any]:
         elif result.returncode == 0 and result.stdout.strip():
             facts.update(
                 source="sshd -T",
-                settings=parse_sshd_T(result.stdout),
+                settings=collected(parse_sshd_T(result.stdout)),
                 files_read=_files_for(MAIN_CONFIG),
             )
             return facts
@@ -239,7 +252,7 @@ def collect(ctx: Any) -> dict[str, Any]:
         # An unreadable drop-in may set any keyword first, so no value can be trusted.
         facts["settings"] = Unknown(f"cannot read the sshd configuration: {'; '.join(problems)}{after}")
     else:
-        facts["settings"] = settings
+        facts["settings"] = collected(settings)
     return facts
 
 

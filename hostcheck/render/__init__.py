@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from hostcheck import safeio
+from hostcheck.render.escape import escape_tree
 
 
 def render(report: dict[str, Any], fmt: str, *, verbose: bool = False, color: bool = False) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+        return safeio.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+    report = escape_tree(report)
     if fmt == "markdown":
         from hostcheck.render.markdown import render_markdown
 

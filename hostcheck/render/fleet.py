@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcheck.render.escape import escape_tree
+
 SHORT = {"feasible": "ok", "feasible with risks": "risks", "not feasible": "NO", "undetermined": "??"}
 
 
 def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:
     if not row["reachable"]:
-        return [row["host"], "UNREACHABLE", "", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
+        return [row["host"], "BAD REPORT" if row.get("report_error") else "UNREACHABLE", "", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
     cells = [
         row["host"],
         row.get("gpu") or "none",
@@ -40,8 +42,9 @@ def _bandwidth_cell(bw: dict[str, Any]) -> str:
 
 
 def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: bool = False) -> str:
+    rows, policy_ids = escape_tree(rows), escape_tree(policy_ids)
     headers = HEADERS + policy_ids
-    body = [_cells(row, policy_ids) for row in rows]
+    body = [[str(c) for c in _cells(row, policy_ids)] for row in rows]
     if markdown:
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
@@ -55,6 +58,7 @@ def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: boo
 
 
 def drift_text(changes: list[dict[str, Any]], markdown: bool = False) -> str:
+    changes = escape_tree(changes)
     if not changes:
         return "No drift: every host's verdicts, findings and listening sockets are unchanged.\n"
     lines = []

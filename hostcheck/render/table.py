@@ -42,7 +42,7 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
         summary.add_column(column)
     for policy in report["policies"]:
         summary.add_row(
-            policy["id"],
+            Text(policy["id"]),  # a str cell would be parsed as rich markup
             Text(VERDICT_MARK[policy["verdict"]], style=VERDICT_STYLE[policy["verdict"]]),
             str(policy["score"]),
             str(len(policy["blockers"])),

@@ -1,0 +1,40 @@
+"""Control characters from the data never reach a terminal or a document.
+
+Host names, GPU names, reasons and file names come from the audited machine or from shared
+files; an escape sequence in one of them could rewrite the user's terminal or hide a line.
+Every string of a report is escaped once, at the output boundary, before any renderer lays
+it out (JSON needs nothing: json.dumps escapes control characters itself).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what is displayed.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _one(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_text(text: str) -> str:
+    """``text`` with every control character written as a visible escape (``\\x1b``)."""
+    return _CONTROL.sub(_one, text)
+
+
+def escape_tree(value: Any) -> Any:
+    """A copy of a JSON-like tree with every string (keys too) escaped."""
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, dict):
+        return {escape_tree(k): escape_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape_tree(v) for v in value]
+    return value
