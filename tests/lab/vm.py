@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tests.lab import timing
 from tests.lab.errors import LabError
 from tests.lab.nspawn import sshd_lab_dropin
 from tests.lab.remote import RemoteHost
@@ -105,7 +106,9 @@ def ensure_vm_image(rootfs: Rootfs) -> VMImage:
     started = time.monotonic()
     with cache_lock(f"vm-{key}"):
         if (folder / ".complete").exists():
-            return VMImage(folder, "cached", time.monotonic() - started)
+            image = VMImage(folder, "cached", time.monotonic() - started)
+            timing.record_cache("vm image", "warm", image.seconds, key)
+            return image
         partial = cache_dir() / f"vm-{key}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
@@ -126,6 +129,7 @@ def ensure_vm_image(rootfs: Rootfs) -> VMImage:
         partial.rename(folder)
     seconds = time.monotonic() - started
     log(f"vm image {key}: built in {seconds:.1f}s")
+    timing.record_cache("vm image", "cold", seconds, key)
     return VMImage(folder, "built", seconds)
 
 
@@ -222,6 +226,7 @@ class LabVM(RemoteHost):
             self._kill_qemu()
             raise
         self.boot_seconds.append(time.monotonic() - started)
+        timing.record("boot", f"vm {self.name}", self.boot_seconds[-1])
         log(f"{self.name} booted in {self.boot_seconds[-1]:.1f}s ({self.boot_state})")
 
     def wait_ssh(self, timeout: float) -> float:
