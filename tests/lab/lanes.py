@@ -69,9 +69,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Order by lane and cost (stable: within a group the collection order is kept), and tag
-    every item with its xdist group. tryfirst: xdist turns the group into a nodeid suffix in
-    its own hook of the same name."""
+    """Tag every item with its xdist group. tryfirst: xdist turns the group into a nodeid
+    suffix in its own hook of the same name."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Order by lane and cost, once pytest has grouped module parameters and applied -k/-m.
+    Stable: within a group the order pytest chose is kept. tryfirst: an xdist worker sends
+    this order to the controller in its own hook of the same name, and the controller hands
+    out groups in it (``--no-loadscope-reorder``)."""
+    items = session.items
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         groups.setdefault(group(item), []).append(item)
@@ -81,12 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         vm_items.sort(key=lambda i: 0 if "lab_vm" in getattr(i, "fixturenames", ()) else 1)
 
     def rank(name: str) -> tuple[int, float]:
-        first = groups[name][0]
-        kind = lane(first)
         weight = max(cost(i) for i in groups[name])
-        return ({"vm": 0, "lab": 1, "unit": 2}[kind], -weight)
+        return ({"vm": 0, "lab": 1, "unit": 2}[lane(groups[name][0])], -weight)
 
-    ordered = sorted(groups, key=rank)
-    items[:] = [item for name in ordered for item in groups[name]]
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
+    items[:] = [item for name in sorted(groups, key=rank) for item in groups[name]]

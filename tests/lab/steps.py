@@ -43,6 +43,10 @@ def _tail(source: LogSource, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(log empty)"
 
 
+def _s(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+
+
 class _Alarm(BaseException):
     """Raised inside the step by the alarm; BaseException so no ``except Exception`` in the
     step swallows it."""
@@ -61,7 +65,7 @@ class Steps:
 
     def over_budget(self, name: str, seconds: float, budget: float, log: LogSource, detail: str = "") -> StepOverBudget:
         return StepOverBudget(
-            f"{self.what}: step '{name}' ran past its budget: {seconds:.0f}s of {budget:.0f}s{detail}\n"
+            f"{self.what}: step '{name}' ran past its budget: {_s(seconds)} of {_s(budget)}{detail}\n"
             f"steps before it: {self.summary()}\n--- last lines of its log ---\n{_tail(log)}")
 
     def record(self, name: str, seconds: float, budget: float) -> None:
