@@ -166,7 +166,7 @@ class LabVM(RemoteHost):
     lane = "vm"
 
     def __init__(self, lab: Lab, name: str, image: VMImage, *, memory_mib: int = 2048,
-                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 240) -> None:
+                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 720) -> None:
         super().__init__(lab, name)
         self.image = image
         self.ip = "127.0.0.1"
@@ -249,7 +249,7 @@ class LabVM(RemoteHost):
         if self.process is not None and self.process.poll() is not None:
             raise LabError(f"{self.name}: qemu exited ({self.process.returncode})\n{self.diagnostics()}")
 
-    def power_cycle(self, timeout: float = 180) -> float:
+    def power_cycle(self, timeout: float = 300) -> float:
         """``systemctl poweroff`` inside, wait for qemu to exit, cold boot on the same disks.
         Returns the boot seconds. (A cold boot is faster and steadier than a reboot under TCG.)"""
         self.sudo("systemctl poweroff", timeout=30)
