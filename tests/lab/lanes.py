@@ -16,11 +16,27 @@ Order (xdist hands out groups in this order, ``--no-loadscope-reorder``): the vm
 lab groups by their cost, most expensive first, then unit modules. A module states its cost
 (cold seconds on the 2-core CI machine) with ``pytestmark = pytest.mark.lab_cost(300)``;
 without it a lab module counts as :data:`DEFAULT_LAB_COST` s.
+
+How the groups reach xdist: with ``--dist loadgroup`` this plugin supplies the scheduler
+(:class:`LaneScheduling`). Each worker writes its nodeid -> group map to the file named by
+``HOSTCHECK_LANES_FILE`` (set by the controller before the workers start) when its
+collection is done; the controller's scheduler reads it. (xdist's own loadgroup relies on
+renaming nodeids, which pytest 9.2's node ids no longer allow.) Items also carry an
+``xdist_group`` marker, for older combinations where that still works.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
+
+LANES_FILE = "HOSTCHECK_LANES_FILE"
 
 LAB_MARKERS = ("nspawn", "natlab", "ansible", "fleet")
 DEFAULT_LAB_COST = 60.0
@@ -65,22 +81,50 @@ def cost(item: pytest.Item) -> float:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lab_cost(seconds): cold cost of a lab module, for ordering its lane")
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") == "loadgroup":
+        fd, path = tempfile.mkstemp(prefix="hostcheck-lanes-", suffix=".json")
+        os.close(fd)
+        os.environ[LANES_FILE] = path  # inherited by the workers, started after this
+        config.add_cleanup(lambda: Path(path).unlink(missing_ok=True))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tag every item with its xdist group. tryfirst: xdist turns the group into a nodeid
-    suffix in its own hook of the same name."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """xdist's scope scheduling with this plugin's groups as the scopes."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                try:
+                    self._groups = json.loads(Path(os.environ[LANES_FILE]).read_text() or "{}")
+                except (KeyError, OSError, ValueError):
+                    self._groups = {}
+            return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
+
+    return LaneScheduling(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    """Tag every item with its xdist group before any other implementation runs: xdist turns
+    the group into a nodeid suffix in its own hook of the same name."""
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group(item)))
+    return (yield)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_finish(session: pytest.Session) -> Iterator[None]:
     """Order by lane and cost, once pytest has grouped module parameters and applied -k/-m.
-    Stable: within a group the order pytest chose is kept. tryfirst: an xdist worker sends
-    this order to the controller in its own hook of the same name, and the controller hands
-    out groups in it (``--no-loadscope-reorder``)."""
+    Stable: within a group the order pytest chose is kept. Before the other implementations:
+    an xdist worker sends this order to the controller in its own hook of the same name, and
+    the controller hands out groups in it (``--no-loadscope-reorder``)."""
     items = session.items
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
@@ -95,3 +139,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return ({"vm": 0, "lab": 1, "unit": 2}[lane(groups[name][0])], -weight)
 
     items[:] = [item for name in sorted(groups, key=rank) for item in groups[name]]
+    path = os.environ.get(LANES_FILE)
+    if path and hasattr(session.config, "workerinput"):
+        tmp = Path(f"{path}.{os.getpid()}")
+        tmp.write_text(json.dumps({item.nodeid: group(item) for item in items}))
+        tmp.replace(path)  # every worker writes the same map; the last complete one wins
+    return (yield)

@@ -58,10 +58,11 @@ PACKAGES: tuple[str, ...] = (
 )
 """Debian packages in the lab rootfs. docker.io is deliberately absent (large; roles install it)."""
 
-ROLE_PACKAGES: tuple[str, ...] = ("docker.io",)
-"""What the roles install that the rootfs lacks. Downloaded (not installed) into the rootfs's
-apt archive when it is built, so a role's ``apt`` task installs them from the cache instead of
-the mirror; the install itself, and what the rollback manifest records, stay real."""
+ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io",), "trixie": ("docker.io", "docker-cli")}
+"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default).
+Downloaded (not installed) into the rootfs's apt archive when it is built, so a role's ``apt``
+task installs them from the cache instead of the mirror; the install itself, and what the
+rollback manifest records, stay real."""
 
 RECIPE_VERSION = 2
 """Bump whenever :func:`_customize` changes, so cached trees are rebuilt."""
@@ -79,11 +80,10 @@ def cache_dir() -> Path:
     return path
 
 
-def rootfs_key(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE,
-               role_packages: tuple[str, ...] = ROLE_PACKAGES) -> str:
+def rootfs_key(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> str:
     """Cache key: anything that changes the tree's content changes the key."""
     recipe = {"suite": suite, "mirror": MIRROR, "packages": sorted(packages), "recipe": RECIPE_VERSION,
-              "prefetched": sorted(role_packages)}
+              "prefetched": sorted(ROLE_PACKAGES.get(suite, ()))}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -177,7 +177,7 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> R
             _customize(staging, suite)
             debootstrap_s = time.monotonic() - step_started
             step_started = time.monotonic()
-            _prefetch(staging, suite, ROLE_PACKAGES)
+            _prefetch(staging, suite, ROLE_PACKAGES.get(suite, ()))
             log(f"rootfs {suite}: debootstrap {debootstrap_s:.1f}s, prefetch {time.monotonic() - step_started:.1f}s")
             suffix, flags = _compressor()
             tarball = cache / f"rootfs-{key}{suffix}"

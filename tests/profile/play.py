@@ -78,6 +78,9 @@ def ansible_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "ANSIBLE_CALLBACK_RESULT_FORMAT": "yaml",
         "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_LOCAL_TEMP": tempfile.gettempdir() + "/hostcheck-ansible-local",
+        # SSH connect and become-prompt wait (default 10 s): sudo in a TCG VM on a busy 2-core
+        # machine took over 12 s. A test that wants a short one sets ansible_ssh_timeout.
+        "ANSIBLE_TIMEOUT": env.get("ANSIBLE_TIMEOUT", "60"),
     })
     if extra:
         env.update(extra)

@@ -33,6 +33,7 @@ import pytest
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.nspawn import LabHost
 from tests.lab.rootfs import SUITES as SUITES_VERSION
+from tests.lab.rootfs import ensure_rootfs
 from tests.lab.steps import Steps
 from tests.profile import play
 
@@ -121,7 +122,7 @@ def build_test_image(host: LabHost) -> None:
 # Budgets of the set-up's steps: at least 3x a cold run on the 2-core CI machine (cold: an
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
-BUDGET = {"boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
+BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
           "probes": 600, "play": 600, "rollback": 900}
 
 
@@ -131,6 +132,8 @@ def life(request: pytest.FixtureRequest, lab, tmp_path_factory) -> Iterator[Life
     two xdist workers at once: each is a lane group of its own, tests/lab/lanes.py)."""
     suite = request.param
     steps = Steps(f"profile lifecycle [{suite}]")
+    with steps.step(f"rootfs {suite}", BUDGET["rootfs"]):
+        ensure_rootfs(suite=suite)  # built once into the lab cache (`python -m tests.lab build`)
     with steps.step("boot", BUDGET["boot"]), play.docker_capable_env():
         host = lab.start_hosts(1, nspawn_args=play.DOCKER_NSPAWN_ARGS, password_auth=True, suite=suite)[0]
     life = Lifecycle(host)
