@@ -24,7 +24,7 @@ from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostchec
 from tests.lab.steps import Steps
 from tests.profile.play import playbook_step
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(400)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(350)]
 
 ROLES = ["bare", "drifted", "gone", "p4", "p5", "p6", "p7", "p8"]
 

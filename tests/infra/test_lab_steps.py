@@ -6,6 +6,7 @@ against this machine's own local connection (a pause, nothing changed).
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -112,12 +113,19 @@ def test_unit():
 """
 
 
-def test_lanes_group_and_order_items(pytester: pytest.Pytester) -> None:
+def test_lanes_group_and_order_items(pytester: pytest.Pytester, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order a worker reports, and the nodeid -> group map it leaves for the scheduler."""
+    lanes_file = tmp_path / "lanes.json"
+    monkeypatch.setenv(lanes.LANES_FILE, str(lanes_file))
+    # configured as an xdist worker: only a worker writes the map
     pytester.makeconftest(
         "import pytest\n"
         "pytest_plugins = ['tests.lab.lanes']\n"
         "@pytest.fixture\n"
-        "def lab_vm():\n    return None\n")
+        "def lab_vm():\n    return None\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_configure(config):\n    config.workerinput = {}\n")
     pytester.makepyfile(test_lanes_demo=LANE_MODULE.replace("def lab_vm():\n    pass\n", ""))
     pytester.makeini("[pytest]\nmarkers =\n    vm: x\n    nspawn: x\n")
     recorder = pytester.inline_run("--collect-only", "-p", "no:cacheprovider")
@@ -131,4 +139,7 @@ def test_lanes_group_and_order_items(pytester: pytest.Pytester) -> None:
         ("test_lifecycle[bookworm]", "test_lanes_demo.py[bookworm]"),  # one group per module parameter
         ("test_lifecycle[trixie]", "test_lanes_demo.py[trixie]"),
     ], order
-    assert all(item.get_closest_marker("xdist_group") for item in items)
+
+    groups = json.loads(lanes_file.read_text())
+    assert groups["test_lanes_demo.py::test_lifecycle[trixie]"] == "test_lanes_demo.py[trixie]", groups
+    assert groups["test_lanes_demo.py::test_shared_vm"] == "vm"

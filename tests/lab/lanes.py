@@ -21,8 +21,7 @@ How the groups reach xdist: with ``--dist loadgroup`` this plugin supplies the s
 (:class:`LaneScheduling`). Each worker writes its nodeid -> group map to the file named by
 ``HOSTCHECK_LANES_FILE`` (set by the controller before the workers start) when its
 collection is done; the controller's scheduler reads it. (xdist's own loadgroup relies on
-renaming nodeids, which pytest 9.2's node ids no longer allow.) Items also carry an
-``xdist_group`` marker, for older combinations where that still works.
+renaming nodeids, which pytest 9.2's node ids no longer allow.)
 """
 
 from __future__ import annotations
@@ -108,15 +107,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
 
     return LaneScheduling(config, log)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
-    """Tag every item with its xdist group before any other implementation runs: xdist turns
-    the group into a nodeid suffix in its own hook of the same name."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
-    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -164,6 +164,7 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> R
             shutil.rmtree(base)  # half-extracted by a killed session
         staging = cache / f"rootfs-{key}.partial"
         if staging.exists():
+            _unmount_below(staging)  # an interrupted debootstrap leaves its /proc mounted there
             shutil.rmtree(staging)
         staging.mkdir()
         if tarball is not None:
@@ -173,7 +174,10 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> R
         else:
             origin = "built"
             step_started = time.monotonic()
-            _debootstrap(staging, packages, suite)
+            try:
+                _debootstrap(staging, packages, suite)
+            finally:
+                _unmount_below(staging)
             _customize(staging, suite)
             debootstrap_s = time.monotonic() - step_started
             step_started = time.monotonic()
@@ -190,6 +194,18 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> R
     log(f"rootfs {suite} {key}: {origin} in {seconds:.1f}s")
     timing.record_cache(f"rootfs {suite}", "cold" if origin == "built" else "extracted", seconds, key)
     return Rootfs(key, base, tarball, packages, origin, seconds, suite)
+
+
+def _unmount_below(folder: Path) -> None:
+    """Lazily unmount everything mounted at or below ``folder`` (deepest first)."""
+    prefix = str(folder.resolve())
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[4].replace("\\040", " ") for line in lines]
+    for point in sorted((p for p in points if p == prefix or p.startswith(prefix + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=30)
 
 
 def _debootstrap(target: Path, packages: tuple[str, ...], suite: str = SUITE) -> None:

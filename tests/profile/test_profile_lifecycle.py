@@ -37,7 +37,7 @@ from tests.lab.rootfs import ensure_rootfs
 from tests.lab.steps import Steps
 from tests.profile import play
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(400)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(700)]
 
 SUITES = ("bookworm", "trixie")
 """Debian 12 and 13: verified distributions (README's Tests section)."""
