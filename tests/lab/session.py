@@ -246,9 +246,10 @@ class Lab:
         from tests.lab.vm import LabVM, ensure_vm_image
 
         image = ensure_vm_image(self.rootfs)
-        name = "labvm" if "labvm" not in self._hosts else f"labvm{len(self._hosts)}"
-        vm = LabVM(self, name, image, **options)
-        self._register(vm)
+        with self._lock:  # two VMs started at once must not pick the same name
+            name = next(n for n in ("labvm", *(f"labvm{i}" for i in range(1, MAX_HOSTS))) if n not in self._hosts)
+            vm = LabVM(self, name, image, **options)
+            self._register(vm)
         try:
             vm.start()
         except BaseException:

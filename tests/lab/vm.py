@@ -166,7 +166,8 @@ class LabVM(RemoteHost):
     lane = "vm"
 
     def __init__(self, lab: Lab, name: str, image: VMImage, *, memory_mib: int = 2048,
-                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 720) -> None:
+                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 720,
+                 cpu: str = "max") -> None:
         super().__init__(lab, name)
         self.image = image
         self.ip = "127.0.0.1"
@@ -176,6 +177,8 @@ class LabVM(RemoteHost):
         self.data_disk = data_disk
         """Size of a blank second disk (``/dev/vdb``) for fstab/mount/filesystem tests."""
         self.boot_timeout = boot_timeout
+        self.cpu = cpu
+        """qemu ``-cpu`` model."""
         self.admin_password = secrets.token_urlsafe(12)
         self.workdir = lab.dir / name
         self.console_log = self.workdir / "console.log"
@@ -205,7 +208,7 @@ class LabVM(RemoteHost):
         self.lab._write_connection_files()
         argv = [
             "qemu-system-x86_64", "-name", f"{self.lab.prefix}-{self.name}",
-            "-machine", "q35,accel=tcg", "-cpu", "max", "-smp", "1", "-m", str(self.memory_mib),
+            "-machine", "q35,accel=tcg", "-cpu", self.cpu, "-smp", "1", "-m", str(self.memory_mib),
             "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", self._cmdline(),
             "-drive", f"file={self.workdir / 'run.qcow2'},if=virtio,cache=unsafe,format=qcow2",
             "-drive", f"file={self.workdir / 'data.qcow2'},if=virtio,cache=unsafe,format=qcow2",
