@@ -123,7 +123,7 @@ def build_test_image(host: LabHost) -> None:
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
 BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
-          "probes": 600, "play": 600, "rollback": 900}
+          "probes": 1200, "play": 600, "rollback": 900}
 
 
 @pytest.fixture(scope="module", params=SUITES, ids=[f"debian{SUITES_VERSION[s]}" for s in SUITES])
