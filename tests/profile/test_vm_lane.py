@@ -47,9 +47,10 @@ def sysctls(vm: Any) -> dict[str, str]:
     return {k: v for k, _, v in (line.partition(" = ") for line in out.splitlines())}
 
 
-# Step budgets, at least 3x a cold run on the 2-core CI machine under TCG (measured: boot
-# 22-60 s, converge ~BOOT_CONVERGE s, power cycle 20-60 s, rerun and rollback; see README's Tests).
-BUDGET = {"boot": 900, "probe": 300, "converge": 1500, "power cycle": 1200, "rerun": 1200, "rollback": 900}
+# Step budgets: at least 3x a cold run on the 2-core CI machine under TCG when the machine is
+# not shared (converge ~450-550 s, per the run that first hit the old single 600 s timeout);
+# shared with other work (load 7-10) one converge took over 1500 s, hence 2400.
+BUDGET = {"boot": 900, "probe": 300, "converge": 2400, "power cycle": 1200, "rerun": 2400, "rollback": 1800}
 
 
 @pytest.fixture(scope="module")
