@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
-from tests.profile.play import run_playbook
+from tests.lab.steps import Steps
+from tests.profile.play import playbook_step
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet]
+pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(350)]
 
 ROLES = ["bare", "drifted", "gone", "p4", "p5", "p6", "p7", "p8"]
 
@@ -48,9 +49,13 @@ def _inventory(path: Path, hosts: list[Any]) -> Path:
 AUDIT_EXTRA_ARGS = ["--offline"]
 
 
-def _audit(inventory: Path, into: Path) -> float:
-    result = run_playbook(inventory, "audit.yml", extra_vars={"audit_report_dir": str(into), "audit_extra_args": AUDIT_EXTRA_ARGS},
-                          timeout=600)
+# Step budgets: at least 3x a cold run on the 2-core CI machine (README's Tests section).
+BUDGET = {"boot": 240, "install hostcheck": 600, "converge": 1200, "audit": 600, "drift": 120}
+
+
+def _audit(steps: Steps, name: str, inventory: Path, into: Path) -> float:
+    result = playbook_step(steps, name, BUDGET["audit"], inventory, "audit.yml",
+                           extra_vars={"audit_report_dir": str(into), "audit_extra_args": AUDIT_EXTRA_ARGS})
     assert result.rc == 0, result.tail()
     return result.seconds
 
@@ -58,30 +63,35 @@ def _audit(inventory: Path, into: Path) -> float:
 @pytest.fixture(scope="module")
 def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     work = tmp_path_factory.mktemp("fleet")
-    hosts = lab.start_hosts(len(ROLES))
+    steps = Steps("fleet")
+    with steps.step("boot", BUDGET["boot"]):
+        hosts = lab.start_hosts(len(ROLES))
     by_role = dict(zip(ROLES, hosts))
     try:
-        wheelhouse = build_wheelhouse(work / "wheels")
+        with steps.step("install hostcheck", BUDGET["install hostcheck"]):
+            wheelhouse = build_wheelhouse(work / "wheels")
 
-        def install(host: Any) -> None:
-            install_hostcheck(host, wheelhouse)
-            host.sudo(f"ln -sf {VENV}/bin/hostcheck /usr/local/bin/hostcheck", check=True)
+            def install(host: Any) -> None:
+                install_hostcheck(host, wheelhouse)
+                host.sudo(f"ln -sf {VENV}/bin/hostcheck /usr/local/bin/hostcheck", check=True)
 
-        with ThreadPoolExecutor(len(hosts)) as pool:
-            list(pool.map(install, hosts))
+            with ThreadPoolExecutor(len(hosts)) as pool:
+                list(pool.map(install, hosts))
         everyone = _inventory(work / "all.ini", hosts)
         profiled = _inventory(work / "profiled.ini", [h for r, h in by_role.items() if r != "bare"])
-        converge = run_playbook(profiled, "site.yml", extra_vars={"docker_host_enabled": False}, timeout=1200)
+        converge = playbook_step(steps, "converge", BUDGET["converge"], profiled, "site.yml",
+                                 extra_vars={"docker_host_enabled": False})
         assert converge.rc == 0, converge.tail()
 
         before, after = work / "before", work / "after"
-        seconds = [_audit(everyone, before)]
-        by_role["drifted"].sudo(
-            "systemd-run --unit=hc-fleet-extra python3 -m http.server --bind 0.0.0.0 8080", check=True)
-        by_role["drifted"].sudo("for i in $(seq 50); do ss -ltn | grep -q ':8080 ' && exit 0; sleep 0.1; done; exit 1",
-                                check=True)
-        lab.stop_hosts([by_role["gone"]])
-        seconds.append(_audit(everyone, after))
+        seconds = [_audit(steps, "first audit", everyone, before)]
+        with steps.step("drift", BUDGET["drift"]):
+            by_role["drifted"].sudo(
+                "systemd-run --unit=hc-fleet-extra python3 -m http.server --bind 0.0.0.0 8080", check=True)
+            by_role["drifted"].sudo(
+                "for i in $(seq 50); do ss -ltn | grep -q ':8080 ' && exit 0; sleep 0.1; done; exit 1", check=True)
+            lab.stop_hosts([by_role["gone"]])
+        seconds.append(_audit(steps, "second audit", everyone, after))
         yield Fleet({r: h.name for r, h in by_role.items()}, before, after, seconds)
     finally:
         lab.stop_hosts([h for r, h in by_role.items() if r != "gone"])

@@ -17,6 +17,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from tests.lab import timing
 from tests.lab.remote import RemoteHost
 from tests.lab.rootfs import cache_dir, cache_lock
 from tests.lab.util import log, run
@@ -34,20 +35,25 @@ def _requirements() -> tuple[list[str], list[str]]:
     return runtime, build
 
 
-def dependency_wheels() -> Path:
-    """Cached folder of wheels for hostcheck's dependencies (built for CPython 3.11 x86_64
-    glibc, which both this machine and the Debian 12 lab hosts are)."""
+def dependency_wheels(python: str = "3.11") -> Path:
+    """Cached folder of wheels for hostcheck's dependencies, for CPython ``python`` x86_64
+    glibc (3.11: this machine and Debian 12 lab hosts; 3.13: Debian 13). The key covers the
+    dependency list and the Python version."""
     deps, build = _requirements()
-    key = hashlib.sha256("\n".join(deps + ["--build--"] + build).encode()).hexdigest()[:12]
+    # 3.11 keeps the key it always had, so existing caches stay warm
+    salt = [] if python == "3.11" else [f"--python--{python}"]
+    key = hashlib.sha256("\n".join(deps + ["--build--"] + build + salt).encode()).hexdigest()[:12]
     folder = cache_dir() / f"wheels-{key}"
+    started = time.monotonic()
     with cache_lock(f"wheels-{key}"):
         if (folder / ".complete").exists():
+            timing.record_cache(f"wheels py{python}", "warm", time.monotonic() - started, key)
             return folder
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         log(f"downloading {len(deps)} dependencies' wheels into {folder}")
-        target = ["--only-binary=:all:", "--python-version", "3.11", "--platform", "manylinux2014_x86_64",
+        target = ["--only-binary=:all:", "--python-version", python, "--platform", "manylinux2014_x86_64",
                   "--platform", "linux_x86_64", "--implementation", "cp"]
         run([sys.executable, "-m", "pip", "download", "--quiet", *target, "--dest", str(partial), *deps], timeout=600)
         # build requirements separately: building hostcheck's wheel then needs no network either
@@ -56,13 +62,15 @@ def dependency_wheels() -> Path:
         (partial / ".complete").write_text("\n".join(deps) + "\n")
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
+    timing.record_cache(f"wheels py{python}", "cold", time.monotonic() - started, key)
     return folder
 
 
-def build_wheelhouse(into: Path) -> Path:
-    """``into`` filled with the dependency wheels plus a fresh wheel of this tree."""
+def build_wheelhouse(into: Path, python: str = "3.11") -> Path:
+    """``into`` filled with the dependency wheels (for the hosts' CPython ``python``: see
+    ``Rootfs.python``) plus a fresh wheel of this tree."""
     into.mkdir(parents=True, exist_ok=True)
-    for wheel in dependency_wheels().glob("*.whl"):
+    for wheel in dependency_wheels(python).glob("*.whl"):
         shutil.copy2(wheel, into / wheel.name)
     with tempfile.TemporaryDirectory(prefix="hcl-build-") as build:
         # a copy, so building never leaves build/ or *.egg-info in the shared working tree
@@ -70,7 +78,7 @@ def build_wheelhouse(into: Path) -> Path:
         shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info",
                                                                  "__pycache__", ".pytest_cache", "tests"))
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
-             "--find-links", str(dependency_wheels() / "build"), "--wheel-dir", str(into), str(src)], timeout=300)
+             "--find-links", str(dependency_wheels(python) / "build"), "--wheel-dir", str(into), str(src)], timeout=300)
     return into
 
 

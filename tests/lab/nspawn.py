@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from tests.lab import cgroups
 from tests.lab.errors import LabError
 from tests.lab.remote import ADMIN, RemoteHost
-from tests.lab.rootfs import ADMIN_UID
+from tests.lab.rootfs import ADMIN_UID, CGROUP2_ONLY, ensure_rootfs
 from tests.lab.util import log, pid_alive, run, sha512_crypt, wait_for
 
 if TYPE_CHECKING:
@@ -61,8 +61,10 @@ class LabHost(RemoteHost):
     lane = "nspawn"
 
     def __init__(self, lab: Lab, index: int, *, password_auth: bool = False,
-                 nspawn_args: tuple[str, ...] = (), boot_timeout: float = 60) -> None:
+                 nspawn_args: tuple[str, ...] = (), boot_timeout: float = 60, suite: str | None = None) -> None:
         super().__init__(lab, f"lab{index}")
+        self.rootfs = lab.rootfs if suite in (None, lab.rootfs.suite) else ensure_rootfs(suite=suite)
+        """The tree this host boots: the session's (Debian 12) unless ``suite`` names another."""
         self.index = index
         self.ip = f"10.77.{index}.2"
         self.gateway = f"10.77.{index}.1"
@@ -110,7 +112,7 @@ class LabHost(RemoteHost):
 
     def _stage(self) -> None:
         """Write per-host files into the (not yet mounted) overlay upper layer."""
-        lower = self.lab.rootfs.base
+        lower = self.rootfs.base
         for sub in ("upper", "work", "merged"):
             (self.workdir / sub).mkdir(parents=True)
         pub = self.lab.key.with_suffix(".pub").read_text()
@@ -180,7 +182,7 @@ class LabHost(RemoteHost):
             log(f"{self.name}: no cgroup of its own ({self.cgroup_problem}): parallel boots may break each other")
         argv = [
             "unshare", "--mount", "--propagation", "private",
-            str(SUPERVISOR), str(self.lab.rootfs.base), str(self.upper), str(self.workdir / "work"),
+            str(SUPERVISOR), str(self.rootfs.base), str(self.upper), str(self.workdir / "work"),
             str(self.workdir / "merged"), str(self.status_file), ":".join(str(c) for c in self.cgroups), "--",
             "systemd-nspawn", "--quiet", "-D", str(self.workdir / "merged"), "-M", self.machine,
             f"--hostname={self.name}", "--register=no", "--keep-unit", "--boot",
@@ -194,6 +196,8 @@ class LabHost(RemoteHost):
             *self.nspawn_args,
         ]
         env = dict(os.environ, SYSTEMD_NSPAWN_API_VFS_WRITABLE="network")
+        if self.rootfs.suite in CGROUP2_ONLY:
+            env["SYSTEMD_NSPAWN_UNIFIED_HIERARCHY"] = "1"
         # own session: a terminal's ^C must not reach nspawn (it would reboot the container)
         self.supervisor = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=open(self.console_log, "wb"),
                                            stderr=subprocess.STDOUT, env=env, start_new_session=True)

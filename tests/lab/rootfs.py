@@ -1,4 +1,4 @@
-"""Build and cache the Debian 12 root filesystem every lab host (nspawn and VM) starts from.
+"""Build and cache the Debian root filesystem (12 by default, or 13) every lab host (nspawn and VM) starts from.
 
 One debootstrap serves both lanes: the cloud kernel and initramfs are in the package list so
 the VM image is made from the very same tree the containers boot (a container ignores
@@ -25,10 +25,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.lab import timing
 from tests.lab.errors import LabError
 from tests.lab.util import log, run
 
 SUITE = "bookworm"
+"""The default lab distribution (Debian 12)."""
+SUITES: dict[str, str] = {"bookworm": "12", "trixie": "13"}
+"""Debian releases a lab host can run (suite -> version). Both are verified by the profile
+lifecycle (tests/profile/test_profile_lifecycle.py)."""
+PYTHON: dict[str, str] = {"bookworm": "3.11", "trixie": "3.13"}
+"""The suite's python3 (hostcheck's wheels are built for it, tests/lab/hostcheck_install.py)."""
+CGROUP2_ONLY: frozenset[str] = frozenset({"trixie"})
+"""Suites whose systemd (256+) refuses to boot on the hybrid cgroup layout nspawn would give
+it on a hybrid machine: their containers get a cgroup2-only view (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY)."""
 MIRROR = "http://deb.debian.org/debian"
 
 PACKAGES: tuple[str, ...] = (
@@ -48,7 +58,13 @@ PACKAGES: tuple[str, ...] = (
 )
 """Debian packages in the lab rootfs. docker.io is deliberately absent (large; roles install it)."""
 
-RECIPE_VERSION = 1
+ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io",), "trixie": ("docker.io", "docker-cli")}
+"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default).
+Downloaded (not installed) into the rootfs's apt archive when it is built, so a role's ``apt``
+task installs them from the cache instead of the mirror; the install itself, and what the
+rollback manifest records, stay real."""
+
+RECIPE_VERSION = 2
 """Bump whenever :func:`_customize` changes, so cached trees are rebuilt."""
 
 DEFAULT_CACHE = Path("/var/cache/hostcheck-lab")
@@ -64,9 +80,10 @@ def cache_dir() -> Path:
     return path
 
 
-def rootfs_key(packages: tuple[str, ...] = PACKAGES) -> str:
+def rootfs_key(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> str:
     """Cache key: anything that changes the tree's content changes the key."""
-    recipe = {"suite": SUITE, "mirror": MIRROR, "packages": sorted(packages), "recipe": RECIPE_VERSION}
+    recipe = {"suite": suite, "mirror": MIRROR, "packages": sorted(packages), "recipe": RECIPE_VERSION,
+              "prefetched": sorted(ROLE_PACKAGES.get(suite, ()))}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -82,6 +99,16 @@ class Rootfs:
     origin: str
     """How this call got it: "built" (debootstrap ran), "extracted" (from the tarball), "cached"."""
     seconds: float
+    suite: str = SUITE
+
+    @property
+    def version(self) -> str:
+        """Debian major version ("12", "13")."""
+        return SUITES[self.suite]
+
+    @property
+    def python(self) -> str:
+        return PYTHON[self.suite]
 
     @property
     def kernel(self) -> Path:
@@ -118,20 +145,26 @@ def _compressor() -> tuple[str, list[str]]:
     return ".tar", []
 
 
-def ensure_rootfs(packages: tuple[str, ...] = PACKAGES) -> Rootfs:
-    """Return the cached rootfs for ``packages``, building or extracting it if needed."""
-    key = rootfs_key(packages)
+def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> Rootfs:
+    """Return the cached rootfs of Debian ``suite`` with ``packages``, building or extracting
+    it if needed (the result is recorded for the suite's timing report, tests/lab/timing.py)."""
+    if suite not in SUITES:
+        raise LabError(f"unknown lab suite {suite!r}: one of {sorted(SUITES)}")
+    key = rootfs_key(packages, suite)
     cache = cache_dir()
     base = cache / f"rootfs-{key}"
     started = time.monotonic()
     with cache_lock(f"rootfs-{key}"):
         tarball = next((p for p in (cache / f"rootfs-{key}.tar.zst", cache / f"rootfs-{key}.tar") if p.exists()), None)
         if (base / ".complete").exists() and tarball is not None:
-            return Rootfs(key, base, tarball, packages, "cached", time.monotonic() - started)
+            rootfs = Rootfs(key, base, tarball, packages, "cached", time.monotonic() - started, suite)
+            timing.record_cache(f"rootfs {suite}", "warm", rootfs.seconds, key)
+            return rootfs
         if base.exists():
             shutil.rmtree(base)  # half-extracted by a killed session
         staging = cache / f"rootfs-{key}.partial"
         if staging.exists():
+            _unmount_below(staging)  # an interrupted debootstrap leaves its /proc mounted there
             shutil.rmtree(staging)
         staging.mkdir()
         if tarball is not None:
@@ -140,8 +173,16 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES) -> Rootfs:
             run(["tar", *TAR_FLAGS, *flags, "-xpf", str(tarball), "-C", str(staging)], timeout=300)
         else:
             origin = "built"
-            _debootstrap(staging, packages)
-            _customize(staging)
+            step_started = time.monotonic()
+            try:
+                _debootstrap(staging, packages, suite)
+            finally:
+                _unmount_below(staging)
+            _customize(staging, suite)
+            debootstrap_s = time.monotonic() - step_started
+            step_started = time.monotonic()
+            _prefetch(staging, suite, ROLE_PACKAGES.get(suite, ()))
+            log(f"rootfs {suite}: debootstrap {debootstrap_s:.1f}s, prefetch {time.monotonic() - step_started:.1f}s")
             suffix, flags = _compressor()
             tarball = cache / f"rootfs-{key}{suffix}"
             partial = tarball.with_name(tarball.name + ".partial")
@@ -150,13 +191,26 @@ def ensure_rootfs(packages: tuple[str, ...] = PACKAGES) -> Rootfs:
         (staging / ".complete").write_text(f"{key}\n")
         staging.rename(base)
     seconds = time.monotonic() - started
-    log(f"rootfs {key}: {origin} in {seconds:.1f}s")
-    return Rootfs(key, base, tarball, packages, origin, seconds)
+    log(f"rootfs {suite} {key}: {origin} in {seconds:.1f}s")
+    timing.record_cache(f"rootfs {suite}", "cold" if origin == "built" else "extracted", seconds, key)
+    return Rootfs(key, base, tarball, packages, origin, seconds, suite)
 
 
-def _debootstrap(target: Path, packages: tuple[str, ...]) -> None:
-    log(f"debootstrap {SUITE} into {target} ({len(packages)} packages, ~70 s)")
-    argv = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(target), MIRROR]
+def _unmount_below(folder: Path) -> None:
+    """Lazily unmount everything mounted at or below ``folder`` (deepest first)."""
+    prefix = str(folder.resolve())
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[4].replace("\\040", " ") for line in lines]
+    for point in sorted((p for p in points if p == prefix or p.startswith(prefix + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=30)
+
+
+def _debootstrap(target: Path, packages: tuple[str, ...], suite: str = SUITE) -> None:
+    log(f"debootstrap {suite} into {target} ({len(packages)} packages, ~70 s)")
+    argv = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite, str(target), MIRROR]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
@@ -175,7 +229,56 @@ def _write(root: Path, rel: str, text: str, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
-def _customize(root: Path) -> None:
+def _sources(suite: str) -> str:
+    return (f"deb {MIRROR} {suite} main\n"
+            f"deb {MIRROR} {suite}-updates main\n"
+            f"deb {MIRROR}-security {suite}-security main\n")
+
+
+def _prefetch(root: Path, suite: str, packages: tuple[str, ...]) -> None:
+    """Download ``packages`` and what they need beyond the tree into ``root``'s apt archive,
+    and leave the fresh package lists of all three suites in ``root``.
+
+    apt runs on this machine against the tree's own dpkg status and keyring (``Dir::State::status``,
+    ``signed-by``), so it resolves exactly what a host built from this tree will need, and
+    nothing inside the tree is executed. A host's ``apt-get install`` then finds the .deb files
+    in /var/cache/apt/archives and only downloads what a newer point release replaced.
+    """
+    if not packages:
+        return
+    keyring = root / "usr/share/keyrings/debian-archive-keyring.gpg"
+    work = root.parent / f"{root.name}.apt"
+    shutil.rmtree(work, ignore_errors=True)
+    for sub in ("lists/partial", "archives/partial", "etc/sources.list.d", "etc/preferences.d", "etc/apt.conf.d"):
+        (work / sub).mkdir(parents=True)
+    sources = work / "etc/sources.list"
+    sources.write_text("".join(line.replace("deb ", f"deb [signed-by={keyring}] ", 1) + "\n"
+                               for line in _sources(suite).splitlines()))
+    options = [
+        "-o", f"Dir::Etc={work / 'etc'}", "-o", f"Dir::Etc::SourceList={sources}",
+        "-o", f"Dir::Etc::SourceParts={work / 'etc/sources.list.d'}",
+        "-o", f"Dir::Etc::Parts={work / 'etc/apt.conf.d'}", "-o", f"Dir::Etc::PreferencesParts={work / 'etc/preferences.d'}",
+        "-o", f"Dir::State::Lists={work / 'lists'}", "-o", f"Dir::State::status={root / 'var/lib/dpkg/status'}",
+        "-o", f"Dir::Cache={work / 'cache'}", "-o", f"Dir::Cache::Archives={work / 'archives'}",
+        "-o", "APT::Architecture=amd64", "-o", "APT::Architectures::=amd64", "-o", "APT::Sandbox::User=root",
+        "-o", "Acquire::Languages=none", "-o", "APT::Install-Recommends=false", "-q",
+    ]
+    try:
+        run(["apt-get", *options, "update"], timeout=600)
+        run(["apt-get", *options, "--download-only", "--yes", "install", *packages], timeout=900)
+        archives = root / "var/cache/apt/archives"
+        archives.mkdir(parents=True, exist_ok=True)
+        for deb in (work / "archives").glob("*.deb"):
+            shutil.move(str(deb), archives / deb.name)
+        lists = root / "var/lib/apt/lists"
+        for entry in (work / "lists").iterdir():
+            if entry.is_file() and entry.name != "lock":
+                shutil.copy2(entry, lists / entry.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _customize(root: Path, suite: str = SUITE) -> None:
     """Session-independent setup baked into the cache. Per-host data (keys, hostname,
     machine-id, password) is written when a host starts, never here.
 
@@ -187,11 +290,7 @@ def _customize(root: Path) -> None:
     _write(root, "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
     # slirp4netns (nspawn lane) and qemu user networking (VM lane) both answer DNS here
     _write(root, "etc/resolv.conf", "nameserver 10.0.2.3\n")
-    _write(root, "etc/apt/sources.list", (
-        f"deb {MIRROR} {SUITE} main\n"
-        f"deb {MIRROR} {SUITE}-updates main\n"
-        f"deb {MIRROR}-security {SUITE}-security main\n"
-    ))
+    _write(root, "etc/apt/sources.list", _sources(suite))
     run(["useradd", "--root", str(root), "--create-home", "--shell", "/bin/bash",
          "--uid", str(ADMIN_UID), "--user-group", "--groups", "sudo", "--comment", "lab admin", ADMIN_USER])
     # NOPASSWD as on a cloud server: Ansible's become and testinfra's sudo cannot type one

@@ -26,12 +26,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.lab import cgroups
+from tests.lab import cgroups, timing
 from tests.lab.errors import LabError
 from tests.lab.remote import RemoteHost
 from tests.lab.rootfs import Rootfs
@@ -217,6 +218,7 @@ class Lab:
                 self._hosts[host.name] = host
             self._write_connection_files()
         errors: list[BaseException] = []
+        started = time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, count)) as pool:
             futures = [pool.submit(h.start) for h in hosts]
             for future in futures:
@@ -226,6 +228,8 @@ class Lab:
         if errors:
             self.stop_hosts(hosts)
             raise LabError(f"{len(errors)} of {count} lab hosts failed to start: {errors[0]}") from errors[0]
+        timing.record("boot", f"nspawn x{count}", time.monotonic() - started,
+                      suite=hosts[0].rootfs.suite if hosts else "")
         return hosts
 
     def stop_hosts(self, hosts: list[Any]) -> None:
@@ -242,9 +246,10 @@ class Lab:
         from tests.lab.vm import LabVM, ensure_vm_image
 
         image = ensure_vm_image(self.rootfs)
-        name = "labvm" if "labvm" not in self._hosts else f"labvm{len(self._hosts)}"
-        vm = LabVM(self, name, image, **options)
-        self._register(vm)
+        with self._lock:  # two VMs started at once must not pick the same name
+            name = next(n for n in ("labvm", *(f"labvm{i}" for i in range(1, MAX_HOSTS))) if n not in self._hosts)
+            vm = LabVM(self, name, image, **options)
+            self._register(vm)
         try:
             vm.start()
         except BaseException:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tests.lab import timing
 from tests.lab.errors import LabError
 from tests.lab.nspawn import sshd_lab_dropin
 from tests.lab.remote import RemoteHost
@@ -105,7 +106,9 @@ def ensure_vm_image(rootfs: Rootfs) -> VMImage:
     started = time.monotonic()
     with cache_lock(f"vm-{key}"):
         if (folder / ".complete").exists():
-            return VMImage(folder, "cached", time.monotonic() - started)
+            image = VMImage(folder, "cached", time.monotonic() - started)
+            timing.record_cache("vm image", "warm", image.seconds, key)
+            return image
         partial = cache_dir() / f"vm-{key}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
@@ -126,6 +129,7 @@ def ensure_vm_image(rootfs: Rootfs) -> VMImage:
         partial.rename(folder)
     seconds = time.monotonic() - started
     log(f"vm image {key}: built in {seconds:.1f}s")
+    timing.record_cache("vm image", "cold", seconds, key)
     return VMImage(folder, "built", seconds)
 
 
@@ -162,7 +166,8 @@ class LabVM(RemoteHost):
     lane = "vm"
 
     def __init__(self, lab: Lab, name: str, image: VMImage, *, memory_mib: int = 2048,
-                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 240) -> None:
+                 password_auth: bool = False, data_disk: str = "2G", boot_timeout: float = 720,
+                 cpu: str = "max") -> None:
         super().__init__(lab, name)
         self.image = image
         self.ip = "127.0.0.1"
@@ -172,6 +177,8 @@ class LabVM(RemoteHost):
         self.data_disk = data_disk
         """Size of a blank second disk (``/dev/vdb``) for fstab/mount/filesystem tests."""
         self.boot_timeout = boot_timeout
+        self.cpu = cpu
+        """qemu ``-cpu`` model."""
         self.admin_password = secrets.token_urlsafe(12)
         self.workdir = lab.dir / name
         self.console_log = self.workdir / "console.log"
@@ -201,7 +208,7 @@ class LabVM(RemoteHost):
         self.lab._write_connection_files()
         argv = [
             "qemu-system-x86_64", "-name", f"{self.lab.prefix}-{self.name}",
-            "-machine", "q35,accel=tcg", "-cpu", "max", "-smp", "1", "-m", str(self.memory_mib),
+            "-machine", "q35,accel=tcg", "-cpu", self.cpu, "-smp", "1", "-m", str(self.memory_mib),
             "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", self._cmdline(),
             "-drive", f"file={self.workdir / 'run.qcow2'},if=virtio,cache=unsafe,format=qcow2",
             "-drive", f"file={self.workdir / 'data.qcow2'},if=virtio,cache=unsafe,format=qcow2",
@@ -222,6 +229,7 @@ class LabVM(RemoteHost):
             self._kill_qemu()
             raise
         self.boot_seconds.append(time.monotonic() - started)
+        timing.record("boot", f"vm {self.name}", self.boot_seconds[-1])
         log(f"{self.name} booted in {self.boot_seconds[-1]:.1f}s ({self.boot_state})")
 
     def wait_ssh(self, timeout: float) -> float:
@@ -244,7 +252,7 @@ class LabVM(RemoteHost):
         if self.process is not None and self.process.poll() is not None:
             raise LabError(f"{self.name}: qemu exited ({self.process.returncode})\n{self.diagnostics()}")
 
-    def power_cycle(self, timeout: float = 180) -> float:
+    def power_cycle(self, timeout: float = 300) -> float:
         """``systemctl poweroff`` inside, wait for qemu to exit, cold boot on the same disks.
         Returns the boot seconds. (A cold boot is faster and steadier than a reboot under TCG.)"""
         self.sudo("systemctl poweroff", timeout=30)

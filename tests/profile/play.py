@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator
 from unittest import mock
 
+from tests.lab.steps import Steps
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 PLAYBOOKS = REPO / "playbooks"
@@ -76,6 +78,9 @@ def ansible_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "ANSIBLE_CALLBACK_RESULT_FORMAT": "yaml",
         "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_LOCAL_TEMP": tempfile.gettempdir() + "/hostcheck-ansible-local",
+        # SSH connect and become-prompt wait (default 10 s): sudo in a TCG VM on a busy 2-core
+        # machine took over 12 s. A test that wants a short one sets ansible_ssh_timeout.
+        "ANSIBLE_TIMEOUT": env.get("ANSIBLE_TIMEOUT", "60"),
     })
     if extra:
         env.update(extra)
@@ -104,8 +109,9 @@ def run_playbook(inventory: Path | str, playbook: str | Path, *, extra_vars: dic
                               timeout=timeout, stdin=subprocess.DEVNULL)
         rc, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
-        rc, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n[timed out after {timeout}s]"
-        output = output if isinstance(output, str) else output.decode(errors="replace")
+        # the partial output comes back as bytes even with text=True
+        parts = [p.decode(errors="replace") if isinstance(p, bytes) else (p or "") for p in (exc.stdout, exc.stderr)]
+        rc, output = 124, f"{parts[0]}{parts[1]}\n[timed out after {timeout}s]"
     result = PlayResult(path.name, argv, rc, output, time.monotonic() - started)
     for match in RECAP_RE.finditer(output):
         result.recap[match["host"]] = {k: int(v) for k, v in match.groupdict().items() if k != "host"}
@@ -115,6 +121,19 @@ def run_playbook(inventory: Path | str, playbook: str | Path, *, extra_vars: dic
             task = m["name"]
         elif CHANGED_RE.match(line):
             result.changed_tasks.append(task)
+    return result
+
+
+def playbook_step(steps: Steps, name: str, budget: float, inventory: Path | str, playbook: str | Path,
+                  **kwargs: Any) -> PlayResult:
+    """:func:`run_playbook` as a budgeted set-up step: the playbook is killed at ``budget``
+    seconds and :class:`tests.lab.steps.StepOverBudget` then names the step, the time and the
+    play's last output lines. A play that fails in time is returned (the caller asserts)."""
+    result = run_playbook(inventory, playbook, timeout=budget, **kwargs)
+    steps.record(name, result.seconds, budget)
+    if result.rc == 124 and result.output.endswith(f"[timed out after {budget}s]"):
+        raise steps.over_budget(name, result.seconds, budget, lambda: result.output,
+                                f" ({result.playbook})")
     return result
 
 
@@ -231,7 +250,8 @@ def file_diff(before: Snapshot, after: Snapshot, *, ignore: tuple[str, ...] = ()
 
 
 # The test's own SSH logins: each is a session scope under the admin's user manager.
-SESSION_UNITS = re.compile(r"^(session-\d+\.scope|run-user-\d+\.mount|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)$")
+# (systemd 257, Debian 13, names a session without an audit id "c<N>").
+SESSION_UNITS = re.compile(r"^(session-c?\d+\.scope|run-user-\d+\.mount|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)$")
 
 
 def unit_diff(before: Snapshot, after: Snapshot, *, ignore_active: tuple[str, ...] = ()) -> dict[str, tuple[Any, Any]]:

@@ -19,6 +19,7 @@ tested), the XFS data volume (no block device in nspawn).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -31,9 +32,15 @@ import pytest
 
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.nspawn import LabHost
+from tests.lab.rootfs import SUITES as SUITES_VERSION
+from tests.lab.rootfs import ensure_rootfs
+from tests.lab.steps import Steps
 from tests.profile import play
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root]
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(700)]
+
+SUITES = ("bookworm", "trixie")
+"""Debian 12 and 13: verified distributions (README's Tests section)."""
 
 HOSTCHECK = f"{VENV}/bin/hostcheck"
 # Package-manager bookkeeping that installing and purging leaves behind by design (apt's
@@ -103,137 +110,178 @@ def unit_states(host: LabHost, units: tuple[str, ...]) -> dict[str, tuple[str, s
 
 def build_test_image(host: LabHost) -> None:
     """A tiny image from the host's own python (no registry is reachable from the lab)."""
+    python = host.sudo("readlink -f /usr/bin/python3", check=True).stdout.strip()  # python3.11 / 3.13
+    version = python.rsplit("/", 1)[1]
     host.sudo(
-        "set -e; cd /tmp; libs=$(ldd /usr/bin/python3.11 | grep -o '/[^ ]*' | sort -u); "
-        "tar -ch /usr/bin/python3.11 $libs /usr/lib/python3.11 --exclude=/usr/lib/python3.11/test 2>/dev/null "
-        "| docker import -c 'ENTRYPOINT [\"/usr/bin/python3.11\"]' - labpy >/dev/null",
+        f"set -e; cd /tmp; libs=$(ldd {python} | grep -o '/[^ ]*' | sort -u); "
+        f"tar -ch {python} $libs /usr/lib/{version} --exclude=/usr/lib/{version}/test 2>/dev/null "
+        f"| docker import -c 'ENTRYPOINT [\"{python}\"]' - labpy >/dev/null",
         timeout=120, check=True)
 
 
-@pytest.fixture(scope="module")
-def life(lab, tmp_path_factory) -> Iterator[Lifecycle]:
-    with play.docker_capable_env():
-        host = lab.start_hosts(1, nspawn_args=play.DOCKER_NSPAWN_ARGS, password_auth=True)[0]
+# Budgets of the set-up's steps: at least 3x a cold run on the 2-core CI machine (cold: an
+# empty lab cache; the figures are in README's Tests section). A step over budget fails with
+# its name, its time and the last lines of its output (tests/lab/steps.py).
+BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
+          "probes": 1200, "play": 600, "rollback": 900}
+
+
+@pytest.fixture(scope="module", params=SUITES, ids=[f"debian{SUITES_VERSION[s]}" for s in SUITES])
+def life(request: pytest.FixtureRequest, lab, tmp_path_factory) -> Iterator[Lifecycle]:
+    """The lifecycle on a Debian 12 host and on a Debian 13 host (one after the other, or on
+    two xdist workers at once: each is a lane group of its own, tests/lab/lanes.py)."""
+    suite = request.param
+    steps = Steps(f"profile lifecycle [{suite}]")
+    with steps.step(f"rootfs {suite}", BUDGET["rootfs"]):
+        ensure_rootfs(suite=suite)  # built once into the lab cache (`python -m tests.lab build`)
+    with steps.step("boot", BUDGET["boot"]), play.docker_capable_env():
+        host = lab.start_hosts(1, nspawn_args=play.DOCKER_NSPAWN_ARGS, password_auth=True, suite=suite)[0]
     life = Lifecycle(host)
-    tmp = tmp_path_factory.mktemp("profile")
+    tmp = tmp_path_factory.mktemp(f"profile-{suite}")
+    P = functools.partial(play.playbook_step, steps)
     inventory = host.inventory_path
     # The lab's kmod package stands in for an NVIDIA driver package (none exists here): the
     # hold mechanism is the same, and rollback must release it.
     test_vars = {"provider_vast_enabled": True, "host_baseline_hold_extra_packages": ["kmod"]}
     try:
         # ---- the host as it might come from a cloud image --------------------------------
-        install_hostcheck(host, build_wheelhouse(tmp / "wheelhouse"))
-        host.sudo("printf 'PasswordAuthentication yes\\n' > /etc/ssh/sshd_config.d/50-cloud-init.conf && "
-                  "systemctl reload ssh && groupadd docker && useradd -m -s /bin/bash -G docker alice",
-                  check=True)
-        life.probes["password_login_before"] = host.password_login(host.admin_password)
-        life.snaps["idle_a"] = play.snapshot(host)
-        time.sleep(2)
-        life.snaps["before"] = play.snapshot(host)
-
-        # ---- dry run on the fresh host ----------------------------------------------------
-        life.plays["check"] = play.run_playbook(inventory, "site.yml", extra_vars=test_vars, check=True, diff=True)
-        life.snaps["after_check"] = play.snapshot(host)
-        life.audits["before"] = audit_statuses(host)
-
-        # ---- converge, then rerun ---------------------------------------------------------
-        life.plays["converge"] = play.run_playbook(inventory, "site.yml", extra_vars=test_vars)
-        assert life.plays["converge"].rc == 0, life.plays["converge"].describe()
-        life.plays["rerun"] = play.run_playbook(inventory, "site.yml", extra_vars=test_vars)
-        life.snaps["converged"] = play.snapshot(host)
-        life.plays["check_converged"] = play.run_playbook(inventory, "site.yml", extra_vars=test_vars, check=True)
-        life.audits["converged"] = audit_statuses(host)
-
-        # ---- what the converged host looks like -------------------------------------------
-        p = life.probes
-        host.close_ssh_masters()
-        p["key_login"] = host.run("id -un")
-        p["sudo"] = host.run("sudo -n id -u")
-        p["password_login"] = host.password_login(host.admin_password)
-        p["sshd"] = sshd_effective(host)
-        p["dropin_stat"] = host.sudo("stat -c '%U %G %a' /etc/ssh/sshd_config.d/01-hostcheck.conf").stdout.strip()
-        p["dropins"] = sorted(host.sudo("ls /etc/ssh/sshd_config.d").stdout.split())
-        p["ruleset"] = host.sudo("nft list table inet hostcheck").stdout
-        p["tables"] = host.sudo("nft list tables").stdout
-        host.sudo("setsid nohup python3 -m http.server 8081 >/dev/null 2>&1 < /dev/null &", check=True)
-        time.sleep(1)
-        p["listener_inside"] = host.sudo("nc -z -w2 127.0.0.1 8081 && echo open").stdout.strip()
-        p["listener_outside"] = outside(host, 8081)
-        p["ssh_outside"] = outside(host, 22)
-        host.sudo("pkill -f 'http.server 8081'")
-        build_test_image(host)
-        host.sudo("docker run -d --name web -p 8080:80 labpy -m http.server 80", check=True)
-        time.sleep(2)
-        ip = host.sudo("docker inspect -f '{{.NetworkSettings.IPAddress}}' web").stdout.strip()
-        p["container_inside"] = host.sudo(f"curl -s -o /dev/null -w '%{{http_code}}' http://{ip}:80/").stdout
-        p["published_outside"] = outside(host, 8080)
-        p["container_no_new_privs"] = host.sudo(
-            "docker run --rm labpy -c \"print(open('/proc/self/status').read())\" | grep NoNewPrivs").stdout.split()
-        # Positive control: the same probe sees the port once the forward path allows it.
-        control = play.write_playbook(tmp, "firewall-open.yml", ["firewall"],
-                                      vars_={"firewall_forward_allowed_ports": [8080]})
-        life.plays["control_open"] = play.run_playbook(inventory, control)
-        p["published_outside_when_allowed"] = outside(host, 8080)
-        life.plays["control_close"] = play.run_playbook(inventory, play.write_playbook(tmp, "firewall.yml", ["firewall"]))
-        p["published_outside_again"] = outside(host, 8080)
-        p["docker_info"] = json.loads(host.sudo("docker info --format '{{json .}}'").stdout)
-        p["daemon_json"] = json.loads(host.sudo("cat /etc/docker/daemon.json").stdout)
-        p["units"] = unit_states(host, ("sleep.target", "suspend.target", "hibernate.target", "hybrid-sleep.target",
-                                        "hostcheck-firewall.service", "docker.service", "apt-daily.timer",
-                                        "apt-daily-upgrade.timer", *AGENT_UNITS))
-        p["sysctl"] = host.sudo("sysctl net.ipv4.ip_forward net.ipv4.conf.all.accept_redirects "
-                                "net.ipv4.conf.all.send_redirects net.ipv4.tcp_syncookies").stdout
-        p["apt_config"] = host.sudo("apt-config dump Unattended-Upgrade APT::Periodic").stdout
-        p["holds"] = host.sudo("apt-mark showhold").stdout.split()
-        p["manifest_perms"] = host.sudo("stat -c '%a %U %G' /var/lib/hostcheck-profile "
-                                        "/var/lib/hostcheck-profile/manifest.json").stdout.split("\n")
-        life.manifest = json.loads(host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout)
-        p["provider_stage"] = host.sudo("stat -c '%n %a %U' /opt/hostcheck-provider /opt/hostcheck-provider/vast "
-                                        "/opt/hostcheck-provider/vast/install.sh").stdout
-        p["install_script"] = host.sudo("cat /opt/hostcheck-provider/vast/install.sh").stdout
-        p["provider_user"] = host.sudo("getent passwd gpuprovider; id -nG gpuprovider; "
-                                       "stat -c '%a %U %G' /srv/gpuprovider").stdout
-        p["docker_group_converged"] = host.sudo("getent group docker").stdout.strip()
-
-        # ---- the provider gate -----------------------------------------------------------
-        gate_vars = {**test_vars, "provider_vast_audit_command": [
-            HOSTCHECK, "audit", "--policy", "vast", "--format", "json", "--offline", "--timeout", "60"]}
-        life.plays["enable_no_ack"] = play.run_playbook(inventory, "provider-enable.yml",
-                                                        extra_vars={**gate_vars, "provider_enable": True})
-        life.plays["enable_not_enabled"] = play.run_playbook(
-            inventory, "provider-enable.yml",
-            extra_vars={**gate_vars, "provider_enable": False, "provider_acknowledgement": play.ACKNOWLEDGEMENT})
-        life.plays["enable_audit_blocks"] = play.run_playbook(
-            inventory, "provider-enable.yml",
-            extra_vars={**gate_vars, "provider_enable": True, "provider_acknowledgement": play.ACKNOWLEDGEMENT})
-        p["units_after_gate"] = unit_states(host, AGENT_UNITS)
-        p["installed_marker"] = host.sudo("ls /opt/hostcheck-provider/vast/ /var/lib/hostcheck-profile/").stdout
-        p["ruleset_after_gate"] = host.sudo("nft list table inet hostcheck").stdout
-
-        # ---- isolation, told to remove humans from the docker group -----------------------
-        iso = play.write_playbook(tmp, "isolation.yml", ["isolation"], vars_={"isolation_remove_docker_members": True})
-        life.plays["isolation_remove"] = play.run_playbook(inventory, iso)
-        p["docker_group_after_removal"] = host.sudo("getent group docker").stdout.strip()
-
-        # ---- rollback -----------------------------------------------------------------------
-        p["manifest_before_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
-        life.plays["rollback_with_container"] = play.run_playbook(inventory, "rollback.yml")
-        p["manifest_after_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
-        host.sudo("docker rm -f web && docker rmi labpy", check=True)
-        life.snaps["before_rollback"] = play.snapshot(host)
-        life.plays["rollback_check"] = play.run_playbook(inventory, "rollback.yml", check=True, diff=True)
-        life.snaps["after_rollback_check"] = play.snapshot(host)
-        life.plays["rollback"] = play.run_playbook(inventory, "rollback.yml")
-        life.snaps["rolled_back"] = play.snapshot(host)
-        life.plays["rollback_again"] = play.run_playbook(inventory, "rollback.yml")
-        host.close_ssh_masters()
-        p["password_login_after_rollback"] = host.password_login(host.admin_password)
-        p["tables_after_rollback"] = host.sudo("nft list tables").stdout
-        p["manifest_dir_after_rollback"] = host.sudo("test -e /var/lib/hostcheck-profile && echo present || echo gone").stdout.strip()
-        life.audits["rolled_back"] = audit_statuses(host)
+        with steps.step("install hostcheck", BUDGET["install hostcheck"]):
+            install_hostcheck(host, build_wheelhouse(tmp / "wheelhouse", host.rootfs.python))
+        with steps.step("prepare", BUDGET["prepare"]):
+            prepare(host, life)
+        converge_and_probe(P, steps, host, life, inventory, tmp, test_vars)
         yield life
     finally:
         lab.stop_hosts([host])
+
+
+def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp: Path) -> None:
+    """What the converged host looks like, from inside and from outside."""
+    p = life.probes
+    host.close_ssh_masters()
+    p["key_login"] = host.run("id -un")
+    p["sudo"] = host.run("sudo -n id -u")
+    p["password_login"] = host.password_login(host.admin_password)
+    p["sshd"] = sshd_effective(host)
+    p["dropin_stat"] = host.sudo("stat -c '%U %G %a' /etc/ssh/sshd_config.d/01-hostcheck.conf").stdout.strip()
+    p["dropins"] = sorted(host.sudo("ls /etc/ssh/sshd_config.d").stdout.split())
+    p["ruleset"] = host.sudo("nft list table inet hostcheck").stdout
+    p["tables"] = host.sudo("nft list tables").stdout
+    host.sudo("setsid nohup python3 -m http.server 8081 >/dev/null 2>&1 < /dev/null &", check=True)
+    time.sleep(1)
+    p["listener_inside"] = host.sudo("nc -z -w2 127.0.0.1 8081 && echo open").stdout.strip()
+    p["listener_outside"] = outside(host, 8081)
+    p["ssh_outside"] = outside(host, 22)
+    host.sudo("pkill -f 'http.server 8081'")
+    build_test_image(host)
+    host.sudo("docker run -d --name web -p 8080:80 labpy -m http.server 80", check=True)
+    time.sleep(2)
+    ip = host.sudo("docker inspect -f '{{.NetworkSettings.IPAddress}}' web").stdout.strip()
+    p["container_inside"] = host.sudo(f"curl -s -o /dev/null -w '%{{http_code}}' http://{ip}:80/").stdout
+    p["published_outside"] = outside(host, 8080)
+    p["container_no_new_privs"] = host.sudo(
+        "docker run --rm labpy -c \"print(open('/proc/self/status').read())\" | grep NoNewPrivs").stdout.split()
+    # Positive control: the same probe sees the port once the forward path allows it.
+    control = play.write_playbook(tmp, "firewall-open.yml", ["firewall"],
+                                  vars_={"firewall_forward_allowed_ports": [8080]})
+    life.plays["control_open"] = P("control_open", BUDGET["play"], inventory, control)
+    p["published_outside_when_allowed"] = outside(host, 8080)
+    life.plays["control_close"] = P("control_close", BUDGET["play"], inventory,
+                                    play.write_playbook(tmp, "firewall.yml", ["firewall"]))
+    p["published_outside_again"] = outside(host, 8080)
+    p["docker_info"] = json.loads(host.sudo("docker info --format '{{json .}}'").stdout)
+    p["daemon_json"] = json.loads(host.sudo("cat /etc/docker/daemon.json").stdout)
+    p["units"] = unit_states(host, ("sleep.target", "suspend.target", "hibernate.target", "hybrid-sleep.target",
+                                    "hostcheck-firewall.service", "docker.service", "apt-daily.timer",
+                                    "apt-daily-upgrade.timer", *AGENT_UNITS))
+    p["sysctl"] = host.sudo("sysctl net.ipv4.ip_forward net.ipv4.conf.all.accept_redirects "
+                            "net.ipv4.conf.all.send_redirects net.ipv4.tcp_syncookies").stdout
+    p["apt_config"] = host.sudo("apt-config dump Unattended-Upgrade APT::Periodic").stdout
+    p["holds"] = host.sudo("apt-mark showhold").stdout.split()
+    p["manifest_perms"] = host.sudo("stat -c '%a %U %G' /var/lib/hostcheck-profile "
+                                    "/var/lib/hostcheck-profile/manifest.json").stdout.split("\n")
+    life.manifest = json.loads(host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout)
+    p["provider_stage"] = host.sudo("stat -c '%n %a %U' /opt/hostcheck-provider /opt/hostcheck-provider/vast "
+                                    "/opt/hostcheck-provider/vast/install.sh").stdout
+    p["install_script"] = host.sudo("cat /opt/hostcheck-provider/vast/install.sh").stdout
+    p["provider_user"] = host.sudo("getent passwd gpuprovider; id -nG gpuprovider; "
+                                   "stat -c '%a %U %G' /srv/gpuprovider").stdout
+    p["docker_group_converged"] = host.sudo("getent group docker").stdout.strip()
+
+
+def prepare(host: LabHost, life: Lifecycle) -> None:
+    """The host as it might come from a cloud image; two snapshots of it idle."""
+    host.sudo("printf 'PasswordAuthentication yes\\n' > /etc/ssh/sshd_config.d/50-cloud-init.conf && "
+              "systemctl reload ssh && groupadd docker && useradd -m -s /bin/bash -G docker alice",
+              check=True)
+    life.probes["password_login_before"] = host.password_login(host.admin_password)
+    life.snaps["idle_a"] = play.snapshot(host)
+    time.sleep(2)
+    life.snaps["before"] = play.snapshot(host)
+
+
+def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inventory: Path, tmp: Path,
+                       test_vars: dict[str, Any]) -> None:
+    """Dry run, converge, rerun, what the converged host looks like, the provider gate and
+    the rollback, each play a budgeted step."""
+    # ---- dry run on the fresh host ----------------------------------------------------
+    life.plays["check"] = P("check", BUDGET["check"], inventory, "site.yml", extra_vars=test_vars, check=True,
+                            diff=True)
+    life.snaps["after_check"] = play.snapshot(host)
+    life.audits["before"] = audit_statuses(host)
+
+    # ---- converge, then rerun ---------------------------------------------------------
+    life.plays["converge"] = P("converge", BUDGET["converge"], inventory, "site.yml", extra_vars=test_vars)
+    assert life.plays["converge"].rc == 0, life.plays["converge"].describe()
+    life.plays["rerun"] = P("rerun", BUDGET["rerun"], inventory, "site.yml", extra_vars=test_vars)
+    life.snaps["converged"] = play.snapshot(host)
+    life.plays["check_converged"] = P("check_converged", BUDGET["check"], inventory, "site.yml",
+                                      extra_vars=test_vars, check=True)
+    life.audits["converged"] = audit_statuses(host)
+
+    # ---- what the converged host looks like -------------------------------------------
+    with steps.step("probes", BUDGET["probes"]):
+        probe_converged(P, host, life, inventory, tmp)
+
+    # ---- the provider gate -----------------------------------------------------------
+    p = life.probes
+    gate_vars = {**test_vars, "provider_vast_audit_command": [
+        HOSTCHECK, "audit", "--policy", "vast", "--format", "json", "--offline", "--timeout", "60"]}
+    life.plays["enable_no_ack"] = P("enable_no_ack", BUDGET["play"], inventory, "provider-enable.yml",
+                                    extra_vars={**gate_vars, "provider_enable": True})
+    life.plays["enable_not_enabled"] = P(
+        "enable_not_enabled", BUDGET["play"], inventory, "provider-enable.yml",
+        extra_vars={**gate_vars, "provider_enable": False, "provider_acknowledgement": play.ACKNOWLEDGEMENT})
+    life.plays["enable_audit_blocks"] = P(
+        "enable_audit_blocks", BUDGET["play"], inventory, "provider-enable.yml",
+        extra_vars={**gate_vars, "provider_enable": True, "provider_acknowledgement": play.ACKNOWLEDGEMENT})
+    p["units_after_gate"] = unit_states(host, AGENT_UNITS)
+    p["installed_marker"] = host.sudo("ls /opt/hostcheck-provider/vast/ /var/lib/hostcheck-profile/").stdout
+    p["ruleset_after_gate"] = host.sudo("nft list table inet hostcheck").stdout
+
+    # ---- isolation, told to remove humans from the docker group -----------------------
+    iso = play.write_playbook(tmp, "isolation.yml", ["isolation"], vars_={"isolation_remove_docker_members": True})
+    life.plays["isolation_remove"] = P("isolation_remove", BUDGET["play"], inventory, iso)
+    p["docker_group_after_removal"] = host.sudo("getent group docker").stdout.strip()
+
+    # ---- rollback -----------------------------------------------------------------------
+    p["manifest_before_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
+    life.plays["rollback_with_container"] = P("rollback_with_container", BUDGET["rollback"], inventory,
+                                              "rollback.yml")
+    p["manifest_after_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
+    host.sudo("docker rm -f web && docker rmi labpy", check=True)
+    life.snaps["before_rollback"] = play.snapshot(host)
+    life.plays["rollback_check"] = P("rollback_check", BUDGET["rollback"], inventory, "rollback.yml", check=True,
+                                     diff=True)
+    life.snaps["after_rollback_check"] = play.snapshot(host)
+    life.plays["rollback"] = P("rollback", BUDGET["rollback"], inventory, "rollback.yml")
+    life.snaps["rolled_back"] = play.snapshot(host)
+    life.plays["rollback_again"] = P("rollback_again", BUDGET["rollback"], inventory, "rollback.yml")
+    host.close_ssh_masters()
+    p["password_login_after_rollback"] = host.password_login(host.admin_password)
+    p["tables_after_rollback"] = host.sudo("nft list tables").stdout
+    p["manifest_dir_after_rollback"] = host.sudo("test -e /var/lib/hostcheck-profile && echo present || echo gone").stdout.strip()
+    life.audits["rolled_back"] = audit_statuses(host)
 
 
 # ---- check mode ---------------------------------------------------------------------------
@@ -465,11 +513,13 @@ def test_manifest_recorded_every_change(life: Lifecycle) -> None:
     assert "file:/etc/ssh/sshd_config.d/01-hostcheck.conf" in by_role["ssh_hardening"]
     assert "file:/etc/hostcheck/firewall.nft" in by_role["firewall"]
     assert "unit:hostcheck-firewall.service" in by_role["firewall"]
-    assert "packages:docker.io" in by_role["docker_host"]
+    # one entry for the engine install: docker.io (Debian 13: with docker-cli, which holds the client)
+    engine = [k for k in by_role["docker_host"] if k.startswith("packages:") and "docker.io" in k[9:].split(",")]
+    assert len(engine) == 1, by_role["docker_host"]
     assert {"user:gpuprovider", "group:gpuprovider"} <= by_role["isolation"]
     assert "unit:sleep.target" in by_role["host_baseline"]
     assert "hold:kmod" in by_role["host_baseline"]
-    docker = next(e for e in entries if e["kind"] == "packages" and e["key"] == "docker.io")
+    docker = next(e for e in entries if e["kind"] == "packages" and "docker.io" in e["key"].split(","))
     assert docker["finalized"] and "docker.io" in docker["added"]
 
 
