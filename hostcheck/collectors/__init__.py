@@ -33,6 +33,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hostcheck.collectors.sshd",
     "hostcheck.collectors.packages",
     "hostcheck.collectors.network_local",
+    "hostcheck.collectors.container_egress",
     "hostcheck.collectors.reachability",
 )
 
