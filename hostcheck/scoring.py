@@ -17,6 +17,7 @@ OWNER_RISK_CHECKS: dict[str, tuple[str, Any]] = {
     "OWN-1010": ("high", None),  # personal credentials on the host
     "ISO-1010": ("high", None),  # a personal machine (desktop session, personal data)
     "DOC-1070": ("high", None),  # container ports bypassing the firewall
+    "ISO-1040": ("high", None),  # containers can reach the owner's LAN
     "NET-1010": ("medium", None),  # firewall default-accept
     "SSH-1010": ("medium", None),  # password SSH
     "OWN-1040": ("medium", 0),  # services exposed beyond loopback
