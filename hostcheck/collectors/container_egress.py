@@ -55,6 +55,7 @@ PROBES_V6 = (
     Probe("IPv6 unique local address", "forward", "fd00::1", "tcp", 80),
     Probe("IPv6 link-local", "forward", "fe80::1", "tcp", 80),
 )
+TRANSPORTS = frozenset({"tcp", "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp"})
 UPLINK = "\x00uplink"  # the interface a packet leaves by: never equal to a named interface
 
 
@@ -172,9 +173,9 @@ class Walker:
                     return "addr", p.daddr
                 if field == "protocol" or field == "nexthdr":
                     return "scalar", p.proto
+            if proto in TRANSPORTS and proto != p.proto:
+                return "absent", None
             if proto in ("tcp", "udp", "th") and field == "dport":
-                if proto != "th" and proto != p.proto:
-                    return "absent", None
                 return "scalar", p.dport
         if isinstance(left, dict) and isinstance(left.get("ct"), dict):
             key = left["ct"].get("key")
