@@ -459,3 +459,26 @@ def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return unknown("cannot tell: " + "; ".join(line(p) for p in undetermined) + where, len(undetermined))
     evidence = sorted({str(p.get("evidence")) for p in probes})
     return passed(0, f"{len(probes)} private destinations blocked ({'; '.join(evidence)}){where}")
+
+
+@check(
+    "PKG-1030",
+    title="Automatic security updates have a security source",
+    op="==",
+    threshold="none",
+    why="Security-only automatic upgrades install from the distribution's security origin; "
+    "without that origin among the APT sources they run every day and never install a fix, "
+    "while the host looks patched.",
+    fix="Add the security suite to the APT sources (Debian 12: `deb http://deb.debian.org/debian-security "
+    "bookworm-security main`; Ubuntu: `<codename>-security`), then `apt update`.",
+    fix_role="host_baseline: host_baseline_security_updates",
+)
+def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    state = need(facts, "packages.unattended_upgrades")
+    if not (isinstance(state, dict) and state.get("installed") and state.get("enabled") is True):
+        return skipped("automatic updates are off (PKG-1010)")
+    apt = need(facts, "packages.apt_sources")
+    security = apt.get("security", [])
+    if security:
+        return passed("present", ", ".join(sorted({f"{s['uri']} {s['suite']}" for s in security})))
+    return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")
