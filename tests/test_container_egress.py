@@ -1,9 +1,11 @@
 """ISO-1040: the walk of a real nftables ruleset and the check's outcome.
 
-tests/snapshots/nft/ holds rulesets as `nft -j list ruleset` printed them: Docker's own
-iptables-nft tables on a default Debian 12 Docker host (docker-default.json) and the same with
-the profile's table inet hostcheck added (docker-profiled.json). The lab test
-(tests/profile/test_egress_isolation.py) shows the same verdicts on live packets.
+tests/snapshots/nft/ holds rulesets as `nft -j list ruleset` printed them after loading them
+into a throwaway network namespace: Docker's filter chains as Docker (20.10, Debian 12's
+docker.io) writes them through iptables-nft for docker0 (docker-default.json), and the same
+with the table inet hostcheck the firewall role's template renders (docker-profiled.json). The
+lab test (tests/profile/test_egress_isolation.py) runs the audit on a live host with the real
+engine and shows the same verdicts with live packets.
 """
 
 from __future__ import annotations

@@ -230,8 +230,9 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
 
 
 OPEN = {"lan_tcp": "open", "lan_udp": "reply", "nas_tcp": "open", "nas_udp": "reply", "lan_dns": ANSWER,
-        "metadata_tcp": "open", "host_tcp": "open", "host_gateway_tcp": "open", "internet_tcp": "open", "internet_udp": "reply", "internet_dns": ANSWER,
-        "resolve": ANSWER, "published_from_lan": "200", "host_from_lan": "open"}
+        "metadata_tcp": "open", "host_tcp": "open", "host_gateway_tcp": "open", "internet_tcp": "open",
+        "internet_udp": "reply", "internet_dns": ANSWER, "resolve": ANSWER, "published_from_lan": "200",
+        "host_from_lan": "open"}
 PRIVATE = ("lan_tcp", "lan_udp", "lan_dns", "metadata_tcp", "host_tcp", "host_gateway_tcp")
 PUBLIC = ("internet_tcp", "internet_udp", "internet_dns", "resolve", "published_from_lan", "host_from_lan")
 
