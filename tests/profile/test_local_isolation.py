@@ -24,7 +24,7 @@ from tests.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STA
 pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root]
 
 ROLES = ["host_baseline", "ssh_hardening", "isolation"]
-SECRET = "the admin's private notes"
+SECRET = "private notes of a human account"
 
 
 @dataclass
