@@ -70,6 +70,8 @@ def local(lab, tmp_path_factory) -> Iterator[Local]:
         p["nobody_reads_converged"] = read_as(host, "nobody", "/home/alice/notes.txt")
         p["alice_reads_own"] = read_as(host, "alice", "/home/alice/notes.txt")
         p["login_umask"] = host.sudo("su - alice -c umask").stdout.strip()
+        p["root_umask"] = host.sudo("su - root -c umask").stdout.strip()
+        p["new_file_mode"] = host.sudo("su - alice -c 'touch /tmp/alice-new && stat -c %a /tmp/alice-new'").stdout.strip()
         host.close_ssh_masters()
         p["ssh_umask"] = host.run("umask").stdout.strip()
         p["core_hard"] = host.sudo("su - alice -c 'ulimit -Hc'").stdout.strip()
@@ -109,8 +111,12 @@ def test_human_homes_are_0750_and_rerun_changes_nothing(local: Local) -> None:
 
 
 def test_logins_get_umask_027_and_no_core_dumps(local: Local) -> None:
+    """UMASK 027 from login.defs; for an account whose primary group is its own (Debian's
+    user private groups, USERGROUPS_ENAB yes) pam_umask gives the group the owner's bits,
+    i.e. 007: that group holds the user alone, and others get nothing either way."""
     p = local.probes
-    assert (p["login_umask"], p["ssh_umask"]) == ("0027", "0027")
+    got = {k: p[k] for k in ("login_umask", "ssh_umask", "root_umask", "new_file_mode")}
+    assert got == {"login_umask": "0007", "ssh_umask": "0007", "root_umask": "0027", "new_file_mode": "660"}, got
     assert (p["core_hard"], p["root_core_hard"]) == ("0", "0")
 
 
