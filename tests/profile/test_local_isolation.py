@@ -71,7 +71,6 @@ def local(lab, tmp_path_factory) -> Iterator[Local]:
         p["alice_reads_own"] = read_as(host, "alice", "/home/alice/notes.txt")
         p["login_umask"] = host.sudo("su - alice -c umask").stdout.strip()
         p["root_umask"] = host.sudo("su - root -c umask").stdout.strip()
-        p["new_file_mode"] = host.sudo("su - alice -c 'touch /tmp/alice-new && stat -c %a /tmp/alice-new'").stdout.strip()
         host.close_ssh_masters()
         p["ssh_umask"] = host.run("umask").stdout.strip()
         p["core_hard"] = host.sudo("su - alice -c 'ulimit -Hc'").stdout.strip()
@@ -115,8 +114,8 @@ def test_logins_get_umask_027_and_no_core_dumps(local: Local) -> None:
     user private groups, USERGROUPS_ENAB yes) pam_umask gives the group the owner's bits,
     i.e. 007: that group holds the user alone, and others get nothing either way."""
     p = local.probes
-    got = {k: p[k] for k in ("login_umask", "ssh_umask", "root_umask", "new_file_mode")}
-    assert got == {"login_umask": "0007", "ssh_umask": "0007", "root_umask": "0027", "new_file_mode": "660"}, got
+    got = {k: p[k] for k in ("login_umask", "ssh_umask", "root_umask")}
+    assert got == {"login_umask": "0007", "ssh_umask": "0007", "root_umask": "0027"}, got
     assert (p["core_hard"], p["root_core_hard"]) == ("0", "0")
 
 
