@@ -98,7 +98,8 @@ def devsec_kernel_keys(collection: Path) -> list[str]:
 
 def devsec_column(host: Any, collection: Path, ansible_collections: Path) -> dict[str, Any]:
     col: dict[str, Any] = {"before": lynis_index(host)}
-    extra = {"sysctl_unsupported_entries": devsec_kernel_keys(collection)}
+    # auditd cannot run in a container either (no kernel audit of its own).
+    extra = {"sysctl_unsupported_entries": devsec_kernel_keys(collection), "os_auditd_enabled": False}
     with tempfile.TemporaryDirectory(prefix="hostcheck-devsec-") as folder:
         tree = Path(folder) / "ansible_collections" / "devsec" / "hardening"
         shutil.copytree(collection, tree, ignore=shutil.ignore_patterns(".git"))
