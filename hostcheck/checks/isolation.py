@@ -424,3 +424,61 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> Outcome:
         }
     )
     return compare(len(exposed), "<=", _as_int(threshold), ", ".join(exposed[:8]))
+
+
+@check(
+    "ISO-1040",
+    title="Containers cannot reach the owner's network",
+    op="==",
+    unit="destinations",
+    threshold="none",
+    why="A renter's container that reaches private addresses can scan and attack the home "
+    "router's admin page, the NAS, printers, cameras, other computers and cloud metadata "
+    "services, and the host's own services. Docker forwards container traffic to every "
+    "destination the host can reach unless a firewall says otherwise.",
+    fix="Reject new connections from container bridges (docker0, br-*) to RFC 1918, 100.64.0.0/10, "
+    "169.254.0.0/16, multicast, IPv6 ULA/link-local and the host's own subnets and addresses, "
+    "in an nftables forward chain (and input for the host itself), keeping DNS to the host's resolvers.",
+    fix_role="firewall: firewall_container_egress_isolation",
+)
+def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    egress = need(facts, "network.container_egress")
+    probes = [p for p in egress.get("probes", []) if isinstance(p, dict)]
+    if not probes:
+        return unknown("no probe could be evaluated")
+    where = "" if not egress.get("bridges_assumed") else " (no container bridge yet: judged for docker0)"
+
+    def line(p: dict[str, Any]) -> str:
+        return f"{p.get('name')} {p.get('destination')} via {p.get('interface')}: {p.get('evidence')}"
+
+    reachable = [p for p in probes if p.get("verdict") == "reachable"]
+    if reachable:
+        return failed(len(reachable), "reachable: " + "; ".join(line(p) for p in reachable) + where)
+    undetermined = [p for p in probes if p.get("verdict") != "blocked"]
+    if undetermined:
+        return unknown("cannot tell: " + "; ".join(line(p) for p in undetermined) + where, len(undetermined))
+    evidence = sorted({str(p.get("evidence")) for p in probes})
+    return passed(0, f"{len(probes)} private destinations blocked ({'; '.join(evidence)}){where}")
+
+
+@check(
+    "PKG-1030",
+    title="Automatic security updates have a security source",
+    op="==",
+    threshold="none",
+    why="Security-only automatic upgrades install from the distribution's security origin; "
+    "without that origin among the APT sources they run every day and never install a fix, "
+    "while the host looks patched.",
+    fix="Add the security suite to the APT sources (Debian 12: `deb http://deb.debian.org/debian-security "
+    "bookworm-security main`; Ubuntu: `<codename>-security`), then `apt update`.",
+    fix_role="host_baseline: host_baseline_security_updates",
+)
+def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    state = need(facts, "packages.unattended_upgrades")
+    if not (isinstance(state, dict) and state.get("installed") and state.get("enabled") is True):
+        return skipped("automatic updates are off (PKG-1010)")
+    apt = need(facts, "packages.apt_sources")
+    security = apt.get("security", [])
+    if security:
+        return passed("present", ", ".join(sorted({f"{s['uri']} {s['suite']}" for s in security})))
+    return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")

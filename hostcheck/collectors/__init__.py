@@ -33,7 +33,9 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hostcheck.collectors.docker_daemon",
     "hostcheck.collectors.sshd",
     "hostcheck.collectors.packages",
+    "hostcheck.collectors.apt_sources",
     "hostcheck.collectors.network_local",
+    "hostcheck.collectors.container_egress",
     "hostcheck.collectors.reachability",
 )
 

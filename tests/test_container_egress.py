@@ -1,0 +1,138 @@
+"""ISO-1040: the walk of a real nftables ruleset and the check's outcome.
+
+tests/snapshots/nft/ holds rulesets as `nft -j list ruleset` printed them after loading them
+into a throwaway network namespace: Docker's filter chains as Docker (20.10, Debian 12's
+docker.io) writes them through iptables-nft for docker0 (docker-default.json), and the same
+with the table inet hostcheck the firewall role's template renders (docker-profiled.json). The
+lab test (tests/profile/test_egress_isolation.py) runs the audit on a live host with the real
+engine and shows the same verdicts with live packets.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostcheck.checks import load_registry
+from hostcheck.collectors import container_egress as ce
+from hostcheck.facts import Unknown
+from hostcheck.judge import run_check
+
+REGISTRY = load_registry()
+NFT = Path(__file__).parent / "snapshots" / "nft"
+
+
+def ruleset(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((NFT / name).read_text())
+    return data
+
+
+def judge(egress: Any) -> Any:
+    return run_check(REGISTRY["ISO-1040"], {"network": {"container_egress": egress}}, None)
+
+
+def verdicts(result: Any) -> dict[str, str]:
+    return {f"{p['interface']} {p['destination']}": p["verdict"] for p in result["probes"]}
+
+
+def test_default_docker_host_reaches_every_private_destination() -> None:
+    result = ce.evaluate(json.dumps(ruleset("docker-default.json")), ["docker0"], [], [])
+    assert set(verdicts(result).values()) == {"reachable"}
+    outcome = judge(result)
+    assert outcome.status == "fail" and outcome.measured == len(ce.PROBES_V4)
+    assert "169.254.169.254 tcp/80 via docker0" in outcome.detail
+    assert "ip filter FORWARD" in outcome.detail
+
+
+def test_profiled_host_blocks_them_all_ipv4_and_ipv6() -> None:
+    result = ce.evaluate(json.dumps(ruleset("docker-profiled.json")), ["br-0123456789ab", "docker0"],
+                         ["br-0123456789ab"], [])
+    got = verdicts(result)
+    assert len(got) == 2 * len(ce.PROBES_V4) + len(ce.PROBES_V6)
+    assert set(got.values()) == {"blocked"}, got
+    assert got["br-0123456789ab fd00::1 tcp/80"] == "blocked"
+    outcome = judge(result)
+    assert outcome.status == "pass" and outcome.measured == 0
+    assert "inet hostcheck forward" in outcome.detail and "inet hostcheck input" in outcome.detail
+
+
+def test_not_root_is_unknown_with_the_reason() -> None:
+    outcome = judge(Unknown(ce.NEEDS_ROOT))
+    assert outcome.status == "unknown" and "needs root" in outcome.detail
+
+
+def test_an_unmodelled_match_on_the_path_is_unknown_not_a_pass() -> None:
+    data = ruleset("docker-profiled.json")
+    # an xtables match (e.g. `-m string`) that may accept before the profile's reject
+    first = next(i for i, item in enumerate(data["nftables"])
+                 if item.get("rule", {}).get("table") == "hostcheck" and item["rule"]["chain"] == "forward")
+    extra = copy.deepcopy(data["nftables"][first])
+    extra["rule"]["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
+    data["nftables"].insert(first, extra)
+    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    got = verdicts(result)
+    assert got.pop("docker0 172.17.0.1 tcp/8080") == "blocked"
+    assert set(got.values()) == {"undetermined"}
+    outcome = judge(result)
+    assert outcome.status == "unknown" and "cannot tell" in outcome.detail
+    assert "inet hostcheck forward" in outcome.detail
+
+
+def test_a_certain_drop_wins_over_an_unmodelled_rule_elsewhere() -> None:
+    data = ruleset("docker-profiled.json")
+    for item in data["nftables"]:
+        rule = item.get("rule")
+        if rule and rule["chain"] == "DOCKER-USER":
+            rule["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
+    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    assert set(verdicts(result).values()) == {"blocked"}
+
+
+def test_legacy_iptables_tables_make_an_open_path_undetermined() -> None:
+    result = ce.evaluate(json.dumps(ruleset("docker-default.json")), ["docker0"], [], ["ip filter"])
+    assert set(verdicts(result).values()) == {"undetermined"}
+    assert "legacy iptables" in judge(result).detail
+
+
+def test_isolation_switched_off_is_reachable() -> None:
+    data = copy.deepcopy(ruleset("docker-profiled.json"))
+    # what firewall_container_egress_isolation: false renders: iifname accept, no jump
+    for item in data["nftables"]:
+        rule = item.get("rule")
+        if rule and rule["chain"] == "forward" and any("jump" in e for e in rule["expr"]):
+            rule["expr"] = [e if "jump" not in e else {"accept": None} for e in rule["expr"]]
+        if rule and rule["chain"] == "input" and any("reject" in e for e in rule["expr"]) \
+                and any("match" in e and e["match"]["left"].get("meta", {}).get("key") == "iifname"
+                        for e in rule["expr"]):
+            rule["expr"] = [{"counter": None}]
+    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    got = verdicts(result)
+    assert got["docker0 192.168.1.1 tcp/80"] == "reachable"
+    assert got["docker0 172.17.0.1 tcp/8080"] == "blocked"  # input policy drop still holds
+    assert judge(result).status == "fail"
+
+
+def test_no_container_bridge_is_judged_for_docker0_and_says_so() -> None:
+    result = ce.evaluate(json.dumps(ruleset("docker-profiled.json")), [], [], [])
+    assert result["bridges_assumed"] is True
+    assert "judged for docker0" in judge(result).detail
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"nftables": 3}'])
+def test_garbage_is_unknown(text: str) -> None:
+    result = ce.evaluate(text, ["docker0"], [], [])
+    assert isinstance(result, Unknown)
+    assert judge(result).status == "unknown"
+
+
+def test_bridges_found_in_sysfs(tmp_path: Path) -> None:
+    for name, bridge in (("docker0", True), ("br-abc", True), ("eth0", False), ("veth1", False), ("virbr0", True)):
+        (tmp_path / name).mkdir()
+        if bridge:
+            (tmp_path / name / "bridge").mkdir()
+    bridges, _v6 = ce.container_bridges(str(tmp_path))
+    assert bridges == ["br-abc", "docker0"]
