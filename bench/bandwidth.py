@@ -23,17 +23,9 @@ sys.path.insert(0, str(ROOT / "tests" / "natlab"))
 
 import natlab_builder as nb  # noqa: E402
 import shaping  # noqa: E402
-from shaping import Link  # noqa: E402
+from shaping import LINKS  # noqa: E402
 
 IPERF_PORT = 5201
-LINKS = [
-    Link("10 Mbps", 10, 10),
-    Link("25 Mbps", 25, 25),
-    Link("100 Mbps", 100, 100),
-    Link("500 Mbps", 500, 500),
-    Link("50/10 asymmetric", 50, 10),
-    Link("25 Mbps, 1 % loss", 25, 25, loss_permille=10),
-]
 
 
 def iperf3(lab: nb.NatLab, seconds: float, reverse: bool) -> dict:

@@ -30,6 +30,17 @@ class Link:
     loss_permille: int = 0
 
 
+LINKS = (
+    Link("10 Mbps", 10, 10),
+    Link("25 Mbps", 25, 25),
+    Link("100 Mbps", 100, 100),
+    Link("500 Mbps", 500, 500),
+    Link("50/10 asymmetric", 50, 10),
+    Link("25 Mbps, 1 % loss", 25, 25, loss_permille=10),
+)
+"""The links the tests and bench/bandwidth.py shape: issue-level rates, asymmetric and lossy."""
+
+
 def _tbf(rate_mbps: float) -> list[str]:
     # The bucket holds ~4 ms at the rate (at least a few full-size frames): small enough that
     # its initial burst is a small part of a measurement, large enough for GSO segments.

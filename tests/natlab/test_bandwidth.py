@@ -11,18 +11,10 @@ import pytest
 
 import natlab_builder as nb
 import shaping
-from shaping import Link
+from shaping import LINKS, Link
 
 pytestmark = [pytest.mark.natlab, pytest.mark.root]
 
-LINKS = [
-    Link("10 Mbps", 10, 10),
-    Link("25 Mbps", 25, 25),
-    Link("100 Mbps", 100, 100),
-    Link("500 Mbps", 500, 500),
-    Link("50/10 asymmetric", 50, 10),
-    Link("25 Mbps, 1 % loss", 25, 25, loss_permille=10),
-]
 
 
 @pytest.fixture

@@ -268,6 +268,36 @@ def unit_diff(before: Snapshot, after: Snapshot, *, ignore_active: tuple[str, ..
     return diff
 
 
+@dataclass
+class Lockout:
+    """A host shut out by an unconfirmed firewall change, and what it had before."""
+
+    firewall_playbook: Path
+    table: str
+    config: str
+    started: float
+    result: PlayResult
+
+
+def firewall_lockout(host: Any, folder: Path, deadman_seconds: int) -> Lockout:
+    """Apply a good firewall, then one that admits only 192.0.2.0/24: the run loses the host,
+    so the new ruleset is never confirmed and the dead-man timer (``deadman_seconds``) is armed."""
+    firewall_only = write_playbook(folder, "firewall.yml", ["firewall"])
+    good = run_playbook(host.inventory_path, firewall_only)
+    assert good.rc == 0, good.describe()
+    table = host.sudo("nft list table inet hostcheck").stdout
+    config = host.sudo("cat /etc/hostcheck/firewall.nft").stdout
+    assert "policy drop" in table
+    started = time.monotonic()
+    bad = run_playbook(host.inventory_path, firewall_only,
+                       extra_vars={"firewall_admin_ranges": ["192.0.2.0/24"],
+                                   "firewall_deadman_seconds": deadman_seconds, "ansible_ssh_timeout": 5})
+    assert bad.rc != 0 and bad.stats(host.name)["unreachable"] == 1, bad.describe()
+    host.close_ssh_masters()
+    assert host.run("true", timeout=8).rc != 0, "the bad ruleset must really shut SSH out"
+    return Lockout(firewall_only, table, config, started, bad)
+
+
 def start_playbook(inventory: Path | str, playbook: str | Path, *, extra_vars: dict[str, Any] | None = None,
                    log: Path) -> subprocess.Popen[bytes]:
     """ansible-playbook in the background (its own process group, output to ``log``), for

@@ -23,20 +23,7 @@ DEADMAN_SECONDS = 600
 
 def test_reboot_inside_the_deadman_window_boots_the_previous_ruleset(lab_host, tmp_path) -> None:
     host = lab_host
-    firewall_only = play.write_playbook(tmp_path, "firewall.yml", ["firewall"])
-    good = play.run_playbook(host.inventory_path, firewall_only)
-    assert good.rc == 0, good.describe()
-    table = host.sudo("nft list table inet hostcheck").stdout
-    config = host.sudo("cat /etc/hostcheck/firewall.nft").stdout
-    assert "policy drop" in table
-
-    started = time.monotonic()
-    bad = play.run_playbook(host.inventory_path, firewall_only,
-                            extra_vars={"firewall_admin_ranges": ["192.0.2.0/24"],
-                                        "firewall_deadman_seconds": DEADMAN_SECONDS, "ansible_ssh_timeout": 5})
-    assert bad.rc != 0 and bad.stats(host.name)["unreachable"] == 1, bad.describe()
-    host.close_ssh_masters()
-    assert host.run("true", timeout=8).rc != 0, "the bad ruleset must really shut SSH out"
+    lock = play.firewall_lockout(host, tmp_path, DEADMAN_SECONDS)
 
     # Restart from the console, as an owner at the keyboard would.
     boots = host.boots()
@@ -44,11 +31,11 @@ def test_reboot_inside_the_deadman_window_boots_the_previous_ruleset(lab_host, t
                    capture_output=True, timeout=30, check=False)
     wait_for(f"{host.name} to restart", lambda: host.boots() > boots, 120)
     host.wait_ssh(120)
-    assert time.monotonic() - started < DEADMAN_SECONDS, "the timer, not the reboot, may have restored it"
+    assert time.monotonic() - lock.started < DEADMAN_SECONDS, "the timer, not the reboot, may have restored it"
 
-    assert host.sudo("nft list table inet hostcheck").stdout == table
-    assert host.sudo("cat /etc/hostcheck/firewall.nft").stdout == config
+    assert host.sudo("nft list table inet hostcheck").stdout == lock.table
+    assert host.sudo("cat /etc/hostcheck/firewall.nft").stdout == lock.config
     assert host.sudo("systemctl is-active hostcheck-firewall.service").stdout.strip() == "active"
     assert "dead-man switch fired" not in host.sudo("journalctl -t hostcheck-firewall --no-pager").stdout
-    again = play.run_playbook(host.inventory_path, firewall_only)
+    again = play.run_playbook(host.inventory_path, lock.firewall_playbook)
     assert again.rc == 0 and again.stats(host.name)["changed"] == 0, again.changed_tasks
