@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "natlab"))
 
-import natlab_builder as nb  # noqa: E402
-import shaping  # noqa: E402
-from shaping import LINKS  # noqa: E402
+import natlab_builder as nb
+import shaping
+from shaping import LINKS
 
 IPERF_PORT = 5201
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck  # noqa: E402
-from tests.lab.rootfs import ensure_rootfs  # noqa: E402
-from tests.lab.session import Lab  # noqa: E402
-from tests.profile.play import run_playbook  # noqa: E402
+from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
+from tests.lab.rootfs import ensure_rootfs
+from tests.lab.session import Lab
+from tests.profile.play import run_playbook
 
 AUDIT_EXTRA_ARGS = ["--offline"]
 

@@ -17,7 +17,7 @@ import json
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET  # noqa: S405 - nvidia-smi's own output, parsed locally
+import xml.etree.ElementTree as ET  # nvidia-smi's own output, parsed locally
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ def _bus_id(text: str | None) -> str | None:
 
 def parse_smi_xml(text: str) -> dict[str, Any]:
     """`nvidia-smi -q -x` -> {'driver_version', 'cuda_version', 'gpus': {bus_id: {fact: value}}}."""
-    root = ET.fromstring(text)  # noqa: S314 - local nvidia-smi output, not untrusted network input
+    root = ET.fromstring(text)  # local nvidia-smi output, not untrusted network input
     gpus: dict[str, dict[str, Any]] = {}
     for gpu in root.findall("gpu"):
         bus = _bus_id(gpu.get("id") or _text(gpu, "pci/pci_bus_id"))

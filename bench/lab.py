@@ -25,9 +25,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lab.rootfs import SUITE, SUITES, ensure_rootfs  # noqa: E402
-from tests.lab.session import Lab  # noqa: E402
-from tests.lab.vm import ensure_vm_image  # noqa: E402
+from tests.lab.rootfs import SUITE, SUITES, ensure_rootfs
+from tests.lab.session import Lab
+from tests.lab.vm import ensure_vm_image
 
 
 def timed(fn: Any) -> tuple[Any, float]:
@@ -94,13 +94,13 @@ def main() -> int:
     lab = Lab(rootfs)
     try:
         for n in [int(x) for x in args.sizes.split(",")]:
-            hosts, seconds = timed(lambda: lab.start_hosts(n))
+            hosts, seconds = timed(functools.partial(lab.start_hosts, n))
             to_ssh = [h.timings["stage"] + h.timings["network"] + h.timings["spawn"] + h.timings["to_ssh"]
                       for h in hosts]
             figures[f"nspawn_n{n}_all_up_s"] = round(seconds, 2)
             figures[f"nspawn_n{n}_boot_to_ssh_median_s"] = round(statistics.median(to_ssh), 2)
             figures[f"nspawn_n{n}_boot_to_ssh_max_s"] = round(max(to_ssh), 2)
-            _, stop_s = timed(lambda: lab.stop_hosts(hosts))
+            _, stop_s = timed(functools.partial(lab.stop_hosts, hosts))
             figures[f"nspawn_n{n}_teardown_s"] = round(stop_s, 2)
         host = lab.start_hosts(1)[0]
         _, ssh_s = timed(lambda: host.run("true", check=True))

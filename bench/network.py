@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "natlab"))
 
-import natlab_builder as nb  # noqa: E402
+import natlab_builder as nb
 
-from hostcheck.collectors.reachability import NETWORK_BUDGET_S  # noqa: E402
+from hostcheck.collectors.reachability import NETWORK_BUDGET_S
 
 NSRUN_TIMER = r"""
 import json, sys, time

@@ -21,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lab.rootfs import ensure_rootfs  # noqa: E402
-from tests.lab.session import Lab  # noqa: E402
-from tests.profile import play  # noqa: E402
+from tests.lab.rootfs import ensure_rootfs
+from tests.lab.session import Lab
+from tests.profile import play
 
 CONVERGE_TARGET_S = 60
 RERUN_TARGET_S = 20

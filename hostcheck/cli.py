@@ -10,7 +10,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -72,7 +72,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = None,
 ) -> None:
     """hostcheck: read-only feasibility and risk audit of a GPU host."""
@@ -110,7 +110,7 @@ def _read_token(token_file: Path | None) -> str | None:
         raise UsageError(f"{'--token-file' if token_file else TOKEN_ENV}: {exc}") from None
 
 
-def _no_argv_token(value: Optional[str]) -> None:
+def _no_argv_token(value: str | None) -> None:
     if value is not None:
         raise typer.BadParameter(
             "the token is no longer taken on the command line (every local user sees argv in ps): "
@@ -198,15 +198,15 @@ def _collect_live(ctx: Any, show_progress: bool) -> dict[str, Any]:
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Send nothing over the network (no STUN, no probe).")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Overall time budget for collecting facts, seconds.")]
 StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] (repeatable); default: public servers.")]
-ProbeOpt = Annotated[Optional[str], typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
-TokenOpt = Annotated[Optional[Path], typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
-ArgvTokenOpt = Annotated[Optional[str], typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
-FingerprintOpt = Annotated[Optional[str], typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
+ProbeOpt = Annotated[str | None, typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
+TokenOpt = Annotated[Path | None, typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
+ArgvTokenOpt = Annotated[str | None, typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
+FingerprintOpt = Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
 ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
 SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Time cap of the whole speed test, seconds (3-60).")]
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
 
 
@@ -215,7 +215,7 @@ def audit(
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy name or YAML file (repeatable); default: all shipped.")] = [],  # noqa: B006
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
     output: OutputOpt = None,
-    facts_file: Annotated[Optional[Path], typer.Option("--facts", help="Judge a saved facts snapshot instead of this machine.")] = None,
+    facts_file: Annotated[Path | None, typer.Option("--facts", help="Judge a saved facts snapshot instead of this machine.")] = None,
     redact_output: RedactOpt = False,
     offline: OfflineOpt = False,
     timeout: TimeoutOpt = 10.0,
@@ -366,9 +366,9 @@ def probe_server(
     max_connections: Annotated[int, typer.Option("--max-connections", help="Concurrent connections, all callers together.")] = 64,
     request_deadline: Annotated[float, typer.Option("--request-deadline", help="Seconds a whole request may take.")] = 10.0,
     summary_interval: Annotated[float, typer.Option("--summary-interval", help="Seconds between log summaries.")] = 300.0,
-    tls_cert: Annotated[Optional[Path], typer.Option("--tls-cert", help="Certificate (PEM) to serve; with --tls-key.")] = None,
-    tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")] = None,
-    state_dir: Annotated[Optional[Path], typer.Option("--state-dir", help="Where the self-signed certificate is kept (default ~/.local/state/hostcheck).")] = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="Certificate (PEM) to serve; with --tls-key.")] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="Private key (PEM) of --tls-cert.")] = None,
+    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="Where the self-signed certificate is kept (default ~/.local/state/hostcheck).")] = None,
     insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Plain HTTP (the token crosses the network in clear): for labs only.")] = False,
     speed_streams: Annotated[int, typer.Option("--speed-streams", help="Speed-test streams at once, all callers (0: no speed test).")] = 8,
 ) -> None:
@@ -471,8 +471,8 @@ def fleet(
     """One table across many hosts' reports (`hostcheck fleet DIR`), or drift between two audits
     (`hostcheck fleet diff OLD_DIR NEW_DIR`)."""
     from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, errors, fleet_rows, load_fleet, sort_rows
-    from hostcheck.safeio import dumps
     from hostcheck.render.fleet import drift_text, fleet_table
+    from hostcheck.safeio import dumps
 
     if fmt not in FORMATS:
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -513,7 +513,7 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: a clear message and exit 1
+    except Exception as exc:  # the last line of defence: a clear message and exit 1
         typer.echo(f"hostcheck: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)
 

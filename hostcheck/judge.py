@@ -57,7 +57,7 @@ def run_check(meta: CheckMeta, facts: dict[str, Any], threshold: Any) -> Outcome
         outcome = meta.func(facts, threshold)
     except Missing as missing:
         return Outcome("unknown", None, f"{missing.path}: {missing.reason}")
-    except Exception as exc:  # noqa: BLE001 - a broken check must never read as a pass
+    except Exception as exc:  # a broken check must never read as a pass
         return Outcome("error", None, f"check raised {type(exc).__name__}: {exc}")
     if not isinstance(outcome, Outcome):
         return Outcome("error", None, f"check returned {type(outcome).__name__}, not an Outcome")

@@ -16,7 +16,7 @@ class LiveProgress:
         self._finished = 0
         self._status = Status("collecting facts", console=Console(stderr=True))
 
-    def __enter__(self) -> "LiveProgress":
+    def __enter__(self) -> LiveProgress:
         self._status.start()
         return self
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from hostcheck import __version__
 from hostcheck.facts import lookup, to_jsonable
+from hostcheck.headline import applicability, headline
 from hostcheck.judge import judge_policy
 from hostcheck.policy import Policy
-from hostcheck.headline import applicability, headline
 from hostcheck.scoring import owner_risk, score, verdict
 
 REPORT_VERSION = 1
@@ -54,7 +54,7 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
     return {
         "report_version": REPORT_VERSION,
         "tool": {"name": "hostcheck", "version": __version__},
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": {"hostname": hostname if isinstance(hostname, str) else None},
         "headline": headline(results, risk.rating, to_jsonable(risk.findings)),
         "policies": results,

@@ -51,7 +51,7 @@ def start_in_thread(
         async def boot() -> None:
             try:
                 ready["server"] = await start_server("127.0.0.1", 0, TOKEN, limits, ssl_context, service)
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            except BaseException as exc:  # handed to the test thread
                 ready["error"] = exc
             started.set()
 

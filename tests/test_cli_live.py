@@ -13,11 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from hostcheck.checks.base import Outcome
+from hostcheck.checks import load_registry
 from hostcheck.collectors import CollectContext, CollectorSpec, collect_facts
 from hostcheck.facts import Unknown
 from hostcheck.judge import run_check
-from hostcheck.checks import load_registry
 from tests.helpers import REPO, SNAPSHOTS, hostcheck
 
 SCHEMA = json.loads((REPO / "hostcheck" / "schema" / "report-v1.json").read_text())

@@ -17,7 +17,16 @@ from typing import Any
 import pynvml as real_nvml
 import pytest
 
-from hostcheck.collectors import CollectContext, collect_facts, gpu, load_collectors, network_local, power, storage, system
+from hostcheck.collectors import (
+    CollectContext,
+    collect_facts,
+    gpu,
+    load_collectors,
+    network_local,
+    power,
+    storage,
+    system,
+)
 from hostcheck.facts import Unknown, to_jsonable
 
 MIB = 1024 * 1024

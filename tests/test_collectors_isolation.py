@@ -322,7 +322,7 @@ class _DockerAPIHandler(http.server.BaseHTTPRequestHandler):
     routes = {"/_ping": "OK", "/version": VERSION_JSON, "/info": INFO_JSON,
               "/containers/json": CONTAINERS_JSON}
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         path = re.sub(r"^/v1\.\d+", "", self.path.split("?", 1)[0])
         self.server.requests.append(self.path)  # type: ignore[attr-defined]
         if path in self.routes:

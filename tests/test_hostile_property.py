@@ -13,7 +13,7 @@ import ipaddress
 import json
 import re
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def _nested(depth: int) -> Any:
 HOSTILE_OR_DEEP = st.one_of(HOSTILE, st.integers(1, 200).map(_nested))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _snapshot(name: str) -> str:
     return (SNAPSHOTS / f"{name}.json").read_text()
 
@@ -143,7 +143,7 @@ def test_hostile_policy_never_crashes(data: st.DataObject, field: str, check: st
     assert code in (0, 2, 3, 4)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _report() -> dict[str, Any]:
     facts = from_jsonable(json.loads(_snapshot("dedicated-4090")))
     return json.loads(render(build_report(facts, [load_shipped("vast"), load_shipped("salad")]), "json"))

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from hostcheck.netprobe import tls
-from hostcheck.netprobe.probe_client import post_json, request_probe
 from hostcheck.netprobe.http_client import ServerError
+from hostcheck.netprobe.probe_client import post_json, request_probe
 from hostcheck.netprobe.server import Limits
 from tests.helpers import REPO
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
@@ -100,7 +100,7 @@ def test_slowloris_is_cut_off_by_the_request_deadline(server: RunningThread) -> 
                 s.sendall(bytes([byte]))
                 if s.recv(1) == b"":
                     break
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 break
@@ -161,10 +161,10 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
     seen: list[dict[str, str]] = []
     location = ""
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         type(self).seen.append(dict(self.headers))
         if type(self).location:
             self.send_response(307)

@@ -256,10 +256,10 @@ def test_silent_server_is_unknown_within_the_time_cap(silent_server: str) -> Non
 class _Misbehaving(http.server.BaseHTTPRequestHandler):
     mode = "trickle"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
         try:
@@ -273,7 +273,7 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:  # one chunk, then the answer (as the real server answers on its own clock)
             size = int(self.rfile.readline().strip() or b"0", 16)
             self.rfile.read(size + 2)

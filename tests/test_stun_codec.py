@@ -283,7 +283,7 @@ class Responder:
         while not self.stop.is_set():
             try:
                 data, src = self.sock.recvfrom(2048)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, failed, known_devices, need, passed, unknown, version_tuple
+from hostcheck.checks.base import (
+    Missing,
+    Outcome,
+    check,
+    compare,
+    failed,
+    known_devices,
+    need,
+    passed,
+    unknown,
+    version_tuple,
+)
 from hostcheck.facts import Unknown, lookup
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import importlib
 import socket
+import threading
 import time
 from collections.abc import Callable
-import threading
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from hostcheck import __version__
@@ -176,7 +176,7 @@ def collect_facts(
         "facts_format": FACTS_FORMAT,
         "hostcheck_version": __version__,
         "hostname": socket.gethostname(),
-        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "offline": ctx.offline,
         "duration_s": round(time.monotonic() - started, 3),
         "collector_timings_s": timings,
@@ -194,7 +194,7 @@ def _start(spec: CollectorSpec, ctx: CollectContext) -> Future[Any]:
     def run() -> None:
         try:
             result = spec.collect(ctx)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting side as the collector's error
+        except BaseException as exc:  # handed to the waiting side as the collector's error
             future.set_exception(exc)
         else:
             future.set_result(result)

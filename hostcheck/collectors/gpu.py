@@ -7,8 +7,9 @@ so tests can hand in a stand-in for the hardware that cannot exist on a CI machi
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hostcheck.collectors import power
 from hostcheck.collectors._run import read_text

@@ -126,7 +126,7 @@ def parse_is_enabled(stdout: str, units: tuple[str, ...]) -> dict[str, str] | No
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     if len(lines) != len(units):
         return None
-    return dict(zip(units, lines))
+    return dict(zip(units, lines, strict=False))
 
 
 def _state_of(unit: str) -> str | Unknown:

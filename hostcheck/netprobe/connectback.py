@@ -29,7 +29,7 @@ def tcp_connect_back(peer: str, probe: PortProbe, timeout: float = CONNECT_TIMEO
         return port_result(probe, "reachable", "connected")
     except ConnectionRefusedError:
         return port_result(probe, "unreachable", "refused")
-    except socket.timeout:
+    except TimeoutError:
         return port_result(probe, "unreachable", "timeout")
     except OSError as exc:
         return port_result(probe, "unreachable", f"error: {exc.strerror or type(exc).__name__}")
@@ -51,7 +51,7 @@ def udp_echo_back(peer: str, probe: PortProbe, timeout: float = UDP_WAIT_S) -> d
                     s.settimeout(left)
                     try:
                         data, src = s.recvfrom(256)
-                    except socket.timeout:
+                    except TimeoutError:
                         break
                     except OSError:
                         continue  # ICMP port unreachable from a previous send

@@ -156,7 +156,7 @@ def _ask_all(
     outcomes = run_transactions(txns, deadline, stop=enough if len(txns) > 1 else None)
     result._record(outcomes)
     answers = []
-    for srv, o in zip(servers, outcomes):
+    for srv, o in zip(servers, outcomes, strict=False):
         msg = o.message
         if o.ok and msg is not None and msg.mapped is not None:
             answers.append(ServerAnswer(srv, msg.mapped, msg.other_address))

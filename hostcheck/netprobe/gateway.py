@@ -112,7 +112,7 @@ def natpmp_external_address(gateway: str, timeout: float = 1.0) -> RouterAnswer 
                 sock.settimeout(left)
                 try:
                     data = sock.recv(64)
-                except socket.timeout:
+                except TimeoutError:
                     break
                 except ConnectionRefusedError:
                     return Unknown(f"NAT-PMP: {gateway} does not run NAT-PMP (port {NATPMP_PORT} closed)")

@@ -89,7 +89,7 @@ class _Listener:
                         self.received = True
                         echoes += 1
                         self.sock.sendto(data, src)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 if self._stop.is_set():

@@ -93,7 +93,7 @@ async def _upload(service: ProbeService, request: web.BaseRequest, _peer: str) -
                 break
             try:
                 chunk = await asyncio.wait_for(request.content.readany(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if not chunk:
                 break
@@ -121,7 +121,7 @@ async def _upload(service: ProbeService, request: web.BaseRequest, _peer: str) -
             try:
                 if not await asyncio.wait_for(request.content.readany(), left):
                     break
-            except (asyncio.TimeoutError, ConnectionError):
+            except (TimeoutError, ConnectionError):
                 break
         return response
     finally:

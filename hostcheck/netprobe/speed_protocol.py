@@ -80,5 +80,5 @@ def latency(samples_s: Sequence[float]) -> tuple[float, float] | None:
     if not samples_s:
         return None
     ms = [x * 1000 for x in samples_s]
-    jitter = statistics.fmean(abs(b - a) for a, b in zip(ms, ms[1:])) if len(ms) > 1 else 0.0
+    jitter = statistics.fmean(abs(b - a) for a, b in zip(ms, ms[1:], strict=False)) if len(ms) > 1 else 0.0
     return statistics.median(ms), jitter

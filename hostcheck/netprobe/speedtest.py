@@ -177,7 +177,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
         ):
             raise ServerError("the server's upload answer has the wrong shape")
         st.samples = [(float(t), int(n)) for t, n in samples]
-        if any(b[1] < a[1] or b[0] < a[0] for a, b in zip(st.samples, st.samples[1:])) or (
+        if any(b[1] < a[1] or b[0] < a[0] for a, b in zip(st.samples, st.samples[1:], strict=False)) or (
             st.samples and st.samples[-1][1] > st.moved
         ):
             raise ServerError("the server's upload answer is inconsistent (counts more than was sent)")
@@ -209,7 +209,7 @@ def _run_streams(target: Any, ep: Endpoint, token: str, plan: Plan, end: float) 
     for t in threads:
         # The streams watch ``end`` themselves; this join bounds a stuck one all the same.
         t.join(max(0.0, end - time.monotonic()) + 1.0)
-    for t, st in zip(threads, streams):
+    for t, st in zip(threads, streams, strict=False):
         if t.is_alive() and st.error is None:
             st.error = "stream did not finish in time"
     return streams

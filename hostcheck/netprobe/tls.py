@@ -41,7 +41,7 @@ def ensure_self_signed(state_dir: Path) -> tuple[Path, Path]:
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostcheck probe server")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     certificate = (
         x509.CertificateBuilder()
         .subject_name(name)

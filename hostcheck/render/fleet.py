@@ -51,8 +51,8 @@ def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: boo
         legend = "\nVerdicts: ok = feasible, risks = feasible with risks, NO = not feasible (blockers in brackets), ?? = undetermined.\n"
         return "\n".join(lines) + "\n" + legend
     widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in body]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip() for cells in body]
     lines.append("\nok = feasible, risks = feasible with risks, NO = not feasible [blockers], ?? = undetermined")
     return "\n".join(lines) + "\n"
 

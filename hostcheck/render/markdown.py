@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.headline import cannot_apply_line
-from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, measured_text, needs_attention, risk_row_text, threshold_text
+from hostcheck.render.text import (
+    STATUS_LABEL,
+    VERDICT_MARK,
+    measured_text,
+    needs_attention,
+    risk_row_text,
+    threshold_text,
+)
 
 
 def _cell(text: str) -> str:

@@ -66,7 +66,7 @@ def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]
     steps = Steps("fleet")
     with steps.step("boot", BUDGET["boot"]):
         hosts = lab.start_hosts(len(ROLES))
-    by_role = dict(zip(ROLES, hosts))
+    by_role = dict(zip(ROLES, hosts, strict=False))
     try:
         with steps.step("install hostcheck", BUDGET["install hostcheck"]):
             wheelhouse = build_wheelhouse(work / "wheels")

@@ -4,6 +4,6 @@ See README.md in this folder for the fixture API.
 """
 
 from tests.lab.errors import LabError
-from tests.lab.remote import Result, RemoteHost
+from tests.lab.remote import RemoteHost, Result
 
 __all__ = ["LabError", "RemoteHost", "Result"]

@@ -14,8 +14,8 @@ unit (``lab-provision.service``) installs them before sshd starts.
 from __future__ import annotations
 
 import base64
-import secrets
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from tests.lab import timing
 from tests.lab.errors import LabError
-from tests.lab.nspawn import sshd_lab_dropin
 from tests.lab.remote import RemoteHost
 from tests.lab.rootfs import Rootfs, cache_dir, cache_lock
 from tests.lab.util import log, run, sha512_crypt, wait_for

@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import natlab_builder as nb  # noqa: E402
+import natlab_builder as nb
 
 REQUIRED_TOOLS = ("ip", "nft", "turnserver", "miniupnpd", "ss", "sysctl")
 

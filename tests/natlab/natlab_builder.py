@@ -303,7 +303,7 @@ class NatLab:
         self.exec(role, ["nft", "-f", "-"], input=ruleset)
 
     # -- build / teardown -----------------------------------------------------------
-    def build(self) -> "NatLab":
+    def build(self) -> NatLab:
         if self.isp not in WAN:
             raise ValueError(self.isp)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.tag}-"))
@@ -394,7 +394,7 @@ class NatLab:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
 
-    def __enter__(self) -> "NatLab":
+    def __enter__(self) -> NatLab:
         return self.build()
 
     def __exit__(self, *exc: object) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hostcheck.collectors import CollectContext  # noqa: E402
-from hostcheck.facts import to_jsonable  # noqa: E402
+from hostcheck.collectors import CollectContext
+from hostcheck.facts import to_jsonable
 
 
 def main() -> None:

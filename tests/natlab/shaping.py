@@ -9,8 +9,8 @@ WAN interface (``home/wan0`` egress). :func:`unshape` restores the bare lab.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import natlab_builder as nb

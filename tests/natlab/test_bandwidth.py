@@ -7,9 +7,8 @@ Each measured rate must lie within 10 % of the shaped rate, and the caps must ho
 
 from __future__ import annotations
 
-import pytest
-
 import natlab_builder as nb
+import pytest
 import shaping
 from shaping import LINKS, Link
 

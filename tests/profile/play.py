@@ -12,10 +12,11 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from unittest import mock
 
 from tests.lab.steps import Steps
