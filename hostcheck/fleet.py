@@ -178,13 +178,13 @@ def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str
     rows = []
     for entry in entries:
         if entry.report is None:
-            row = {"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}}
+            row: dict[str, Any] = {"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}}
             if entry.error:
                 row["report_error"] = True
             rows.append(row)
             continue
         facts = from_jsonable(entry.report.get("facts", {}))
-        row: dict[str, Any] = {
+        row = {
             "host": entry.host,
             "reachable": True,
             "hostcheck_version": entry.report.get("tool", {}).get("version"),

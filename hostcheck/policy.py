@@ -62,12 +62,12 @@ class Policy:
     path: str
 
 
-class _Mapping(dict):  # type: ignore[type-arg]
+class _Mapping(dict):
     lines: dict[str, int]
     line: int
 
 
-class _Sequence(list):  # type: ignore[type-arg]
+class _Sequence(list):
     lines: list[int]
     line: int
 
@@ -91,7 +91,8 @@ class _LineLoader(yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
-                raise PolicyError(f"line {event.start_mark.line + 1}: more than {MAX_ALIASES} YAML aliases")
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise PolicyError(f"line {line}: more than {MAX_ALIASES} YAML aliases")
         self._depth += 1
         try:
             if self._depth > safeio.MAX_DEPTH:

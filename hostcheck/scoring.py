@@ -64,7 +64,7 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
         check_id, level = req.check, req.level
         meta = registry[check_id]
         outcome = run_check(meta, facts, req.threshold)
-        status: FindingStatus = "warn" if outcome.status == "fail" else outcome.status  # type: ignore[assignment]
+        status: FindingStatus = "warn" if outcome.status == "fail" else outcome.status
         if outcome.status == "fail":
             worst = max(worst, LEVELS.index(level))
         elif outcome.status in ("unknown", "error"):

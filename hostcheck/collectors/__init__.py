@@ -71,7 +71,7 @@ class CollectorSpec:
     section: str
     timeout: float
     needs_network: bool
-    collect: Callable[[CollectContext], dict[str, Any]]
+    collect: Callable[[CollectContext], dict[str, Any] | Unknown]
     offline_keys: tuple[str, ...] = ()
 
 

@@ -230,7 +230,7 @@ def _connect_and_collect() -> dict[str, Any]:
     if not os.environ.get("DOCKER_HOST") and not os.path.lexists(DEFAULT_SOCKET):
         return {"reachable": False, "unreachable_reason": "absent"}
     try:
-        import docker  # deferred: importing the SDK is slow and only needed here
+        import docker.utils  # deferred: importing the SDK is slow and only needed here
     except ImportError as exc:
         why = Unknown(f"the docker Python SDK is not installed: {exc}")
         return {"reachable": why, "unreachable_reason": why}
@@ -238,7 +238,7 @@ def _connect_and_collect() -> dict[str, Any]:
         params = docker.utils.kwargs_from_env()
         params.setdefault("base_url", f"unix://{DEFAULT_SOCKET}")
         # version=None makes the client ask the daemon at once: this is the reachability probe.
-        client = docker.APIClient(timeout=API_TIMEOUT_S, version=None, **params)
+        client = docker.APIClient(timeout=API_TIMEOUT_S, version=None, **params)  # type: ignore[arg-type]  # a float is fine; the stubs say int
     except Exception as exc:  # the SDK's errors wrap the OS error we classify
         return {"reachable": False, "unreachable_reason": classify_error(exc)}
     try:

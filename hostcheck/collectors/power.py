@@ -143,9 +143,10 @@ def sleep_targets(systemd_running: bool | None = None) -> dict[str, str | Unknow
     res = run_command(["systemctl", "is-enabled", *SLEEP_TARGETS], timeout=1.5)
     if isinstance(res, Unknown):
         return Unknown(f"cannot ask systemd about sleep targets: {res.reason}")
-    states: dict[str, str | Unknown] | None = parse_is_enabled(res.stdout, SLEEP_TARGETS)
-    if states is None:
-        states = {unit: _state_of(unit) for unit in SLEEP_TARGETS}
+    parsed = parse_is_enabled(res.stdout, SLEEP_TARGETS)
+    states: dict[str, str | Unknown] = (
+        dict(parsed) if parsed is not None else {unit: _state_of(unit) for unit in SLEEP_TARGETS}
+    )
     if systemd_running is None:
         systemd_running = os.path.isdir("/run/systemd/system")  # sd_booted()'s test
     if not systemd_running:

@@ -197,6 +197,7 @@ def _discover(
             # Nothing translates our address: the mapping is trivially endpoint-independent.
             result.mapping = EI
         else:
+            assert rfc.other_address is not None  # _usable_other() picked it for having one
             result.mapping = _mapping_tests(result, main, rfc.other_address, deadline, timing)
         result.mapping_method = "rfc5780"
         result.filtering, result.hairpinning = _filtering_and_hairpin_tests(

@@ -36,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -264,13 +264,14 @@ class GuardedHandler(RequestHandler):
         self._guard_timer: asyncio.TimerHandle | None = None
         peername = transport.get_extra_info("peername")
         source = _source_key(peername)
+        tcp = cast(asyncio.Transport, transport)  # a stream server's connections are transports
         if not self.service.admit(source):
             self._guard_rejected = True
-            transport.abort()
+            tcp.abort()
             return
         self._guard_rejected = False
         self._guard_source = source
-        self._guard_transport = transport
+        self._guard_transport = tcp
         self._guard_timer = self._loop.call_later(self.service.limits.request_deadline_s, self._expire)
         super().connection_made(transport)
 
@@ -352,7 +353,7 @@ def _loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, 
 class RunningServer:
     """A started server: its port, its service (counters) and how to stop it."""
 
-    def __init__(self, service: ProbeService, server: asyncio.AbstractServer, tls: bool) -> None:
+    def __init__(self, service: ProbeService, server: asyncio.Server, tls: bool) -> None:
         self.service, self._server, self.tls = service, server, tls
         self.port = int(server.sockets[0].getsockname()[1])
         self._summary: asyncio.Task[None] | None = None

@@ -163,7 +163,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
         except OSError as exc:
             sent_error = _why(exc)  # the server may have answered (and closed) already
         sock.settimeout(max(0.2, end + WIND_DOWN_S - time.monotonic()))
-        resp = http.client.HTTPResponse(sock, method="POST")  # type: ignore[arg-type]
+        resp = http.client.HTTPResponse(sock, method="POST")
         try:
             resp.begin()
         except (OSError, http.client.HTTPException) as exc:
