@@ -1,8 +1,9 @@
 """The code's habits as a test: ruff and mypy, configured in pyproject.toml, find nothing.
 
 Both run from the same interpreter as pytest (the venv's), so the test, the pre-commit hooks
-and a contributor's editor all see the same versions and the same settings. Both are in the test extras (pip install -e '.[test]'); a missing one fails here
-rather than skipping, so the check cannot silently go away."""
+and a contributor's editor all see the same versions and the same settings. Both are in the
+test extras (pip install -e '.[test]'); a missing one fails here rather than skipping, so the
+check cannot silently go away."""
 
 from __future__ import annotations
 
