@@ -15,6 +15,13 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from hostcheck import __version__
+from hostcheck.exit_codes import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_MEASURED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -32,10 +39,10 @@ MAX_TIMEOUT_S = 3600
 
 
 class UsageError(Exception):
-    """Bad input from the user: a clear message and exit code 2."""
+    """Bad input from the user: a clear message and exit code 2 (EXIT_USAGE)."""
 
 
-def _die(message: str, code: int = 2) -> NoReturn:
+def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
     from hostcheck.render.escape import escape_text
 
     typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
@@ -66,7 +73,7 @@ def _emit(text: str, output: Path | None, private: bool = True) -> None:
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"hostcheck {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback()
@@ -308,7 +315,7 @@ def policies(
     try:
         loaded = [load_shipped(name) for name in shipped_policy_names()]
     except PolicyError as exc:
-        _die(str(exc), 1)
+        _die(str(exc), EXIT_INTERNAL)
     if fmt == "json":
         rows = [
             {
@@ -457,7 +464,7 @@ def speedtest_command(
         _die(f"--probe: {exc}")
     result = run_speedtest(probe, token, fingerprint=probe_fingerprint, streams=streams, **args)
     _emit(json.dumps(result, indent=2) + "\n", output)
-    raise typer.Exit(0 if result.get("measured") else 3)
+    raise typer.Exit(EXIT_OK if result.get("measured") else EXIT_NOT_MEASURED)
 
 
 @app.command()
@@ -510,12 +517,12 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         typer.echo("hostcheck: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except SystemExit:
         raise
     except Exception as exc:  # the last line of defence: a clear message and exit 1
         typer.echo(f"hostcheck: internal error: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_INTERNAL)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hostcheck import __version__
+from hostcheck.exit_codes import EXIT_NOT_FEASIBLE, EXIT_OK, EXIT_OWNER_RISK
 from hostcheck.facts import lookup, to_jsonable
 from hostcheck.headline import applicability, headline
 from hostcheck.judge import judge_policy
@@ -13,11 +14,6 @@ from hostcheck.policy import Policy
 from hostcheck.scoring import owner_risk, score, verdict
 
 REPORT_VERSION = 1
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_NOT_FEASIBLE = 3
-EXIT_OWNER_RISK = 4
 
 STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "unknown": 3, "pass": 4, "skipped": 5}
 FEASIBLE = ("feasible", "feasible with risks")

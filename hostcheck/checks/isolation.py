@@ -8,7 +8,6 @@ from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need
 from hostcheck.facts import Unknown, lookup
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
-SECRET_KINDS = {"ssh_private_key", "aws", "azure", "gcloud", "kube"}
 
 
 def _credentials(facts: dict[str, Any]) -> list[dict[str, Any]]:

@@ -47,10 +47,7 @@ def _prefixlen(netmask: str | None) -> int | None:
 
 
 def collect_interfaces(public_ranges: list[str]) -> list[dict[str, Any]] | Unknown:
-    try:
-        import psutil  # deferred: only the audit needs it
-    except ImportError as exc:
-        return Unknown(f"psutil is not installed: {exc}")
+    import psutil  # deferred: only the audit needs it
     try:
         addrs = psutil.net_if_addrs()
         stats = psutil.net_if_stats()
@@ -225,10 +222,7 @@ def _listeners_from_proc() -> list[dict[str, Any]] | Unknown:
 
 
 def collect_listening() -> list[dict[str, Any]] | Unknown:
-    try:
-        import psutil
-    except ImportError:
-        return _listeners_from_proc()
+    import psutil  # deferred: only the audit needs it
     try:
         conns = psutil.net_connections(kind="inet")
     except (psutil.Error, OSError):
