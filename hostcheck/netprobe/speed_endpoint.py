@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -23,7 +24,7 @@ from hostcheck.netprobe.speed_protocol import (
 )
 
 if TYPE_CHECKING:
-    from hostcheck.netprobe.server import ProbeService
+    from hostcheck.netprobe.server import ProbeService, Route
 
 BLOCK = 256 * 1024
 DRAIN_S = 2.0
@@ -31,98 +32,94 @@ _PAYLOAD = os.urandom(BLOCK)  # incompressible, made once
 
 
 def register(service: ProbeService) -> None:
-    service.routes[("GET", DOWNLOAD_PATH)] = _download
-    service.routes[("POST", UPLOAD_PATH)] = _upload
+    service.routes[("GET", DOWNLOAD_PATH)] = _admitted(_download)
+    service.routes[("POST", UPLOAD_PATH)] = _admitted(_upload)
     # A stream may outlive the request deadline by its own length plus a margin to finish.
     grace = service.limits.speed_max_seconds + DRAIN_S + 5.0
     service.route_deadlines[DOWNLOAD_PATH] = grace
     service.route_deadlines[UPLOAD_PATH] = grace
 
 
-def _begin(service: ProbeService, request: web.BaseRequest) -> tuple[float, int] | web.Response:
-    try:
-        params = parse_params(request.query, service.limits.speed_max_seconds, service.limits.speed_max_bytes)
-    except SpeedParamError as exc:
-        return service._refuse(400, str(exc))
-    if service.speed_streams >= service.limits.speed_max_streams:
-        return service._refuse(503, "busy: too many speed-test streams; try again shortly")
-    return params
+def _admitted(stream: Callable[[ProbeService, web.BaseRequest, float, int], Awaitable[web.StreamResponse]]) -> Route:
+    """A handler that admits a stream (valid caps, a free stream slot) and holds its slot while
+    ``stream`` runs."""
+
+    async def handler(service: ProbeService, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
+        try:
+            seconds, nbytes = parse_params(
+                request.query, service.limits.speed_max_seconds, service.limits.speed_max_bytes
+            )
+        except SpeedParamError as exc:
+            return service._refuse(400, str(exc))
+        if service.speed_streams >= service.limits.speed_max_streams:
+            return service._refuse(503, "busy: too many speed-test streams; try again shortly")
+        service.speed_streams += 1
+        try:
+            return await stream(service, request, seconds, nbytes)
+        finally:
+            service.speed_streams -= 1
+
+    return handler
 
 
-async def _download(service: ProbeService, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
-    params = _begin(service, request)
-    if isinstance(params, web.Response):
-        return params
-    seconds, nbytes = params
-    service.speed_streams += 1
-    try:
-        loop = asyncio.get_running_loop()
-        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
-        response.force_close()
-        await response.prepare(request)
-        end = loop.time() + seconds
-        sent = 0
-        view = memoryview(_PAYLOAD)
-        while sent < nbytes and loop.time() < end:
-            chunk = view[: min(BLOCK, nbytes - sent)]
-            await response.write(chunk)
-            sent += len(chunk)
-        await response.write_eof()
-        service.stats.add("speed_bytes_sent", sent)
-        service.stats.add("speed_streams")
-        return response
-    finally:
-        service.speed_streams -= 1
+async def _download(service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int) -> web.StreamResponse:
+    loop = asyncio.get_running_loop()
+    response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+    response.force_close()
+    await response.prepare(request)
+    end = loop.time() + seconds
+    sent = 0
+    view = memoryview(_PAYLOAD)
+    while sent < nbytes and loop.time() < end:
+        chunk = view[: min(BLOCK, nbytes - sent)]
+        await response.write(chunk)
+        sent += len(chunk)
+    await response.write_eof()
+    service.stats.add("speed_bytes_sent", sent)
+    service.stats.add("speed_streams")
+    return response
 
 
-async def _upload(service: ProbeService, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
-    params = _begin(service, request)
-    if isinstance(params, web.Response):
-        return params
-    seconds, nbytes = params
-    service.speed_streams += 1
-    try:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + seconds
-        received = 0
-        samples: list[list[float]] = []
-        last_sample = -1.0
-        while received < nbytes:
-            left = end - loop.time()
-            if left <= 0:
+async def _upload(service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int) -> web.StreamResponse:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    received = 0
+    samples: list[list[float]] = []
+    last_sample = -1.0
+    while received < nbytes:
+        left = end - loop.time()
+        if left <= 0:
+            break
+        try:
+            chunk = await asyncio.wait_for(request.content.readany(), left)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        received += len(chunk)
+        now = loop.time()
+        if now - last_sample >= SAMPLE_EVERY_S:
+            samples.append([round(now, 6), received])
+            last_sample = now
+    if samples and samples[-1][1] != received:
+        samples.append([round(loop.time(), 6), received])
+    service.stats.add("speed_bytes_received", received)
+    service.stats.add("speed_streams")
+    # Answer at once, whatever the client still has in flight: the test ends on the
+    # server's clock. Then read and drop the rest for a moment, because closing with
+    # unread data resets the connection and can destroy the answer before it is read.
+    body = json.dumps({"received": received, "samples": samples}).encode()
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.content_length = len(body)
+    response.force_close()
+    await response.prepare(request)
+    await response.write(body)
+    await response.write_eof()
+    drain_end = loop.time() + DRAIN_S
+    while (left := drain_end - loop.time()) > 0:
+        try:
+            if not await asyncio.wait_for(request.content.readany(), left):
                 break
-            try:
-                chunk = await asyncio.wait_for(request.content.readany(), left)
-            except TimeoutError:
-                break
-            if not chunk:
-                break
-            received += len(chunk)
-            now = loop.time()
-            if now - last_sample >= SAMPLE_EVERY_S:
-                samples.append([round(now, 6), received])
-                last_sample = now
-        if samples and samples[-1][1] != received:
-            samples.append([round(loop.time(), 6), received])
-        service.stats.add("speed_bytes_received", received)
-        service.stats.add("speed_streams")
-        # Answer at once, whatever the client still has in flight: the test ends on the
-        # server's clock. Then read and drop the rest for a moment, because closing with
-        # unread data resets the connection and can destroy the answer before it is read.
-        body = json.dumps({"received": received, "samples": samples}).encode()
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.content_length = len(body)
-        response.force_close()
-        await response.prepare(request)
-        await response.write(body)
-        await response.write_eof()
-        drain_end = loop.time() + DRAIN_S
-        while (left := drain_end - loop.time()) > 0:
-            try:
-                if not await asyncio.wait_for(request.content.readany(), left):
-                    break
-            except (TimeoutError, ConnectionError):
-                break
-        return response
-    finally:
-        service.speed_streams -= 1
+        except (TimeoutError, ConnectionError):
+            break
+    return response
