@@ -143,7 +143,7 @@ def _context(offline: bool, timeout: float, stun_server: list[str], probe: str |
             raise UsageError(f"--probe: {exc}") from None
     import ipaddress
 
-    from hostcheck.netprobe.servers import parse_server
+    from hostcheck.netprobe.stun_servers import parse_server
 
     for spec in stun_server:
         try:
@@ -397,7 +397,8 @@ def probe_server(
         _die("--tls-cert and --tls-key go together")
     if insecure_http and tls_cert is not None:
         _die("--insecure-http and --tls-cert exclude each other")
-    from hostcheck.netprobe.server import Limits, serve
+    from hostcheck.netprobe.probe_limits import Limits
+    from hostcheck.netprobe.probe_server import serve
 
     try:
         limits = Limits(

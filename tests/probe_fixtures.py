@@ -9,7 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from hostcheck.netprobe.server import Limits, ProbeService, RunningServer, start_server
+from hostcheck.netprobe.probe_limits import Limits
+from hostcheck.netprobe.probe_server import ProbeService, RunningServer, start_server
 
 TOKEN = "test-token-0123456789abcdef"
 

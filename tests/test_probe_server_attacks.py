@@ -28,7 +28,7 @@ import pytest
 from hostcheck.netprobe import tls
 from hostcheck.netprobe.http_client import ServerError
 from hostcheck.netprobe.probe_client import post_json, request_probe
-from hostcheck.netprobe.server import Limits
+from hostcheck.netprobe.probe_limits import Limits
 from tests.helpers import REPO
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hostcheck.checks.network import bandwidth_needs
-from hostcheck.netprobe.server import Limits
+from hostcheck.netprobe.probe_limits import Limits
 from hostcheck.netprobe.speed_protocol import SpeedParamError, latency, parse_params, window_rate
 from hostcheck.netprobe.speedtest import Plan, run_speedtest
 from tests.helpers import SNAPSHOTS, audit_json, policy_result

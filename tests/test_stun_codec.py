@@ -14,9 +14,9 @@ from aioice import stun as aioice_stun
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostcheck.netprobe import stun
-from hostcheck.netprobe.client import Timing, binding_transaction, run_transactions, stun_binding
-from hostcheck.netprobe.stun import (
+from hostcheck.netprobe import stun_codec
+from hostcheck.netprobe.stun_client import Timing, binding_transaction, run_transactions, stun_binding
+from hostcheck.netprobe.stun_codec import (
     CLASS_ERROR,
     CLASS_SUCCESS,
     StunDecodeError,
@@ -61,7 +61,7 @@ def test_full_success_response() -> None:
     assert msg.other_address == ("203.0.113.11", 3479)
     assert msg.response_origin == ("203.0.113.10", 3478)
     assert msg.software == "coturn"
-    assert msg.attributes[-1] == stun.ATTR_FINGERPRINT
+    assert msg.attributes[-1] == stun_codec.ATTR_FINGERPRINT
 
 
 def test_xor_mapped_address_wins_over_mapped_address() -> None:
@@ -227,7 +227,7 @@ def test_decoder_never_raises_anything_but_decode_errors(data: bytes) -> None:
 @settings(max_examples=300)
 def test_decoder_on_stun_shaped_garbage(body: bytes, msg_type: int) -> None:
     body = body[: len(body) - len(body) % 4]
-    packet = struct.pack("!HHI", msg_type & 0x3FFF, len(body), stun.MAGIC_COOKIE) + TID + body
+    packet = struct.pack("!HHI", msg_type & 0x3FFF, len(body), stun_codec.MAGIC_COOKIE) + TID + body
     try:
         decode_message(packet, TID)
     except StunDecodeError:
@@ -245,7 +245,7 @@ def test_decoder_on_corrupted_valid_packets(data: st.DataObject) -> None:
         msg = decode_message(bytes(packet), TID)
     except StunDecodeError:
         return
-    assert msg.method == stun.METHOD_BINDING
+    assert msg.method == stun_codec.METHOD_BINDING
 
 
 addresses = st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str))

@@ -27,7 +27,6 @@ from hostcheck.collectors import CollectContext
 from hostcheck.facts import Unknown
 from hostcheck.netaddr import classify_address
 from hostcheck.netprobe import cgnat as cg
-from hostcheck.netprobe.client import BindingResult, fmt_address, source_address, stun_binding
 from hostcheck.netprobe.discovery import UNKNOWN, NatDiscovery, discover_nat
 from hostcheck.netprobe.gateway import (
     RouterAnswer,
@@ -37,7 +36,8 @@ from hostcheck.netprobe.gateway import (
 )
 from hostcheck.netprobe.hops import udp_hops
 from hostcheck.netprobe.probe_client import request_probe
-from hostcheck.netprobe.servers import resolve_servers
+from hostcheck.netprobe.stun_client import BindingResult, fmt_address, source_address, stun_binding
+from hostcheck.netprobe.stun_servers import resolve_servers
 
 SECTION = "network"
 TIMEOUT = 6.0

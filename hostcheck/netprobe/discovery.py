@@ -20,7 +20,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from hostcheck.netprobe.client import (
+from hostcheck.netprobe.stun_client import (
     DEFAULT_TIMING,
     HAIRPIN_TIMING,
     Outcome,
@@ -33,7 +33,7 @@ from hostcheck.netprobe.client import (
     source_address,
     udp_socket,
 )
-from hostcheck.netprobe.stun import Address, binding_request
+from hostcheck.netprobe.stun_codec import Address, binding_request
 
 # The same three words name mapping and filtering behaviours (RFC 4787).
 EI = "endpoint-independent"

@@ -1,6 +1,6 @@
 """The probe server's throughput endpoints (wire format: :mod:`speed_protocol`).
 
-Registered on a :class:`~hostcheck.netprobe.server.ProbeService`, so they sit behind the same
+Registered on a :class:`~hostcheck.netprobe.probe_server.ProbeService`, so they sit behind the same
 token check, rate limits, connection caps and deadlines as ``/probe``; a stream also ends at
 its own time and byte caps, and at most ``speed_max_streams`` run at once.
 """
@@ -24,7 +24,7 @@ from hostcheck.netprobe.speed_protocol import (
 )
 
 if TYPE_CHECKING:
-    from hostcheck.netprobe.server import ProbeService, Route
+    from hostcheck.netprobe.probe_server import ProbeService, Route
 
 BLOCK = 256 * 1024
 DRAIN_S = 2.0

@@ -16,7 +16,7 @@ from hostcheck.facts import Unknown
 from hostcheck.netprobe import cgnat as cg
 from hostcheck.netprobe.gateway import default_gateway_v4, parse_natpmp_response
 from hostcheck.netprobe.hops import IP_RECVERR, Hop, parse_recverr
-from hostcheck.netprobe.servers import parse_server
+from hostcheck.netprobe.stun_servers import parse_server
 
 LAB = ["198.51.100.0/24", "203.0.113.0/24"]
 
@@ -243,7 +243,7 @@ class _Echo:
     """A loopback STUN server answering Binding with the sender's address (no OTHER-ADDRESS)."""
 
     def __init__(self) -> None:
-        from hostcheck.netprobe.stun import CLASS_SUCCESS, decode_message, encode_message
+        from hostcheck.netprobe.stun_codec import CLASS_SUCCESS, decode_message, encode_message
 
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
@@ -274,7 +274,7 @@ class _Echo:
 def test_icmp_port_unreachable_ends_a_transaction_at_once() -> None:
     import time
 
-    from hostcheck.netprobe.client import stun_binding
+    from hostcheck.netprobe.stun_client import stun_binding
 
     started = time.monotonic()
     result = stun_binding(("127.0.0.1", _closed_udp_port()), deadline=started + 5)
@@ -306,7 +306,7 @@ def test_discovery_falls_back_past_a_refusing_server_on_the_same_socket() -> Non
 
 
 def test_parse_icmp_error_reads_ipv6_offenders() -> None:
-    from hostcheck.netprobe.client import IPV6_RECVERR, SO_EE_ORIGIN_ICMP6, parse_icmp_error
+    from hostcheck.netprobe.stun_client import IPV6_RECVERR, SO_EE_ORIGIN_ICMP6, parse_icmp_error
 
     ee = struct.pack("=IBBBBII", 111, SO_EE_ORIGIN_ICMP6, 1, 4, 0, 0, 0)
     offender = struct.pack("=HHI", socket.AF_INET6, 0, 0) + socket.inet_pton(socket.AF_INET6, "2001:db8::7") + b"\0" * 4

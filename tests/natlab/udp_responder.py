@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hostcheck.netprobe.stun import CLASS_ERROR, decode_message, encode_message
+from hostcheck.netprobe.stun_codec import CLASS_ERROR, decode_message, encode_message
 
 
 def main() -> None:

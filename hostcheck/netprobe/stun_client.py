@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hostcheck.netprobe.stun import (
+from hostcheck.netprobe.stun_codec import (
     Address,
     StunDecodeError,
     StunMessage,
