@@ -34,6 +34,8 @@ import pytest
 from hostcheck.collectors import CollectContext, _proc, accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown, to_jsonable
 from hostcheck.netaddr import classify_address
+from hostcheck.netprobe.gateway import default_gateway_v4
+from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
@@ -826,13 +828,45 @@ PROC_NET_IPV6_ROUTE = textwrap.dedent("""\
 
 
 def test_parse_routes() -> None:
-    assert network_local.parse_proc_net_route(PROC_NET_ROUTE) == [
+    assert parse_proc_net_route(PROC_NET_ROUTE) == [
         {"interface": "eth0", "gateway": "192.0.2.1", "metric": 100},
         {"interface": "wlan0", "gateway": "192.168.1.1", "metric": 600},
     ]
-    assert network_local.parse_proc_net_ipv6_route(PROC_NET_IPV6_ROUTE) == [
+    assert parse_proc_net_ipv6_route(PROC_NET_IPV6_ROUTE) == [
         {"interface": "eth0", "gateway": "fe80::1", "metric": 1024},
     ]
+
+
+ROUTE_HEADER = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+
+
+@pytest.mark.parametrize(("rows", "gateway"), [
+    # the best (lowest metric) default route wins
+    (["eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000", "wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000"],
+     "192.168.1.1"),
+    # a route that is not up (no RTF_UP) is not the way out
+    (["eth0\t00000000\t0101A8C0\t0002\t0\t0\t0\t00000000", "wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000"],
+     "192.168.2.1"),
+    # neither is a reject ("unreachable default") route
+    (["eth0\t00000000\t0101A8C0\t0203\t0\t0\t0\t00000000", "wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000"],
+     "192.168.2.1"),
+    # 0.0.0.0 with a netmask is not the default route
+    (["eth0\t00000000\t0101A8C0\t0003\t0\t0\t0\t000000FF", "wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000"],
+     "192.168.2.1"),
+    # a tunnel's device route has no gateway: the router is behind the next route
+    (["tun0\t00000000\t00000000\t0001\t0\t0\t0\t00000000", "eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000"],
+     "192.168.1.1"),
+    (["eth0\t0001A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF"], None),
+])
+def test_default_gateway_is_read_with_the_same_rules_as_the_route_facts(
+        tmp_path: Path, rows: list[str], gateway: str | None) -> None:
+    table = tmp_path / "route"
+    table.write_text(ROUTE_HEADER + "".join(r + "\t0\t0\t0\n" for r in rows))
+    got = default_gateway_v4(str(table))
+    if gateway is None:
+        assert isinstance(got, Unknown) and "no IPv4 default route" in got.reason
+    else:
+        assert got == gateway
 
 
 def test_parse_proc_net_sockets() -> None:

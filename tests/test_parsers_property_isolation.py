@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostcheck import routes
 from hostcheck.collectors import accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown
 from hostcheck.netaddr import classify_address
@@ -124,7 +125,7 @@ def test_dpkg_status_and_apt_conf_never_raise(text: str) -> None:
 
 @given(texts)
 def test_proc_net_parsers_never_raise(text: str) -> None:
-    for route in network_local.parse_proc_net_route(text) + network_local.parse_proc_net_ipv6_route(text):
+    for route in routes.parse_proc_net_route(text) + routes.parse_proc_net_ipv6_route(text):
         assert set(route) == {"interface", "gateway", "metric"}
     for proto in ("tcp", "udp"):
         for family in (4, 6):
@@ -140,10 +141,10 @@ hex_word = st.integers(0, 2**32 - 1).map(lambda n: f"{n:08X}")
 def test_proc_net_route_only_up_default_routes(rows: list[tuple[str, str, str, int, int, str]]) -> None:
     header = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
     text = header + "".join(f"{i}\t{d}\t{g}\t{f:04X}\t0\t0\t{m}\t{mask}\t0\t0\t0\n" for i, d, g, f, m, mask in rows)
-    routes = network_local.parse_proc_net_route(text)
+    found = routes.parse_proc_net_route(text)
     wanted = [r for r in rows if int(r[1], 16) == 0 and int(r[5], 16) == 0 and r[3] & 1 and not r[3] & 0x200]
-    assert len(routes) == len(wanted)
-    assert [r["metric"] for r in routes] == sorted(r["metric"] for r in routes)
+    assert len(found) == len(wanted)
+    assert [r["metric"] for r in found] == sorted(r["metric"] for r in found)
 
 
 @given(st.one_of(st.text(max_size=50), st.ip_addresses().map(str)),

@@ -7,21 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from typing import Any
 
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
 from hostcheck.netaddr import classify_address, parse_address
+from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 
 SECTION = "network"
 TIMEOUT = 3.0
 
 SYS_NET = "/sys/class/net"
-RTF_UP = 0x0001
-RTF_GATEWAY = 0x0002
-RTF_REJECT = 0x0200
 FIREWALL_NEEDS_ROOT = "reading the firewall ruleset needs root"
 FILTER_VERDICTS = frozenset({"drop", "reject"})
 
@@ -78,48 +75,6 @@ def collect_interfaces(public_ranges: list[str]) -> list[dict[str, Any]] | Unkno
 
 
 # ---------------------------------------------------------------- routes
-
-
-def parse_proc_net_route(text: str) -> list[dict[str, Any]]:
-    """IPv4 default routes from /proc/net/route, best (lowest metric) first."""
-    routes = []
-    for line in text.splitlines()[1:]:
-        f = line.split()
-        if len(f) < 8:
-            continue
-        try:
-            dest, gateway, flags, metric, mask = (int(f[1], 16), int(f[2], 16), int(f[3], 16),
-                                                  int(f[6]), int(f[7], 16))
-        except ValueError:
-            continue
-        if dest != 0 or mask != 0 or not flags & RTF_UP or flags & RTF_REJECT:
-            continue
-        # The kernel prints the address in host (little-endian) byte order.
-        gw = socket.inet_ntoa((gateway & 0xFFFFFFFF).to_bytes(4, "little")) if flags & RTF_GATEWAY else None
-        routes.append({"interface": f[0], "gateway": gw, "metric": metric})
-    return sorted(routes, key=lambda r: r["metric"])
-
-
-_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
-
-
-def parse_proc_net_ipv6_route(text: str) -> list[dict[str, Any]]:
-    """IPv6 default routes (::/0) from /proc/net/ipv6_route, best first."""
-    routes = []
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) != 10 or not all(_HEX32.fullmatch(f[i]) for i in (0, 4)):
-            continue
-        try:
-            dest, plen, nexthop = int(f[0], 16), int(f[1], 16), int(f[4], 16)
-            metric, flags = int(f[5], 16), int(f[8], 16)
-        except ValueError:
-            continue
-        if dest != 0 or plen != 0 or not flags & RTF_UP or flags & RTF_REJECT or f[9] == "lo":
-            continue
-        gw = socket.inet_ntop(socket.AF_INET6, nexthop.to_bytes(16, "big")) if nexthop else None
-        routes.append({"interface": f[9], "gateway": gw, "metric": metric})
-    return sorted(routes, key=lambda r: r["metric"])
 
 
 def default_route() -> dict[str, Any] | None | Unknown:

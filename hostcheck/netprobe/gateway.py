@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from hostcheck.facts import Unknown
+from hostcheck.routes import default_gateway, parse_proc_net_route
 
 NATPMP_PORT = 5351
 PROC_ROUTE = "/proc/net/route"
@@ -33,28 +34,12 @@ class RouterAnswer:
 def default_gateway_v4(route_file: str = PROC_ROUTE) -> str | Unknown:
     """The IPv4 default gateway from the kernel's routing table (no command needed)."""
     try:
-        with open(route_file, encoding="ascii") as fh:
-            lines = fh.read().splitlines()[1:]
+        with open(route_file, encoding="ascii", errors="replace") as fh:
+            text = fh.read(1 << 20)
     except OSError as exc:
         return Unknown(f"cannot read {route_file}: {exc.strerror or exc}")
-    best: tuple[int, str] | None = None
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 8:
-            continue
-        dest, gateway, flags, metric = parts[1], parts[2], parts[3], parts[6]
-        try:
-            if int(dest, 16) != 0 or not int(flags, 16) & 0x2:  # RTF_GATEWAY
-                continue
-            gw = socket.inet_ntoa(struct.pack("<I", int(gateway, 16)))
-            rank = int(metric)
-        except ValueError:
-            continue
-        if best is None or rank < best[0]:
-            best = (rank, gw)
-    if best is None:
-        return Unknown("no IPv4 default route via a gateway")
-    return best[1]
+    gateway = default_gateway(parse_proc_net_route(text))
+    return Unknown("no IPv4 default route via a gateway") if gateway is None else gateway
 
 
 def natpmp_request() -> bytes:
