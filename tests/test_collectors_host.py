@@ -763,14 +763,6 @@ def test_parse_swaps() -> None:
     assert storage.parse_swaps("Filename Type Size Used Priority\n") == []
 
 
-def test_parse_daemon_json() -> None:
-    assert storage.parse_daemon_json('{"data-root": "/data/docker", "live-restore": true}') == "/data/docker"
-    assert storage.parse_daemon_json('{"graph": "/srv/docker"}') == "/srv/docker"
-    assert storage.parse_daemon_json('{"log-driver": "journald"}') == "/var/lib/docker"
-    assert storage.parse_daemon_json("[1]") == Unknown("/etc/docker/daemon.json is not a JSON object")
-    assert storage.parse_daemon_json("{oops").reason.startswith("/etc/docker/daemon.json is not valid JSON")
-
-
 def test_mount_facts_from_lsblk_index() -> None:
     """Encryption and rotation of each mount, from the recorded tree (no statvfs involved)."""
     mounts = storage.parse_mountinfo(MOUNTINFO)
@@ -909,7 +901,8 @@ def test_docker_root_on_real_separate_xfs_mount(tmp_path: Path) -> None:
     daemon_json.write_text(json.dumps({"data-root": f"{mnt}/docker"}))
     probe = (
         "import json, sys; from pathlib import Path; from hostcheck.collectors import storage;"
-        f"storage.DOCKER_DAEMON_JSON = Path({str(daemon_json)!r});"
+        "from hostcheck.collectors import docker_config;"
+        f"docker_config.DAEMON_JSON = {str(daemon_json)!r};"
         "from hostcheck.facts import to_jsonable;"
         "print(json.dumps(to_jsonable(storage.collect(None))))"
     )

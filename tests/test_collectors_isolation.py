@@ -31,7 +31,16 @@ from typing import Any
 
 import pytest
 
-from hostcheck.collectors import CollectContext, _proc, accounts, docker_daemon, network_local, packages, sshd
+from hostcheck.collectors import (
+    CollectContext,
+    _proc,
+    accounts,
+    docker_config,
+    docker_daemon,
+    network_local,
+    packages,
+    sshd,
+)
 from hostcheck.facts import Unknown, to_jsonable
 from hostcheck.netaddr import classify_address
 from hostcheck.netprobe.gateway import default_gateway_v4
@@ -368,7 +377,8 @@ def docker_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[Pat
     for var in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
         monkeypatch.delenv(var, raising=False)
     # daemon.json is read from a file the test controls, never this machine's /etc.
-    monkeypatch.setattr(docker_daemon, "DAEMON_JSON", str(tmp_path / "daemon.json"))
+    monkeypatch.setattr(docker_config, "DAEMON_JSON", str(tmp_path / "daemon.json"))
+    monkeypatch.setattr(docker_config, "UNIT_DIRS", (str(tmp_path / "systemd"),))
 
     def point_at(sock: Path) -> None:
         monkeypatch.setenv("DOCKER_HOST", f"unix://{sock}")
@@ -383,7 +393,7 @@ def test_docker_absent_when_socket_path_does_not_exist(docker_env: Any, tmp_path
     assert facts["daemon_json"] == Unknown(f"{tmp_path / 'daemon.json'} does not exist")
     for key in ("version", "seccomp", "apparmor", "rootless", "published_ports"):
         assert facts[key] == Unknown("docker daemon not reachable (absent)")
-    if docker_daemon.dockerd_flags() is None:  # else a running dockerd's flags settle some
+    if docker_config.dockerd_flags() is None:  # else a running dockerd's flags settle some
         assert all(facts[k] == Unknown("docker daemon not reachable (absent)") for k in docker_daemon.ALL_KEYS)
     assert_jsonable(facts)
 

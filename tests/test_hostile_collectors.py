@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hostcheck.collectors import CollectContext, docker_daemon, sshd
+from hostcheck.collectors import CollectContext, docker_config, docker_daemon, sshd
 from hostcheck.facts import Unknown, to_jsonable
 from tests.helpers import REPO
 
@@ -45,7 +45,8 @@ DAEMON_JSON = {
 def docker_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for var in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(docker_daemon, "DAEMON_JSON", str(tmp_path / "daemon.json"))
+    monkeypatch.setattr(docker_config, "DAEMON_JSON", str(tmp_path / "daemon.json"))
+    monkeypatch.setattr(docker_config, "UNIT_DIRS", (str(tmp_path / "systemd"),))
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'nowhere' / 'docker.sock'}")
     return tmp_path
 
@@ -110,7 +111,7 @@ def test_a_users_process_named_dockerd_is_not_the_daemon(docker_env: Path, world
         deadline = time.monotonic() + 10
         while Path(f"/proc/{impostor.pid}/comm").read_text().strip() != "dockerd" and time.monotonic() < deadline:
             time.sleep(0.02)
-        flags = docker_daemon.dockerd_flags()
+        flags = docker_config.dockerd_flags()
         facts = docker_daemon.collect(CollectContext())
     finally:
         os.killpg(impostor.pid, signal.SIGKILL)

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostcheck.collectors import gpu, power, storage, system
+from hostcheck.collectors import docker_config, gpu, power, storage, system
 from hostcheck.facts import Unknown
 
 # Text that looks like the files it stands in for, mixed with anything at all.
@@ -148,9 +148,10 @@ def test_parse_lsblk_json_never_raises(text: str) -> None:
             assert isinstance(info["encrypted"], bool) and _is(info["rotational"], bool)
 
 
-@given(st.one_of(st.text(), json_values.map(json.dumps)))
-def test_parse_daemon_json_never_raises(text: str) -> None:
-    assert _is(storage.parse_daemon_json(text), str)
+@given(json_values)
+def test_daemon_json_data_root_never_raises(value: Any) -> None:
+    config = docker_config.filter_daemon_json(value) if isinstance(value, dict) else {}
+    assert _is(docker_config.effective_data_root(config, False, {}), str)
 
 
 @given(st.integers(min_value=0, max_value=2**64 - 1))

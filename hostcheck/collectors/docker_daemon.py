@@ -1,23 +1,26 @@
-"""The Docker daemon's security-relevant settings, from its API or, failing that, daemon.json."""
+"""The Docker daemon's security-relevant settings, from its API or, failing that, its configuration
+(daemon.json and dockerd's flags, read by :mod:`hostcheck.collectors.docker_config`)."""
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 from typing import Any
 
-from hostcheck.collectors._proc import host_processes
-from hostcheck.collectors._run import read_text
+from hostcheck.collectors.docker_config import (
+    DEFAULT_DATA_ROOT,
+    as_bool,
+    data_root,
+    effective_data_root,
+    read_daemon_config,
+)
 from hostcheck.facts import Unknown
 
 SECTION = "docker"
 TIMEOUT = 3.0
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
-DAEMON_JSON = "/etc/docker/daemon.json"
 API_TIMEOUT_S = 1.0
-DEFAULT_DATA_ROOT = "/var/lib/docker"
 
 # Settings and their dockerd defaults, as named in daemon.json and on dockerd's command line.
 BOOL_SETTINGS: dict[str, tuple[str, bool]] = {
@@ -101,81 +104,6 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
     return ports
 
 
-def _owned_by_root(pid: int) -> bool:
-    """Any user can name a process "dockerd"; only root can run one as root."""
-    try:
-        return os.stat(f"/proc/{pid}").st_uid == 0
-    except OSError:
-        return False
-
-
-def dockerd_flags() -> dict[str, str] | None:
-    """--option=value flags of a running root dockerd (its cmdline is world-readable); None if none runs."""
-    for pid, comm in host_processes():
-        if comm != "dockerd" or not _owned_by_root(pid):
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().decode("utf-8", "replace").split("\0")
-        except OSError:
-            continue
-        flags: dict[str, str] = {}
-        for arg in argv[1:]:
-            if arg.startswith("--"):
-                key, sep, value = arg[2:].partition("=")
-                flags[key] = value if sep else "true"
-        return flags
-    return None
-
-
-# The daemon.json keys the checks read, and how each is kept. Nothing else is collected:
-# the file also holds proxy URLs with passwords, registry mirrors with tokens, TLS paths
-# and "hosts", none of which belongs in facts made for sharing.
-DAEMON_JSON_BOOLS = ("no-new-privileges", "live-restore", "icc", "userland-proxy")
-DAEMON_JSON_STRINGS = ("data-root", "graph", "default-runtime", "userns-remap")
-MAX_DAEMON_JSON_BYTES = 1 << 20
-
-
-def filter_daemon_json(data: dict[str, Any]) -> dict[str, Any]:
-    """Only the settings the checks need; runtimes by name only (their paths and args are not needed)."""
-    kept: dict[str, Any] = {}
-    for key in DAEMON_JSON_BOOLS:
-        value = _as_bool(data.get(key))
-        if value is not None:
-            kept[key] = value
-    for key in DAEMON_JSON_STRINGS:
-        value = data.get(key)
-        if isinstance(value, str) and value and "://" not in value and "@" not in value:
-            kept[key] = value[:4096]
-    runtimes = data.get("runtimes")
-    if isinstance(runtimes, dict):
-        kept["runtimes"] = {str(name)[:256]: {} for name in runtimes if "://" not in str(name)}
-    return kept
-
-
-def read_daemon_json(path: str | None = None) -> dict[str, Any] | Unknown:
-    path = path or DAEMON_JSON
-    text = read_text(path, limit=MAX_DAEMON_JSON_BYTES)
-    if isinstance(text, Unknown):
-        return text
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except (json.JSONDecodeError, RecursionError, ValueError):
-        # The parser's message quotes the offending text, which may be a secret.
-        return Unknown(f"{path} is not valid JSON")
-    if not isinstance(data, dict):
-        return Unknown(f"{path} is not a JSON object")
-    return filter_daemon_json(data)
-
-
-def _as_bool(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
-        return value.lower() in ("true", "1")
-    return None
-
-
 def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[str, Any]:
     """Daemon settings from daemon.json and dockerd flags, dockerd's defaults for the rest.
 
@@ -183,10 +111,10 @@ def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[
     """
     out: dict[str, Any] = {}
     for fact, (key, default) in BOOL_SETTINGS.items():
-        value = _as_bool(flags.get(key, config.get(key)))
+        value = as_bool(flags.get(key, config.get(key)))
         out[fact] = default if value is None else value
-    root = flags.get("data-root") or config.get("data-root") or config.get("graph")
-    out["data_root"] = root if isinstance(root, str) and root else DEFAULT_DATA_ROOT
+    root = effective_data_root(config, False, flags)
+    out["data_root"] = root if isinstance(root, str) else DEFAULT_DATA_ROOT
     extra = config.get("runtimes")
     runtimes = sorted({"runc", *(str(k) for k in extra)}) if isinstance(extra, dict) else ["runc"]
     out["runtimes"] = runtimes
@@ -247,17 +175,6 @@ def _connect_and_collect() -> dict[str, Any]:
         client.close()
 
 
-def _is_missing(path: str) -> bool:
-    """True only when the file is known not to exist (an untraversable /etc/docker is not "missing")."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
 ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_remap",
             "rootless", "seccomp", "apparmor", "no_new_privileges", "live_restore", "icc",
             "userland_proxy", "data_root", "published_ports")
@@ -270,24 +187,26 @@ def _network_docker_host() -> bool:
 
 
 def collect(ctx: Any) -> dict[str, Any]:
-    daemon_json = read_daemon_json()
-    running_flags = dockerd_flags()
-    flags = running_flags or {}
+    config = read_daemon_config()
+    daemon_json, json_missing = config.daemon_json, config.json_missing
+    # Only a running daemon's flags are settings in force; the unit's decide the data root
+    # (docker_config.data_root) but not what an absent daemon would enforce.
+    flags = config.flags if config.running else {}
     if getattr(ctx, "offline", False) and _network_docker_host():
         why = Unknown("not contacted: --offline, and DOCKER_HOST names a daemon on the network")
         facts: dict[str, Any] = {"reachable": why, "unreachable_reason": why}
     else:
         facts = _connect_and_collect()
-    json_missing = isinstance(daemon_json, Unknown) and _is_missing(DAEMON_JSON)
     if facts.get("reachable") is True:
+        facts["data_root"] = data_root(config, api_root=facts.get("data_root"))
         # The API does not report these; daemon.json / dockerd flags do (no file = defaults).
         if isinstance(daemon_json, dict) or json_missing:
-            config = settings_from_config(daemon_json if isinstance(daemon_json, dict) else {}, flags)
-            facts["icc"], facts["userland_proxy"] = config["icc"], config["userland_proxy"]
-            facts["no_new_privileges"] = facts.get("no_new_privileges") is True or config["no_new_privileges"]
+            settings = settings_from_config(daemon_json if isinstance(daemon_json, dict) else {}, flags)
+            facts["icc"], facts["userland_proxy"] = settings["icc"], settings["userland_proxy"]
+            facts["no_new_privileges"] = facts.get("no_new_privileges") is True or settings["no_new_privileges"]
         elif isinstance(daemon_json, Unknown):
             for fact in ("icc", "userland_proxy", "no_new_privileges"):
-                flag = _as_bool(flags.get(BOOL_SETTINGS[fact][0]))
+                flag = as_bool(flags.get(BOOL_SETTINGS[fact][0]))
                 if facts.get(fact) is True:
                     continue  # the daemon itself reported it
                 facts[fact] = flag if flag is not None else Unknown(
@@ -299,10 +218,12 @@ def collect(ctx: Any) -> dict[str, Any]:
     facts["daemon_json"] = daemon_json
     if isinstance(daemon_json, dict):
         derived = settings_from_config(daemon_json, flags)
-    elif json_missing and running_flags is not None:
+    elif json_missing and config.running:
         derived = settings_from_config({}, flags)  # a running dockerd without daemon.json: flags + defaults
     else:
         derived = {}
+    if "data_root" in derived:
+        derived["data_root"] = data_root(config)
     for key in ALL_KEYS:
         if key in derived:
             facts[key] = derived[key]

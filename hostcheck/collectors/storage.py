@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.collectors._run import read_text, run_command
+from hostcheck.collectors.docker_config import data_root, read_daemon_config
 from hostcheck.facts import Unknown
 
 SECTION = "storage"
 TIMEOUT = 3
 
 GIB = 1024**3
-DOCKER_DAEMON_JSON = Path("/etc/docker/daemon.json")
-DEFAULT_DOCKER_ROOT = "/var/lib/docker"
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 LSBLK = ["lsblk", "-J", "-o", "NAME,TYPE,FSTYPE,MOUNTPOINT,ROTA,PKNAME,MAJ:MIN"]
 DISK_FSTYPES = frozenset(
@@ -72,21 +71,6 @@ def parse_swaps(text: str) -> list[dict[str, str]]:
             continue
         swaps.append({"filename": _unescape(fields[0]), "type": fields[1]})
     return swaps
-
-
-def parse_daemon_json(text: str) -> str | Unknown:
-    """Docker's data root from daemon.json ("graph" is the pre-17.05 name)."""
-    try:
-        config = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return Unknown(f"{DOCKER_DAEMON_JSON} is not valid JSON: {exc}")
-    if not isinstance(config, dict):
-        return Unknown(f"{DOCKER_DAEMON_JSON} is not a JSON object")
-    for key in ("data-root", "graph"):
-        value = config.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return DEFAULT_DOCKER_ROOT
 
 
 def _rota(value: Any) -> bool | Unknown:
@@ -361,13 +345,6 @@ def docker_root_facts(
     }
 
 
-def _docker_root_path() -> str | Unknown:
-    if not DOCKER_DAEMON_JSON.exists():
-        return DEFAULT_DOCKER_ROOT
-    text = read_text(DOCKER_DAEMON_JSON)
-    return text if isinstance(text, Unknown) else parse_daemon_json(text)
-
-
 def swap_facts(
     swaps: list[dict[str, str]], mounts: list[Mount], index: BlockIndex | Unknown
 ) -> list[dict[str, Any]]:
@@ -422,6 +399,6 @@ def collect(ctx: Any) -> dict[str, Any]:
         "filesystems": filesystems,
         "root": root,
         "home": home,
-        "docker_root": docker_root_facts(_docker_root_path(), mounts, index),
+        "docker_root": docker_root_facts(data_root(read_daemon_config()), mounts, index),
         "swap": swap,
     }
