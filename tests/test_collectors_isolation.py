@@ -41,7 +41,8 @@ from hostcheck.collectors import (
     packages,
     sshd,
 )
-from hostcheck.facts import Unknown, to_jsonable
+from hostcheck.facts import Unknown, from_jsonable, to_jsonable
+from hostcheck.firewall import ruleset, summary
 from hostcheck.netaddr import classify_address
 from hostcheck.netprobe.gateway import default_gateway_v4
 from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
@@ -965,7 +966,7 @@ NFT_JSON_FIREWALLD_LIKE = {"nftables": [
 
 
 def test_parse_nft_json_canned() -> None:
-    assert network_local.parse_nft_json(json.dumps(NFT_JSON_FIREWALLD_LIKE)) == {
+    assert summary.parse_nft_json(json.dumps(NFT_JSON_FIREWALLD_LIKE)) == {
         "backend": "nftables", "readable": True,
         "input_policy": "drop",       # accept policy, but an unconditional final reject
         "forward_policy": "accept",   # only IPv4 forwarding is dropped
@@ -973,11 +974,11 @@ def test_parse_nft_json_canned() -> None:
         "docker_user_chain_filters": False,  # Docker's own bare "return"
     }
     empty = {"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}}]}
-    assert network_local.parse_nft_json(json.dumps(empty)) == {
+    assert summary.parse_nft_json(json.dumps(empty)) == {
         "backend": "none", "readable": True, "input_policy": "none", "forward_policy": "none",
         "rule_count": 0, "docker_user_chain_filters": False}
-    assert isinstance(network_local.parse_nft_json("not json"), Unknown)
-    assert isinstance(network_local.parse_nft_json("[1, 2]"), Unknown)
+    assert isinstance(summary.parse_nft_json("not json"), Unknown)
+    assert isinstance(summary.parse_nft_json("[1, 2]"), Unknown)
 
 
 def test_parse_iptables_save_canned() -> None:
@@ -1000,9 +1001,34 @@ def test_parse_iptables_save_canned() -> None:
         -A DOCKER-USER -j RETURN
         COMMIT
         """)
-    assert network_local.parse_iptables_save(text) == {
+    assert summary.parse_iptables_save(text) == {
         "backend": "iptables", "readable": True, "input_policy": "drop", "forward_policy": "drop",
         "rule_count": 6, "docker_user_chain_filters": True}
+
+
+def test_iptables_rule_comments_are_not_kept_and_do_not_hide_a_final_drop() -> None:
+    text = textwrap.dedent("""\
+        *filter
+        :INPUT ACCEPT [0:0]
+        :DOCKER-USER - [0:0]
+        -A INPUT -p tcp --dport 22 -m comment --comment "admin: alice, vpn key rotated" -j ACCEPT
+        -A INPUT -m comment --comment "default deny" -j DROP
+        -A DOCKER-USER -m comment --comment docker -j RETURN
+        COMMIT
+        """)
+    kept = ruleset.keep_iptables_save(text)
+    assert isinstance(kept, dict) and "alice" not in json.dumps(kept)
+    judged = summary.summarise({"nftables": None, "iptables": kept})
+    assert isinstance(judged, dict)
+    assert judged["input_policy"] == "drop" and judged["docker_user_chain_filters"] is False
+
+
+def test_firewall_evidence_is_bounded() -> None:
+    items = [{"rule": {"family": "inet", "table": "t", "chain": "c", "expr": [{"accept": None}]}}] * (ruleset.MAX_ITEMS + 1)
+    kept = ruleset.parse_nft_ruleset(json.dumps({"nftables": items}))
+    assert isinstance(kept, Unknown) and "at most" in kept.reason
+    judged = summary.summarise({"nftables": kept, "iptables": None})
+    assert isinstance(judged, Unknown) and judged.reason == kept.reason
 
 
 def test_firewall_is_unknown_without_root() -> None:
@@ -1060,7 +1086,7 @@ def test_real_nft_ruleset_in_namespace(tmp_path: Path) -> None:
     with network_namespace() as ns:
         _in_netns(ns, ["nft", "-f", str(ruleset)])
         listed = _in_netns(ns, ["nft", "-j", "list", "ruleset"]).stdout
-    assert network_local.parse_nft_json(listed) == {
+    assert summary.parse_nft_json(listed) == {
         "backend": "nftables", "readable": True,
         "input_policy": "drop",
         "forward_policy": "accept",
@@ -1115,8 +1141,13 @@ def test_network_collect_in_namespace(tmp_path: Path) -> None:
     assert plain["ipv6_global"] is False
     assert lab["ipv6_global"] is True  # documentation range counted as public, as in the NAT lab
     assert plain["listening"] == []
-    assert plain["firewall"]["input_policy"] == "drop"
-    assert plain["firewall"]["docker_user_chain_filters"] is True
+    # recorded raw, without nft's handles; judged from that record
+    assert plain["firewall"]["iptables"] is None  # nftables holds the rules: iptables-save not needed
+    assert all("handle" not in body for item in plain["firewall"]["nftables"] for body in item.values())
+    judged = summary.summarise(from_jsonable(plain["firewall"]))
+    assert isinstance(judged, dict)
+    assert judged["input_policy"] == "drop"
+    assert judged["docker_user_chain_filters"] is True
 
 
 def test_network_collect_contract() -> None:

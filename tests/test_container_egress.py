@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 
 from hostcheck.checks import load_registry
-from hostcheck.collectors import container_egress as ce
+from hostcheck.collectors import container_egress
 from hostcheck.facts import Unknown
+from hostcheck.firewall import egress as ce
+from hostcheck.firewall.ruleset import parse_nft_ruleset
 from hostcheck.judge import run_check
+from tests.helpers import audit_json, policy_result
 
 REGISTRY = load_registry()
 NFT = Path(__file__).parent / "snapshots" / "nft"
@@ -29,6 +32,12 @@ NFT = Path(__file__).parent / "snapshots" / "nft"
 def ruleset(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((NFT / name).read_text())
     return data
+
+
+def nft(text: str) -> list[dict[str, Any]]:
+    items = parse_nft_ruleset(text)
+    assert isinstance(items, list), items
+    return items
 
 
 def judge(egress: Any) -> Any:
@@ -40,7 +49,7 @@ def verdicts(result: Any) -> dict[str, str]:
 
 
 def test_default_docker_host_reaches_every_private_destination() -> None:
-    result = ce.evaluate(json.dumps(ruleset("docker-default.json")), ["docker0"], [], [])
+    result = ce.evaluate(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], [])
     assert set(verdicts(result).values()) == {"reachable"}
     outcome = judge(result)
     assert outcome.status == "fail" and outcome.measured == len(ce.PROBES_V4)
@@ -49,7 +58,7 @@ def test_default_docker_host_reaches_every_private_destination() -> None:
 
 
 def test_profiled_host_blocks_them_all_ipv4_and_ipv6() -> None:
-    result = ce.evaluate(json.dumps(ruleset("docker-profiled.json")), ["br-0123456789ab", "docker0"],
+    result = ce.evaluate(nft(json.dumps(ruleset("docker-profiled.json"))), ["br-0123456789ab", "docker0"],
                          ["br-0123456789ab"], [])
     got = verdicts(result)
     assert len(got) == 2 * len(ce.PROBES_V4) + len(ce.PROBES_V6)
@@ -61,7 +70,7 @@ def test_profiled_host_blocks_them_all_ipv4_and_ipv6() -> None:
 
 
 def test_not_root_is_unknown_with_the_reason() -> None:
-    outcome = judge(Unknown(ce.NEEDS_ROOT))
+    outcome = judge(Unknown(container_egress.NEEDS_ROOT))
     assert outcome.status == "unknown" and "needs root" in outcome.detail
 
 
@@ -73,7 +82,7 @@ def test_an_unmodelled_match_on_the_path_is_unknown_not_a_pass() -> None:
     extra = copy.deepcopy(data["nftables"][first])
     extra["rule"]["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
     data["nftables"].insert(first, extra)
-    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
     got = verdicts(result)
     assert got.pop("docker0 172.17.0.1 tcp/8080") == "blocked"
     assert set(got.values()) == {"undetermined"}
@@ -88,12 +97,12 @@ def test_a_certain_drop_wins_over_an_unmodelled_rule_elsewhere() -> None:
         rule = item.get("rule")
         if rule and rule["chain"] == "DOCKER-USER":
             rule["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
-    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
     assert set(verdicts(result).values()) == {"blocked"}
 
 
 def test_legacy_iptables_tables_make_an_open_path_undetermined() -> None:
-    result = ce.evaluate(json.dumps(ruleset("docker-default.json")), ["docker0"], [], ["ip filter"])
+    result = ce.evaluate(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], ["ip filter"])
     assert set(verdicts(result).values()) == {"undetermined"}
     assert "legacy iptables" in judge(result).detail
 
@@ -109,7 +118,7 @@ def test_isolation_switched_off_is_reachable() -> None:
                 and any("match" in e and e["match"]["left"].get("meta", {}).get("key") == "iifname"
                         for e in rule["expr"]):
             rule["expr"] = [{"counter": None}]
-    result = ce.evaluate(json.dumps(data), ["docker0"], [], [])
+    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
     got = verdicts(result)
     assert got["docker0 192.168.1.1 tcp/80"] == "reachable"
     assert got["docker0 172.17.0.1 tcp/8080"] == "blocked"  # input policy drop still holds
@@ -117,16 +126,19 @@ def test_isolation_switched_off_is_reachable() -> None:
 
 
 def test_no_container_bridge_is_judged_for_docker0_and_says_so() -> None:
-    result = ce.evaluate(json.dumps(ruleset("docker-profiled.json")), [], [], [])
+    result = ce.evaluate(nft(json.dumps(ruleset("docker-profiled.json"))), [], [], [])
     assert result["bridges_assumed"] is True
     assert "judged for docker0" in judge(result).detail
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"nftables": 3}'])
 def test_garbage_is_unknown(text: str) -> None:
-    result = ce.evaluate(text, ["docker0"], [], [])
-    assert isinstance(result, Unknown)
-    assert judge(result).status == "unknown"
+    items = parse_nft_ruleset(text)
+    assert isinstance(items, Unknown)
+    outcome = run_check(REGISTRY["ISO-1040"], {"network": {
+        "firewall": {"nftables": items, "iptables": None},
+        "container_egress": {"bridges": ["docker0"], "bridges_v6": [], "legacy_iptables_tables": []}}}, None)
+    assert outcome.status == "unknown" and "nft output" in outcome.detail
 
 
 def test_bridges_found_in_sysfs(tmp_path: Path) -> None:
@@ -134,5 +146,38 @@ def test_bridges_found_in_sysfs(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         if bridge:
             (tmp_path / name / "bridge").mkdir()
-    bridges, _v6 = ce.container_bridges(str(tmp_path))
+    bridges, _v6 = container_egress.container_bridges(str(tmp_path))
     assert bridges == ["br-abc", "docker0"]
+
+
+def _raw_facts(tmp_path: Path, nft_file: str, bridges: list[str]) -> Path:
+    """A recorded machine with its firewall kept as raw evidence: the ruleset and the bridges."""
+    facts = json.loads((NFT.parent / "dedicated-4090.json").read_text())
+    facts["network"]["firewall"] = {"nftables": nft(json.dumps(ruleset(nft_file))), "iptables": None}
+    facts["network"]["container_egress"] = {"bridges": bridges, "bridges_v6": [], "legacy_iptables_tables": []}
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    return path
+
+
+def _owner_finding(report: dict[str, Any], check_id: str) -> dict[str, Any]:
+    finding: dict[str, Any] = next(f for f in report["owner_risk"]["findings"] if f["id"] == check_id)
+    return finding
+
+
+def test_saved_raw_facts_are_judged_again_by_the_audit(tmp_path: Path) -> None:
+    """`audit --facts` walks the recorded ruleset with today's rules: nothing was pre-judged."""
+    _, open_report = audit_json("--facts", str(_raw_facts(tmp_path, "docker-default.json", ["docker0"])),
+                                "--policy", "dedicated-host")
+    iso = _owner_finding(open_report, "ISO-1040")
+    assert iso["status"] == "warn" and iso["measured"] == len(ce.PROBES_V4)
+    assert "ip filter FORWARD" in iso["detail"]
+    firewall = next(f for f in policy_result(open_report, "dedicated-host")["findings"] if f["id"] == "NET-1010")
+    assert firewall["status"] in ("fail", "warn") and firewall["measured"] == "nftables: input none"
+
+    _, closed_report = audit_json("--facts", str(_raw_facts(tmp_path, "docker-profiled.json", ["docker0"])),
+                                  "--policy", "dedicated-host")
+    iso = _owner_finding(closed_report, "ISO-1040")
+    assert iso["status"] == "pass" and "inet hostcheck forward" in iso["detail"]
+    firewall = next(f for f in policy_result(closed_report, "dedicated-host")["findings"] if f["id"] == "NET-1010")
+    assert firewall["status"] == "pass" and firewall["measured"] == "nftables: input drop"

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hostcheck import routes
 from hostcheck.collectors import accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown
+from hostcheck.firewall import summary
 from hostcheck.netaddr import classify_address
 
 SCOPES = {"loopback", "link-local", "private", "cgnat", "global", "other"}
@@ -76,7 +77,7 @@ def test_effective_from_files_never_raises(text: str) -> None:
 
 @given(nftish)
 def test_parse_nft_json_never_raises(text: str) -> None:
-    result = network_local.parse_nft_json(text)
+    result = summary.parse_nft_json(text)
     assert isinstance(result, Unknown) or set(result) == FIREWALL_KEYS
     if isinstance(result, dict):
         assert result["input_policy"] in ("drop", "accept", "none")
@@ -85,7 +86,7 @@ def test_parse_nft_json_never_raises(text: str) -> None:
 
 @given(texts)
 def test_parse_iptables_save_never_raises(text: str) -> None:
-    assert set(network_local.parse_iptables_save(text)) == FIREWALL_KEYS
+    assert set(summary.parse_iptables_save(text)) == FIREWALL_KEYS
 
 
 @given(texts)

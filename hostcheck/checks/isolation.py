@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, skipped, unknown
+from hostcheck.checks.network import firewall_summary, summary_fact
 from hostcheck.facts import Unknown, lookup
+from hostcheck.firewall.egress import judge as egress_walk
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
 
@@ -219,7 +221,8 @@ def published_ports_filtered(facts: dict[str, Any], _threshold: Any) -> Outcome:
     exposed = [p for p in ports if p.get("host_ip") not in ("127.0.0.1", "::1")]
     if not exposed:
         return passed(0)
-    filtered = need(facts, "network.firewall.docker_user_chain_filters")
+    path = "network.firewall.docker_user_chain_filters"
+    filtered = summary_fact(firewall_summary(facts, path), "docker_user_chain_filters")
     shown = ", ".join(f"{p.get('host_port')}/{p.get('proto')}" for p in exposed)
     return passed(len(exposed), f"filtered: {shown}") if filtered else failed(len(exposed), f"unfiltered: {shown}")
 
@@ -441,7 +444,10 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix_role="firewall: firewall_container_egress_isolation",
 )
 def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    egress = need(facts, "network.container_egress")
+    recorded = need(facts, "network.container_egress")
+    egress = egress_walk(lookup(facts, "network.firewall"), recorded)
+    if isinstance(egress, Unknown):
+        raise Missing("network.firewall.nftables", egress.reason)
     probes = [p for p in egress.get("probes", []) if isinstance(p, dict)]
     if not probes:
         return unknown("no probe could be evaluated")

@@ -7,8 +7,27 @@ from typing import Any
 
 from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
 from hostcheck.facts import Unknown, lookup
+from hostcheck.firewall.summary import summarise
 from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
+
+
+def firewall_summary(facts: dict[str, Any], path: str = "network.firewall") -> dict[str, Any]:
+    """``network.firewall`` judged from the recorded ruleset with today's rules (facts saved
+    with only the summary give it as recorded); :class:`Missing` under ``path`` when the
+    firewall could not be read."""
+    firewall = lookup(facts, "network.firewall")
+    if isinstance(firewall, Unknown):
+        raise Missing(path, firewall.reason)
+    summary = summarise(firewall) if isinstance(firewall, dict) else Unknown("network.firewall is not a mapping")
+    if isinstance(summary, Unknown):
+        raise Missing(path, summary.reason)
+    return summary
+
+
+def summary_fact(summary: dict[str, Any], key: str) -> Any:
+    """One key of the firewall summary, as :func:`need` would give ``network.firewall.<key>``."""
+    return need({"network": {"firewall": summary}}, f"network.firewall.{key}")
 
 
 @check(
@@ -22,8 +41,8 @@ from hostcheck.netprobe import cgnat as cg
     fix_role="firewall: firewall_enabled",
 )
 def firewall_default_deny(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    firewall = need(facts, "network.firewall")
-    policy = need(facts, "network.firewall.input_policy")
+    firewall = firewall_summary(facts)
+    policy = summary_fact(firewall, "input_policy")
     backend = firewall.get("backend")
     if backend == "none":
         return failed("no firewall rules")

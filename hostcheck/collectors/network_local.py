@@ -1,17 +1,17 @@
-"""This machine's own network view: interfaces, default route, listeners, firewall policy.
+"""This machine's own network view: interfaces, default route, listeners, firewall ruleset.
 
 NAT type, CGNAT and inbound reachability (same section) come from the reachability collector.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from typing import Any
 
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
+from hostcheck.firewall.ruleset import Ruleset, keep_iptables_save, parse_nft_ruleset
 from hostcheck.netaddr import classify_address, parse_address
 from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 
@@ -20,7 +20,6 @@ TIMEOUT = 3.0
 
 SYS_NET = "/sys/class/net"
 FIREWALL_NEEDS_ROOT = "reading the firewall ruleset needs root"
-FILTER_VERDICTS = frozenset({"drop", "reject"})
 
 
 # ---------------------------------------------------------------- interfaces
@@ -226,170 +225,24 @@ def collect_listening() -> list[dict[str, Any]] | Unknown:
 # ---------------------------------------------------------------- firewall
 
 
-def _rule_verdicts(expr: Any) -> set[str]:
-    """Verdict keywords anywhere in a rule's expression list (drop, reject, accept, jump...)."""
-    found: set[str] = set()
-    stack = [expr]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if key in ("drop", "reject", "accept", "return", "jump", "goto", "queue"):
-                    found.add(key)
-                stack.append(value)
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
-def _is_unconditional(expr: Any) -> bool:
-    """A rule with no match: only counters, logging and a verdict."""
-    if not isinstance(expr, list):
-        return False
-    neutral = {"counter", "log", "drop", "reject", "accept", "return"}
-    return all(isinstance(e, dict) and set(e) <= neutral for e in expr)
-
-
-def _chain_key(chain: dict[str, Any]) -> tuple[str, str, str]:
-    return (str(chain.get("family", "")), str(chain.get("table", "")), str(chain.get("name", "")))
-
-
-def _hook_policy(chains: list[dict[str, Any]], rules: dict[tuple[str, str, str], list[Any]],
-                 hook: str) -> str:
-    """Effective policy of a netfilter hook across every base chain on it.
-
-    "drop" only when both IPv4 and IPv6 traffic meet a dropping chain (policy drop, or an
-    unconditional final drop/reject rule as firewalld writes); a drop in any chain is final.
-    """
-    covered: set[int] = set()
-    seen_chain = False
-    for c in chains:
-        if c.get("hook") != hook or c.get("family") not in ("ip", "ip6", "inet"):
-            continue
-        seen_chain = True
-        chain_rules = rules.get(_chain_key(c), [])
-        drops = c.get("policy") == "drop" or bool(
-            chain_rules and _is_unconditional(chain_rules[-1])
-            and _rule_verdicts(chain_rules[-1]) & FILTER_VERDICTS)
-        if drops:
-            covered |= {"ip": {4}, "ip6": {6}, "inet": {4, 6}}[c["family"]]
-    if not seen_chain:
-        return "none"
-    return "drop" if covered == {4, 6} else "accept"
-
-
-def parse_nft_json(text: str) -> dict[str, Any] | Unknown:
-    """Firewall summary from `nft -j list ruleset`; invalid input is an Unknown, never an error."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        return Unknown(f"nft output is not valid JSON: {exc}")
-    items = data.get("nftables") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        return Unknown("nft output has no 'nftables' list")
-    chains: list[dict[str, Any]] = []
-    rules: dict[tuple[str, str, str], list[Any]] = {}
-    tables = 0
-    rule_count = 0
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        if isinstance(item.get("table"), dict):
-            tables += 1
-        chain = item.get("chain")
-        if isinstance(chain, dict):
-            chains.append(chain)
-        rule = item.get("rule")
-        if isinstance(rule, dict):
-            rule_count += 1
-            key = (str(rule.get("family", "")), str(rule.get("table", "")), str(rule.get("chain", "")))
-            rules.setdefault(key, []).append(rule.get("expr", []))
-    # Docker leaves DOCKER-USER empty or with a bare "return"; anything else is the admin's.
-    docker_user = any(
-        not (_is_unconditional(expr) and _rule_verdicts(expr) <= {"return"})
-        for (_fam, _tab, name), exprs in rules.items() if name == "DOCKER-USER" for expr in exprs
-    )
-    # Any drop in any forward chain is final, so a filter outside Docker's own table also
-    # constrains container traffic.
-    other_forward = any(
-        c.get("hook") == "forward" and c.get("family") in ("ip", "ip6", "inet")
-        and (c.get("family"), c.get("table")) != ("ip", "filter")
-        and (c.get("policy") == "drop" or any(
-            _rule_verdicts(e) & FILTER_VERDICTS
-            for e in rules.get(_chain_key(c), [])))
-        for c in chains
-    )
-    return {
-        "backend": "nftables" if chains or tables else "none",
-        "readable": True,
-        "input_policy": _hook_policy(chains, rules, "input"),
-        "forward_policy": _hook_policy(chains, rules, "forward"),
-        "rule_count": rule_count,
-        "docker_user_chain_filters": docker_user or other_forward,
-    }
-
-
-def parse_iptables_save(text: str) -> dict[str, Any]:
-    """Firewall summary from `iptables-save` (IPv4 only)."""
-    table = ""
-    policies: dict[str, str] = {}
-    rules: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("*"):
-            table = line[1:]
-        elif line.startswith(":") and table == "filter":
-            parts = line[1:].split()
-            if len(parts) >= 2:
-                policies[parts[0]] = parts[1].lower()
-        elif line.startswith("-A ") and table:
-            parts = line.split()
-            if len(parts) >= 2:
-                rules.setdefault(f"{table}/{parts[1]}", []).append(line)
-    rule_count = sum(len(v) for v in rules.values())
-
-    def policy(chain: str) -> str:
-        if chain not in policies:
-            return "none"
-        last = rules.get(f"filter/{chain}", [])
-        words = last[-1].split() if last else []
-        final_drop = len(words) >= 4 and words[2] == "-j" and words[3] in ("DROP", "REJECT")
-        return "drop" if policies[chain] == "drop" or final_drop else "accept"
-
-    docker_user = any(
-        r.split()[2:] != ["-j", "RETURN"] for r in rules.get("filter/DOCKER-USER", [])
-    )
-    return {
-        "backend": "iptables" if rule_count or any(p != "accept" for p in policies.values()) else "none",
-        "readable": True,
-        "input_policy": policy("INPUT"),
-        "forward_policy": policy("FORWARD"),
-        "rule_count": rule_count,
-        "docker_user_chain_filters": docker_user,
-    }
-
-
 def collect_firewall() -> dict[str, Any] | Unknown:
+    """The ruleset as recorded evidence (:mod:`hostcheck.firewall.ruleset`); judged in the checks."""
     if os.geteuid() != 0:
         return Unknown(FIREWALL_NEEDS_ROOT)
     nft = run_command(["nft", "-j", "list", "ruleset"], timeout=1.5)
-    nft_result: dict[str, Any] | Unknown | None = None
+    nftables: list[dict[str, Any]] | Unknown | None = None
     if not isinstance(nft, Unknown):
         if nft.returncode == 0:
-            nft_result = parse_nft_json(nft.stdout)
+            nftables = parse_nft_ruleset(nft.stdout)
         else:
-            nft_result = Unknown(f"nft failed: {nft.stderr.strip()[:200]}")
-    if isinstance(nft_result, dict) and nft_result["backend"] != "none":
-        return nft_result
-    # Legacy iptables rules do not show in nft's ruleset.
-    ipt = run_command(["iptables-save"], timeout=1.0)
-    if not isinstance(ipt, Unknown) and ipt.returncode == 0:
-        legacy = parse_iptables_save(ipt.stdout)
-        if legacy["backend"] != "none" or nft_result is None:
-            return legacy
-    if nft_result is not None:
-        return nft_result
-    return Unknown("neither nft nor iptables-save is installed")
+            nftables = Unknown(f"nft failed: {nft.stderr.strip()[:200]}")
+    iptables: dict[str, Any] | Unknown | None = None
+    if not (isinstance(nftables, list) and Ruleset(nftables).has_tables):
+        # Legacy iptables rules do not show in nft's ruleset.
+        ipt = run_command(["iptables-save"], timeout=1.0)
+        if not isinstance(ipt, Unknown) and ipt.returncode == 0:
+            iptables = keep_iptables_save(ipt.stdout)
+    return {"nftables": nftables, "iptables": iptables}
 
 
 def collect(ctx: Any) -> dict[str, Any]:
