@@ -2,6 +2,9 @@
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
+
+Kept whole: only option parsing and wiring live here (the work is in the modules each
+command imports), and one file keeps the commands' shared options consistent.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""GPU checks (NVML facts)."""
+"""GPU checks (GPU-*, from the NVML facts).
+
+One module for the one family: each check is a short function of the same device facts, and
+splitting them would only scatter the family's numbering.
+"""
 
 from __future__ import annotations
 

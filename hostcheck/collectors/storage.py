@@ -1,4 +1,8 @@
-"""Storage facts: filesystems, free space, encryption and SSD/HDD, swap, Docker's data root."""
+"""Storage facts: filesystems, free space, encryption and SSD/HDD, swap, Docker's data root.
+
+Kept whole: every fact here is derived from the same mount table and block-device index,
+read once per audit.
+"""
 
 from __future__ import annotations
 

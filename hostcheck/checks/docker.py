@@ -1,0 +1,173 @@
+"""Docker daemon checks (DOC-*): the daemon's settings, its runtime, published ports, other engines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
+from hostcheck.checks.network import firewall_summary, summary_fact
+from hostcheck.facts import Unknown, lookup
+
+
+def _docker_setting(facts: dict[str, Any], key: str, json_key: str, default: Any) -> tuple[Any, str]:
+    """A daemon setting: from the running daemon, else daemon.json, else Docker's default."""
+    value = lookup(facts, f"docker.{key}")
+    if not isinstance(value, Unknown) and value is not None:
+        return value, "daemon"
+    reason = lookup(facts, "docker.unreachable_reason")
+    daemon_json = lookup(facts, "docker.daemon_json")
+    if isinstance(daemon_json, dict):
+        return daemon_json.get(json_key, default), "daemon.json"
+    if reason == "absent":
+        return default, "Docker not installed: its default"
+    raise Missing(f"docker.{key}", value.reason if isinstance(value, Unknown) else "not reported")
+
+
+def _docker_flag(key: str, json_key: str, default: bool, want: bool) -> Any:
+    def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
+        value, origin = _docker_setting(facts, key, json_key, default)
+        return Outcome("pass" if bool(value) == want else "fail", "on" if value else "off", f"from {origin}")
+
+    return judge
+
+
+DOCKER_FLAGS = [
+    (
+        "DOC-1020",
+        "Containers cannot gain privileges (no-new-privileges)",
+        "no_new_privileges",
+        "no-new-privileges",
+        False,
+        True,
+        "Stops setuid binaries inside a customer's container from gaining more privileges.",
+        '"no-new-privileges": true in /etc/docker/daemon.json',
+        "docker_host_no_new_privileges",
+    ),
+    (
+        "DOC-1030",
+        "Containers survive a daemon restart (live-restore)",
+        "live_restore",
+        "live-restore",
+        False,
+        True,
+        "Without live-restore a Docker upgrade or restart kills every customer's job.",
+        '"live-restore": true in /etc/docker/daemon.json',
+        "docker_host_live_restore",
+    ),
+    (
+        "DOC-1040",
+        "Inter-container traffic off (icc)",
+        "icc",
+        "icc",
+        True,
+        False,
+        "Containers of different customers on the default bridge can otherwise reach each other.",
+        '"icc": false in /etc/docker/daemon.json',
+        "docker_host_icc",
+    ),
+    (
+        "DOC-1050",
+        "Userland proxy off",
+        "userland_proxy",
+        "userland-proxy",
+        True,
+        False,
+        "The userland proxy makes published ports reachable on loopback and hides client addresses.",
+        '"userland-proxy": false in /etc/docker/daemon.json',
+        "docker_host_userland_proxy",
+    ),
+]
+
+for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FLAGS:
+    check(
+        _id,
+        title=_title,
+        op="==",
+        threshold="none",
+        why=_why,
+        fix=_fix,
+        fix_role=f"docker_host: {_var}",
+    )(_docker_flag(_key, _json_key, _default, _want))
+
+
+@check(
+    "DOC-1010",
+    title="NVIDIA container runtime configured",
+    op="==",
+    threshold="none",
+    why="Without the NVIDIA runtime (nvidia-container-toolkit) containers cannot see the GPU.",
+    fix="Install nvidia-container-toolkit and run `nvidia-ctk runtime configure --runtime=docker`.",
+    fix_role="docker_host: docker_host_nvidia_runtime",
+)
+def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    if lookup(facts, "docker.reachable") is not True:
+        reason = lookup(facts, "docker.unreachable_reason")
+        if reason == "absent":
+            return failed("Docker not installed")
+        return unknown(f"Docker daemon not reachable ({reason})")
+    runtimes = need(facts, "docker.runtimes")
+    return passed(", ".join(runtimes)) if "nvidia" in runtimes else failed(", ".join(runtimes) or "none")
+
+
+@check(
+    "DOC-1060",
+    title="Container isolation from host root (userns-remap or rootless)",
+    op="==",
+    threshold="none",
+    why="Without user namespaces, root in a container is root on the host if it escapes.",
+    fix='"userns-remap": "default" in daemon.json (check your platform supports it) or rootless Docker.',
+    fix_role="docker_host: docker_host_daemon_options",
+)
+def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    remap, origin = _docker_setting(facts, "userns_remap", "userns-remap", "")
+    rootless = lookup(facts, "docker.rootless")
+    on = bool(remap) or rootless is True
+    return Outcome("pass" if on else "fail", "on" if on else "off", f"from {origin}")
+
+
+@check(
+    "DOC-1070",
+    title="Published container ports filtered by the firewall",
+    op="==",
+    unit="ports",
+    threshold="none",
+    why="Docker inserts its own rules ahead of ufw/INPUT, so a published port is open to the "
+    "world even when the firewall 'denies incoming'; `ufw status` then gives false assurance.",
+    fix="Filter the forward path (DOCKER-USER chain or an nftables forward hook before Docker's).",
+    fix_role="firewall: firewall_enabled",
+)
+def published_ports_filtered(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    if lookup(facts, "docker.reachable") is not True:
+        reason = lookup(facts, "docker.unreachable_reason")
+        if reason == "absent":
+            return passed(0, "Docker not installed: no published ports")
+        return unknown(f"Docker daemon not reachable ({reason}): published ports unknown")
+    ports = need(facts, "docker.published_ports")
+    exposed = [p for p in ports if p.get("host_ip") not in ("127.0.0.1", "::1")]
+    if not exposed:
+        return passed(0)
+    path = "network.firewall.docker_user_chain_filters"
+    filtered = summary_fact(firewall_summary(facts, path), "docker_user_chain_filters")
+    shown = ", ".join(f"{p.get('host_port')}/{p.get('proto')}" for p in exposed)
+    return passed(len(exposed), f"filtered: {shown}") if filtered else failed(len(exposed), f"unfiltered: {shown}")
+
+
+@check(
+    "DOC-1080",
+    title="No other container engine installed",
+    op="==",
+    threshold="none",
+    why="Salad's Linux client ships its own containerd and requires that no other Docker or "
+    "containerd is on the machine.",
+    fix="Remove Docker (`apt-get purge docker.io docker-ce containerd`) before installing Salad's client.",
+)
+def no_other_engine(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    reachable = lookup(facts, "docker.reachable")
+    reason = lookup(facts, "docker.unreachable_reason")
+    if reachable is True:
+        return failed("Docker running")
+    if reason == "absent":
+        return passed("no Docker")
+    if isinstance(reachable, Unknown):
+        return unknown(reachable.reason)
+    return failed(f"Docker installed ({reason})")
