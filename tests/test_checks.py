@@ -188,6 +188,25 @@ def test_check_outcome(check_id: str, facts: dict[str, Any], threshold: Any, sta
     assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
 
 
+@pytest.mark.parametrize(("name", "chassis", "status", "detail"), [
+    ("NVIDIA GeForce RTX 3080 Ti Laptop GPU", ("desktop", 3), "fail", "name contains 'Laptop'"),
+    ("NVIDIA GeForce GTX 1060 with Max-Q Design", ("desktop", 3), "fail", "name contains 'Max-Q'"),
+    # pre-Ampere mobile parts carry no marker: the chassis tells
+    ("NVIDIA GeForce RTX 2070", ("laptop", 10), "fail", "DMI chassis type 10 (laptop)"),
+    ("NVIDIA GeForce RTX 4090", ("desktop", 3), "pass", ""),
+    ("NVIDIA GeForce RTX 2070", (Unknown("no DMI"), Unknown("no DMI")), "unknown",
+     "GPU name has no laptop marker, but the chassis type is unknown (no DMI)"),
+])
+def test_laptop_gpu_is_judged_from_the_name_and_the_chassis(
+        name: str, chassis: tuple[Any, Any], status: str, detail: str) -> None:
+    facts = gpu(name=name)
+    del facts["gpu"]["devices"][0]["is_laptop"]
+    facts["power"] = {"chassis_type": chassis[0], "chassis_type_code": chassis[1]}
+    outcome = run_check(REGISTRY["GPU-1060"], facts, None)
+    assert outcome.status == status
+    assert detail in outcome.detail
+
+
 def test_every_check_has_metadata_a_person_can_act_on() -> None:
     for check_id, meta in REGISTRY.items():
         assert meta.title and meta.why and meta.fix, check_id

@@ -161,7 +161,7 @@ def server_a100(bus: str, uuid: str) -> dict[str, Any]:
 
 def test_nvml_laptop_3080ti_exact_facts() -> None:
     fake = FakeNvml([laptop_3080ti()])
-    facts = gpu.nvml_facts(fake, ("laptop", 10))
+    facts = gpu.nvml_facts(fake)
     unsupported = Unknown("not supported by this GPU/driver")
     assert facts == {
         "nvml": {"available": True, "reason": None},
@@ -193,8 +193,6 @@ def test_nvml_laptop_3080ti_exact_facts() -> None:
                 "display_active": False,
                 "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
                 "mig_mode": unsupported,
-                "is_laptop": True,
-                "laptop_evidence": "name contains 'Laptop'; DMI chassis type 10 (laptop)",
                 "architecture": "ampere",
                 "compute_capability": "8.6",
             }
@@ -226,7 +224,7 @@ def test_nvml_not_supported_fields_and_fallbacks() -> None:
             "nvmlDeviceGetPersistenceMode": Fail(real_nvml.NVML_ERROR_NO_PERMISSION),
         }
     )
-    device = gpu.nvml_facts(FakeNvml([card]), ("desktop", 3))["devices"][0]
+    device = gpu.nvml_facts(FakeNvml([card]))["devices"][0]
     unsupported = Unknown("not supported by this GPU/driver")
     assert device["power_limit_w"] == 175.0  # enforced limit unsupported: the configured one
     assert device["power_default_w"] == 175.0
@@ -236,19 +234,17 @@ def test_nvml_not_supported_fields_and_fallbacks() -> None:
     assert device["serial"] == unsupported and device["ecc_enabled"] == unsupported
     assert device["throttle_reasons"] == []
     assert device["persistence_mode"] == Unknown("NVML nvmlDeviceGetPersistenceMode: permission denied")
-    assert device["is_laptop"] is False
-    assert device["laptop_evidence"] == "GPU name has no laptop marker; DMI chassis type 3 (desktop)"
+    assert "is_laptop" not in device  # judged by GPU-1060 from the name and the chassis
 
 
 def test_nvml_gpu_lost_mid_query_only_that_device() -> None:
     lost = server_a100("00000000:41:00.0", "GPU-bbbb")
     lost["lost_at"] = "nvmlDeviceGetPowerUsage"
     fake = FakeNvml([server_a100("00000000:01:00.0", "GPU-aaaa"), lost])
-    facts = gpu.nvml_facts(fake, ("server", 23))
+    facts = gpu.nvml_facts(fake)
     good, gone = facts["devices"]
     assert good["power_draw_w"] == 61.2 and good["ecc_enabled"] is True and good["mig_mode"] is True
     assert good["throttle_reasons"] == ["gpu_idle"] and good["pci_bus_id"] == "00000000:01:00.0"
-    assert good["is_laptop"] is False
     lost_reason = Unknown(
         "GPU is lost (fell off the bus during nvmlDeviceGetPowerUsage); its readings are unusable"
     )
@@ -261,7 +257,7 @@ def test_nvml_gpu_lost_mid_query_only_that_device() -> None:
 def test_nvml_gpu_lost_before_any_reading() -> None:
     card = laptop_3080ti()
     card["lost_at"] = "nvmlDeviceGetHandleByIndex"
-    facts = gpu.nvml_facts(FakeNvml([card]), ("laptop", 9))
+    facts = gpu.nvml_facts(FakeNvml([card]))
     device = facts["devices"][0]
     assert device["index"] == 0
     assert all(isinstance(device[k], Unknown) for k in gpu.DEVICE_FIELDS)
@@ -280,7 +276,7 @@ def test_nvml_gpu_lost_before_any_reading() -> None:
 )  # fmt: skip
 def test_nvml_init_failure_is_unavailable_without_shutdown(code: int, reason: str) -> None:
     fake = FakeNvml([laptop_3080ti()], init_error=code)
-    facts = gpu.nvml_facts(fake, ("laptop", 10))
+    facts = gpu.nvml_facts(fake)
     assert facts["nvml"] == {"available": False, "reason": reason}
     gone = Unknown(f"NVML unavailable: {reason}")
     assert [facts[k] for k in ("driver_version", "cuda_driver_version", "nvml_version", "devices")] == [
@@ -300,7 +296,7 @@ def _nvml_library_present() -> bool:
 @pytest.mark.skipif(_nvml_library_present(), reason="this machine has an NVIDIA driver")
 def test_real_pynvml_without_library_reports_library_missing() -> None:
     """Without an NVIDIA driver the real binding fails the way it does on any GPU-less host."""
-    facts = gpu.nvml_facts(real_nvml, ("other", 1))
+    facts = gpu.nvml_facts(real_nvml)
     assert facts["nvml"] == {
         "available": False,
         "reason": "NVML library libnvidia-ml.so.1 not found (no NVIDIA driver installed)",
@@ -309,7 +305,7 @@ def test_real_pynvml_without_library_reports_library_missing() -> None:
 
 def test_binding_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` now raises ImportError
-    facts = gpu.collect(CollectContext(), chassis=("desktop", 3))
+    facts = gpu.collect(CollectContext())
     assert facts["nvml"]["available"] is False
     assert facts["nvml"]["reason"].startswith("nvidia-ml-py (pynvml) is not installed")
     assert isinstance(facts["devices"], Unknown)
@@ -326,13 +322,6 @@ def test_gpu_helpers() -> None:
         "hw_power_brake_slowdown",
     ]
     assert gpu.decode_throttle_reasons(0x4 | 0x1000) == ["sw_power_cap", "unknown_0x1000"]
-    assert gpu.laptop_verdict("NVIDIA GeForce GTX 1060 with Max-Q Design", ("desktop", 3)) == (
-        True,
-        "name contains 'Max-Q'",
-    )
-    verdict, evidence = gpu.laptop_verdict("NVIDIA GeForce RTX 2070", (Unknown("no DMI"), Unknown("no DMI")))
-    assert verdict == Unknown("GPU name has no laptop marker, but the chassis type is unknown (no DMI)")
-    assert evidence == verdict.reason
 
 
 def _pci_device(root: Path, address: str, cls: str, vendor: str, device: str, driver: str | None) -> None:

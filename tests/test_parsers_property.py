@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from hostcheck.collectors import docker_config, gpu, power, storage, system
 from hostcheck.facts import Unknown
+from hostcheck.laptop import laptop_verdict
 
 # Text that looks like the files it stands in for, mixed with anything at all.
 PROC_ALPHABET = st.sampled_from(list("0123456789abcdefx:/ \t\n-=\"'\\#.,_[]{}") + ["processor", "flags", "avx",
@@ -164,7 +165,7 @@ def test_decode_throttle_reasons_covers_every_bit(mask: int) -> None:
 def test_pci_text_helpers_never_raise(text: str) -> None:
     assert isinstance(gpu.is_display_class(text), bool)
     assert gpu.vendor_name(text) in ("nvidia", "amd", "intel", "other")
-    verdict, evidence = gpu.laptop_verdict(text, ("desktop", 3))
+    verdict, evidence = laptop_verdict(text, ("desktop", 3))
     assert isinstance(verdict, bool) and isinstance(evidence, str)
 
 

@@ -25,6 +25,7 @@ from hostcheck.checks.base import (
     version_tuple,
 )
 from hostcheck.facts import Unknown, lookup
+from hostcheck.laptop import laptop_verdict
 
 NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature
 
@@ -157,9 +158,16 @@ def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> Outcome:
 )
 def not_laptop_gpu(facts: dict[str, Any], _threshold: Any) -> Outcome:
     laptops = []
+    chassis = (lookup(facts, "power.chassis_type"), lookup(facts, "power.chassis_type_code"))
     for device in known_devices(facts):
-        if device_field(device, "is_laptop"):
-            laptops.append(f"{device.get('name')} ({device.get('laptop_evidence', 'laptop')})")
+        if "is_laptop" in device:  # facts saved when the collector judged it: as recorded
+            is_laptop, evidence = device_field(device, "is_laptop"), device.get("laptop_evidence", "laptop")
+        else:
+            is_laptop, evidence = laptop_verdict(device.get("name", Unknown("GPU name not collected")), chassis)
+            if isinstance(is_laptop, Unknown):
+                raise Missing(f"gpu.devices[{device.get('index', '?')}].is_laptop", is_laptop.reason)
+        if is_laptop:
+            laptops.append(f"{device.get('name')} ({evidence})")
     if laptops:
         return failed("laptop GPU", "; ".join(laptops))
     return passed("desktop/server GPU")

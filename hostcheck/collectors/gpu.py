@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hostcheck.collectors import power
 from hostcheck.collectors._run import read_text
 from hostcheck.facts import Unknown
 from hostcheck.gpu_models import arch_from_nvml
@@ -46,7 +45,6 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
     (0x200, "board_limit"),
     (0x400, "reliability"),
 )
-LAPTOP_MARKERS = ("laptop", "max-q", "mobile")
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1022": "amd", "0x8086": "intel"}
 IDENTITY_FIELDS = ("name", "uuid", "serial", "pci_bus_id")
 DEVICE_FIELDS = (
@@ -54,13 +52,10 @@ DEVICE_FIELDS = (
     "power_limit_w", "power_default_w", "power_min_w", "power_max_w", "power_draw_w",
     "temperature_c", "slowdown_temp_c", "pcie_gen_current", "pcie_gen_max",
     "pcie_width_current", "pcie_width_max", "ecc_enabled", "persistence_mode",
-    "display_active", "throttle_reasons", "mig_mode", "is_laptop", "laptop_evidence",
+    "display_active", "throttle_reasons", "mig_mode",
     "architecture", "compute_capability",
 )  # fmt: skip
 NVML_ARCH_UNKNOWN = 0xFFFFFFFF
-
-Chassis = tuple[str | Unknown, int | Unknown]
-
 
 class _GpuLost(Exception):
     """The device fell off the bus during the query; its readings cannot be trusted."""
@@ -77,28 +72,6 @@ def decode_throttle_reasons(mask: int) -> list[str]:
 def cuda_version_string(version: int) -> str:
     """NVML's 13020 -> "13.2" (major*1000 + minor*10)."""
     return f"{version // 1000}.{version % 1000 // 10}"
-
-
-def laptop_verdict(name: str | Unknown, chassis: Chassis) -> tuple[bool | Unknown, str]:
-    kind, code = chassis
-    evidence = []
-    if isinstance(name, str):
-        lowered = name.lower()
-        for marker in LAPTOP_MARKERS:
-            at = lowered.find(marker)
-            if at >= 0:
-                evidence.append(f"name contains '{name[at:at + len(marker)]}'")
-                break
-    if kind == "laptop":
-        evidence.append(f"DMI chassis type {code} (laptop)")
-    if evidence:
-        return True, "; ".join(evidence)
-    named = "GPU name has no laptop marker" if isinstance(name, str) else "GPU name unknown"
-    # Pre-Ampere mobile GPUs often carry no marker in their name, so only the chassis can say no.
-    if isinstance(kind, Unknown):
-        text = f"{named}, but the chassis type is unknown ({kind.reason})"
-        return Unknown(text), text
-    return False, f"{named}; DMI chassis type {code} ({kind})"
 
 
 def _text(value: Any) -> Any:
@@ -159,10 +132,10 @@ def init_failure_reason(exc: Exception) -> str:
     return f"nvmlInit failed: {exc}"
 
 
-def _device(nvml: Any, index: int, chassis: Chassis) -> dict[str, Any]:
+def _device(nvml: Any, index: int) -> dict[str, Any]:
     out: dict[str, Any] = {"index": index}
     try:
-        _fill_device(nvml, index, chassis, out)
+        _fill_device(nvml, index, out)
     except _GpuLost as lost:
         # Identity read before the loss stays (it names the lost card); measurements do not.
         for key in DEVICE_FIELDS:
@@ -171,7 +144,7 @@ def _device(nvml: Any, index: int, chassis: Chassis) -> dict[str, Any]:
     return {"index": index, **{key: out[key] for key in DEVICE_FIELDS}}
 
 
-def _fill_device(nvml: Any, index: int, chassis: Chassis, out: dict[str, Any]) -> None:
+def _fill_device(nvml: Any, index: int, out: dict[str, Any]) -> None:
     handle = _call(nvml, "nvmlDeviceGetHandleByIndex", index)
     if isinstance(handle, Unknown):
         out.update({key: handle for key in DEVICE_FIELDS})
@@ -211,7 +184,6 @@ def _fill_device(nvml: Any, index: int, chassis: Chassis, out: dict[str, Any]) -
         reasons = _call(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle)  # pre-535 drivers
     out["throttle_reasons"] = _map(reasons, lambda mask: decode_throttle_reasons(int(mask)))
     out["mig_mode"] = _map(_call(nvml, "nvmlDeviceGetMigMode", handle), lambda cp: cp[0] == 1)
-    out["is_laptop"], out["laptop_evidence"] = laptop_verdict(out["name"], chassis)
     out["architecture"] = _map(_call(nvml, "nvmlDeviceGetArchitecture", handle), architecture_name)
     out["compute_capability"] = _map(
         _call(nvml, "nvmlDeviceGetCudaComputeCapability", handle), lambda cc: f"{int(cc[0])}.{int(cc[1])}"
@@ -236,7 +208,7 @@ def _unavailable(reason: str) -> dict[str, Any]:
     }
 
 
-def nvml_facts(nvml: Any, chassis: Chassis) -> dict[str, Any]:
+def nvml_facts(nvml: Any) -> dict[str, Any]:
     """Everything NVML says, given a pynvml-like module; nvmlShutdown only after a good init."""
     try:
         nvml.nvmlInit()
@@ -245,7 +217,7 @@ def nvml_facts(nvml: Any, chassis: Chassis) -> dict[str, Any]:
     try:
         count = _system_call(nvml, "nvmlDeviceGetCount")
         devices: list[dict[str, Any]] | Unknown = (
-            count if isinstance(count, Unknown) else [_device(nvml, i, chassis) for i in range(int(count))]
+            count if isinstance(count, Unknown) else [_device(nvml, i) for i in range(int(count))]
         )
         return {
             "nvml": {"available": True, "reason": None},
@@ -315,9 +287,8 @@ def load_nvml() -> Any:
     return pynvml
 
 
-def collect(ctx: Any, nvml: Any = None, chassis: Chassis | None = None) -> dict[str, Any]:
+def collect(ctx: Any, nvml: Any = None) -> dict[str, Any]:
     nvml = load_nvml() if nvml is None else nvml
-    chassis = power.read_chassis() if chassis is None else chassis
-    facts = _unavailable(nvml.reason) if isinstance(nvml, Unknown) else nvml_facts(nvml, chassis)
+    facts = _unavailable(nvml.reason) if isinstance(nvml, Unknown) else nvml_facts(nvml)
     facts["display_adapters"] = scan_display_adapters()
     return facts
