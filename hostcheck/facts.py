@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import safeio
+from hostcheck.fact_paths import UndeclaredFact, check_declared
+
+__all__ = ["UndeclaredFact"]
 
 UNKNOWN_KEY = "$unknown"
 FACTS_FORMAT = 1
@@ -38,8 +41,11 @@ def lookup(facts: Any, path: str) -> Any:
     """Return the value at a dotted ``path`` or an :class:`Unknown` saying where it stops.
 
     Integer components index lists (``gpu.devices.0.name``). An ``Unknown`` found on the
-    way is returned as is, so its reason reaches the finding.
+    way is returned as is, so its reason reaches the finding. A path that
+    :mod:`hostcheck.fact_paths` does not declare raises :class:`UndeclaredFact` (a typo in the
+    caller, not a fact that was not collected).
     """
+    check_declared(path)
     node = facts
     walked: list[str] = []
     for part in path.split("."):

@@ -13,11 +13,12 @@ from typing import Any
 
 from hostcheck import safeio
 from hostcheck.facts import Unknown, from_jsonable, lookup
-from hostcheck.report import REPORT_VERSION
+from hostcheck.models import REPORT_VERSION, Status, Verdict
 
 INDEX_NAME = "index.json"
-STATUS_RANK = {"pass": 0, "skipped": 0, "warn": 1, "unknown": 2, "error": 2, "fail": 3}
-VERDICT_RANK = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
+# How bad a change is: a rise in rank is a regression.
+STATUS_RANK: dict[str, int] = {Status.PASS: 0, Status.SKIPPED: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.ERROR: 2, Status.FAIL: 3}
+VERDICT_RANK: dict[str, int] = {Verdict.FEASIBLE: 0, Verdict.FEASIBLE_WITH_RISKS: 1, Verdict.UNDETERMINED: 2, Verdict.NOT_FEASIBLE: 3}
 
 
 class FleetError(ValueError):

@@ -9,7 +9,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.judge import Finding
+from hostcheck.models import (
+    FEASIBLE,
+    OWNER_RISK_STOPS,
+    UNDECIDED,
+    Finding,
+    Level,
+    PolicyKind,
+    Rating,
+    Severity,
+    Status,
+    Verdict,
+)
 
 # Blockers that say a platform cannot take this kind of machine at all (not a setting to fix):
 # the reason shown on the "cannot apply" line.
@@ -19,7 +30,6 @@ PRECONDITIONS = {
     "SYS-1060": "Apple Silicon Macs only",
     "SYS-1140": "Linux KVM hosts only",
 }
-FEASIBLE = ("feasible", "feasible with risks")
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
 
@@ -27,7 +37,7 @@ def applicability(findings: list[Finding]) -> str:
     """Why a policy cannot apply to this machine ('' when it can): its failed preconditions."""
     reasons = []
     for finding in findings:
-        if finding.status == "fail" and finding.id in PRECONDITIONS:
+        if finding.status == Status.FAIL and finding.id in PRECONDITIONS:
             threshold = finding.threshold
             shown = " or ".join(map(str, threshold)) if isinstance(threshold, list) else str(threshold)
             reasons.append(PRECONDITIONS[finding.id].format(threshold=shown))
@@ -44,7 +54,7 @@ def next_commands(policies: list[dict[str, Any]]) -> list[str]:
     commands: list[str] = []
     for policy in policies:
         for finding in policy["findings"]:
-            if finding["severity"] != "blocker" or finding["status"] not in ("unknown", "error"):
+            if finding["severity"] != Severity.BLOCKER or finding["status"] not in UNDECIDED:
                 continue
             for command in _COMMAND.findall(finding.get("fix") or ""):
                 if command not in commands:
@@ -60,11 +70,11 @@ def cannot_apply_line(policies: list[dict[str, Any]]) -> str:
 
 def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[str, Any]]) -> str:
     """One sentence (two at most) that answers "can I host this machine, and where?"."""
-    platforms = [p for p in policies if p.get("kind") == "platform"] or list(policies)
+    platforms = [p for p in policies if p.get("kind") == PolicyKind.PLATFORM] or list(policies)
     feasible = [p for p in platforms if p["verdict"] in FEASIBLE]
-    clean = [p for p in feasible if p["verdict"] == "feasible"]
-    risky = [p for p in feasible if p["verdict"] == "feasible with risks"]
-    undetermined = [p for p in platforms if p["verdict"] == "undetermined"]
+    clean = [p for p in feasible if p["verdict"] == Verdict.FEASIBLE]
+    risky = [p for p in feasible if p["verdict"] == Verdict.FEASIBLE_WITH_RISKS]
+    undetermined = [p for p in platforms if p["verdict"] == Verdict.UNDETERMINED]
 
     where = []
     if clean:
@@ -82,9 +92,9 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
         then = f" Undetermined until unknown blockers are settled: {said}."
 
-    if rating in ("high", "unknown"):
-        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == "warn" and r["level"] == "high"]
-        if rating == "high":
+    if rating in OWNER_RISK_STOPS:
+        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == Status.WARN and r["level"] == Level.HIGH]
+        if rating == Rating.HIGH:
             why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
         else:
             why = "owner risk is UNKNOWN: hostcheck could not see enough to rate your own exposure"

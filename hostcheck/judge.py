@@ -2,53 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from hostcheck.checks import load_registry
 from hostcheck.checks.base import CheckMeta, Missing, Outcome
 from hostcheck.facts import to_jsonable
-from hostcheck.policy import Policy, Requirement
-
-FindingStatus = Literal["pass", "warn", "fail", "unknown", "skipped", "error"]
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    title: str
-    family: str
-    severity: str
-    status: FindingStatus
-    measured: Any
-    threshold: Any
-    op: str
-    unit: str
-    detail: str
-    why: str
-    fix: str
-    fix_role: str
-    source: dict[str, str]
-    note: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "family": self.family,
-            "severity": self.severity,
-            "status": self.status,
-            "measured": to_jsonable(self.measured),
-            "threshold": self.threshold,
-            "op": self.op,
-            "unit": self.unit,
-            "detail": self.detail,
-            "why": self.why,
-            "fix": self.fix,
-            "fix_role": self.fix_role,
-            "source": self.source,
-            "note": self.note,
-        }
+from hostcheck.models import Finding, Policy, Requirement, Severity, SourceRef, Status
 
 
 def run_check(meta: CheckMeta, facts: dict[str, Any], threshold: Any) -> Outcome:
@@ -56,18 +15,22 @@ def run_check(meta: CheckMeta, facts: dict[str, Any], threshold: Any) -> Outcome
     try:
         outcome = meta.func(facts, threshold)
     except Missing as missing:
-        return Outcome("unknown", None, f"{missing.path}: {missing.reason}")
+        return Outcome(Status.UNKNOWN, None, f"{missing.path}: {missing.reason}")
     except Exception as exc:  # a broken check must never read as a pass
-        return Outcome("error", None, f"check raised {type(exc).__name__}: {exc}")
+        return Outcome(Status.ERROR, None, f"check raised {type(exc).__name__}: {exc}")
     if not isinstance(outcome, Outcome):
-        return Outcome("error", None, f"check returned {type(outcome).__name__}, not an Outcome")
+        return Outcome(Status.ERROR, None, f"check returned {type(outcome).__name__}, not an Outcome")
     return outcome
 
 
-def finding_status(outcome_status: str, severity: str) -> FindingStatus:
-    if outcome_status == "fail":
-        return "fail" if severity == "blocker" else "warn"
-    return outcome_status  # type: ignore[return-value]
+def finding_status(outcome_status: Status, severity: Severity) -> Status:
+    if outcome_status == Status.FAIL:
+        return Status.FAIL if severity == Severity.BLOCKER else Status.WARN
+    return Status(outcome_status)
+
+
+def source_ref(req: Requirement) -> SourceRef:
+    return SourceRef(title=req.source.title, url=req.source.url, checked=req.source.checked)
 
 
 def judge_requirement(req: Requirement, facts: dict[str, Any], registry: dict[str, CheckMeta]) -> Finding:
@@ -79,7 +42,7 @@ def judge_requirement(req: Requirement, facts: dict[str, Any], registry: dict[st
         family=meta.family,
         severity=req.severity,
         status=finding_status(outcome.status, req.severity),
-        measured=outcome.measured,
+        measured=to_jsonable(outcome.measured),
         threshold=req.threshold,
         op=meta.op,
         unit=meta.unit,
@@ -87,7 +50,7 @@ def judge_requirement(req: Requirement, facts: dict[str, Any], registry: dict[st
         why=meta.why,
         fix=meta.fix,
         fix_role=meta.fix_role,
-        source={"title": req.source.title, "url": req.source.url, "checked": req.source.checked},
+        source=source_ref(req),
         note=req.note,
     )
 

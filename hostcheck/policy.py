@@ -1,202 +1,259 @@
-"""Policies: one YAML file per platform, validated strictly, errors with file and line."""
+"""Policies: one YAML file per platform, validated against the policy model
+(:class:`hostcheck.models.PolicyDocument`), with file, line and field in every error.
+
+The lines come from the YAML parser's own nodes (``yaml.compose``): each key and list item
+keeps its ``start_mark``, and a validation error's field path is looked up among them.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from hostcheck import safeio
 from hostcheck.checks import load_registry
+from hostcheck.models import (
+    POLICY_FORMAT,
+    Level,
+    Policy,
+    PolicyDocument,
+    PolicyKind,
+    Requirement,
+    RequirementEntry,
+    Severity,
+    Source,
+    SourceEntry,
+    ThresholdKind,
+)
 
-POLICY_FORMAT = 1
-SEVERITIES = ("blocker", "risk", "advice")
-LEVELS = ("low", "medium", "high")
-KINDS = ("platform", "hygiene", "owner-risk")
+__all__ = ["POLICY_FORMAT", "Policy", "PolicyError", "Requirement", "Source", "parse_policy", "resolve_policies"]
+
 # The owner-risk set is judged like any policy but rates the owner's exposure instead of a
 # platform's verdict, so it is not among the policies an audit runs by default.
 OWNER_RISK_POLICY = "owner-risk"
-TOP_KEYS = {"format", "id", "title", "platform", "kind", "summary", "follows", "sources", "requirements"}
-REQUIRED_TOP = {"format", "id", "title", "platform", "kind", "summary", "sources", "requirements"}
-SOURCE_KEYS = {"url", "title", "checked", "note"}
-REQUIREMENT_KEYS = {"check", "severity", "level", "threshold", "source", "note"}
 MAX_POLICY_BYTES = 1 << 20
+MAX_ALIASES = 16
+"""Aliases a policy may use: enough for sharing a list, too few for a "billion laughs" bomb
+(each alias can at most double what it refers to)."""
+_MAP_TAG = yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG
+_SEQ_TAG = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
+
+Loc = tuple[str | int, ...]
 
 
 class PolicyError(ValueError):
     """A policy that cannot be used; the message names file, line or field, and the reason."""
 
 
-@dataclass(frozen=True)
-class Source:
-    key: str
-    url: str
-    title: str
-    checked: str
-    note: str = ""
+def _line_of(mark: Any) -> int:
+    return int(mark.line) + 1
 
 
-@dataclass(frozen=True)
-class Requirement:
-    check: str
-    severity: str
-    threshold: Any
-    source: Source
-    note: str = ""
-    level: str = ""  # owner-risk policies only: low | medium | high
-
-
-@dataclass(frozen=True)
-class Policy:
-    id: str
-    title: str
-    platform: str
-    kind: str
-    summary: str
-    follows: str
-    requirements: tuple[Requirement, ...]
-    path: str
-
-
-class _Mapping(dict):
-    lines: dict[str, int]
-    line: int
-
-
-class _Sequence(list):
-    lines: list[int]
-    line: int
-
-
-MAX_ALIASES = 16
-"""Aliases a policy may use: enough for sharing a list, too few for a "billion laughs" bomb
-(each alias can at most double what it refers to)."""
-
-
-class _LineLoader(yaml.SafeLoader):
-    """A safe loader that remembers the line of every key and list item, and refuses
-    alias bombs and nesting deeper than the validator (or Python's stack) can take."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-        self._depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+def _refuse_bombs(text: str) -> None:
+    """Count aliases and nesting on the parser's event stream, before any node is built: the
+    event parser is iterative, so neither an alias bomb nor 5000 brackets get further."""
+    aliases = depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-                raise PolicyError(f"line {line}: more than {MAX_ALIASES} YAML aliases")
-        self._depth += 1
-        try:
-            if self._depth > safeio.MAX_DEPTH:
-                raise PolicyError(f"line {event.start_mark.line + 1}: nested deeper than {safeio.MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise PolicyError(f"line {_line_of(event.start_mark)}: more than {MAX_ALIASES} YAML aliases")
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > safeio.MAX_DEPTH:
+                raise PolicyError(f"line {_line_of(event.start_mark)}: nested deeper than {safeio.MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
-    result = _Mapping()
-    result.lines = {}
-    result.line = node.start_mark.line + 1
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str):
-            raise PolicyError(f"line {key_node.start_mark.line + 1}: keys must be strings, not {key!r}")
-        if key in result:
-            raise PolicyError(f"line {key_node.start_mark.line + 1}: duplicate key '{key}'")
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.lines[key] = key_node.start_mark.line + 1
-    return result
+class _Lines:
+    """Plain data from the composed nodes, and the line of every key and list item by path."""
+
+    def __init__(self) -> None:
+        self.key: dict[Loc, int] = {}  # the line of the key (mapping entry) or of the item (list)
+        self.node: dict[Loc, int] = {}  # the line where the value itself starts
+        self._scalars = yaml.SafeLoader("")  # only its constructor is used, on scalar nodes
+
+    def build(self, node: yaml.Node, loc: Loc = ()) -> Any:
+        self.node.setdefault(loc, _line_of(node.start_mark))
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalars.construct_object(node, deep=True)
+        if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ_TAG:
+            items = []
+            for index, child in enumerate(node.value):
+                self.key.setdefault((*loc, index), _line_of(child.start_mark))
+                items.append(self.build(child, (*loc, index)))
+            return items
+        if isinstance(node, yaml.MappingNode) and node.tag == _MAP_TAG:
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.build(key_node, (*loc, "<key>"))
+                line = _line_of(key_node.start_mark)
+                if not isinstance(key, str):
+                    raise PolicyError(f"line {line}: keys must be strings, not {key!r}")
+                if key in result:
+                    raise PolicyError(f"line {line}: duplicate key '{key}'")
+                self.key.setdefault((*loc, key), line)
+                result[key] = self.build(value_node, (*loc, key))
+            return result
+        raise PolicyError(f"line {_line_of(node.start_mark)}: unsupported YAML tag {node.tag}")
+
+    def at(self, loc: Loc) -> int | str:
+        """The line of the field at ``loc``, or of the nearest enclosing one that exists."""
+        for end in range(len(loc), -1, -1):
+            prefix = loc[:end]
+            if prefix in self.key:
+                return self.key[prefix]
+            if prefix in self.node:
+                return self.node[prefix]
+        return "?"
 
 
-def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> _Sequence:
-    result = _Sequence(loader.construct_object(child, deep=True) for child in node.value)
-    result.lines = [child.start_mark.line + 1 for child in node.value]
-    result.line = node.start_mark.line + 1
-    return result
+def _field(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+def _model_at(loc: Loc) -> type[BaseModel]:
+    if len(loc) == 2 and loc[0] == "sources":
+        return SourceEntry
+    if len(loc) == 2 and loc[0] == "requirements":
+        return RequirementEntry
+    return PolicyDocument
 
 
-def _line(container: Any, key: Any) -> str:
-    lines = getattr(container, "lines", None)
-    if isinstance(container, _Mapping) and lines and key in lines:
-        return f"line {lines[key]}"
-    if isinstance(container, _Sequence) and isinstance(key, int) and key < len(container.lines):
-        return f"line {container.lines[key]}"
-    return f"line {getattr(container, 'line', '?')}"
+def _type_name(value: Any) -> str:
+    return {dict: "mapping", list: "list", str: "str", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _fail(path: str, container: Any, key: Any, field: str, reason: str) -> PolicyError:
-    return PolicyError(f"{path}: {_line(container, key)}: {field}: {reason}")
+def _reason(error: Any) -> str:
+    """A pydantic error in the words a policy author reads (the field and line go in front)."""
+    kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        allowed = ", ".join(sorted(_model_at(tuple(error["loc"][:-1])).model_fields))
+        return f"unknown key (allowed: {allowed})"
+    if kind in ("string_type", "string_too_short", "string_pattern_mismatch") and error["loc"][-1] != "check":
+        return f"must be a non-empty string, not {_type_name(value)}"
+    if kind == "string_pattern_mismatch":
+        return f"must be a check id such as GPU-1020, not {value!r}"
+    if kind == "enum":
+        return f"must be one of {ctx['expected'].replace(chr(39), '').replace(' or ', ', ')}, not {value!r}"
+    if kind == "literal_error":
+        return f"must be {ctx['expected']}, not {value!r}"
+    if kind in ("dict_type", "model_type"):
+        return f"must be a mapping, not {_type_name(value)}"
+    if kind == "list_type":
+        return f"must be a list, not {_type_name(value)}"
+    if kind == "too_short":
+        return f"must be a non-empty {_type_name(value)}"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return f"{error['msg'][0].lower()}{error['msg'][1:]}, not {value!r}"
 
 
-def _string(path: str, data: Any, key: str, field: str) -> str:
-    value = data[key]
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(path, data, key, field, f"must be a non-empty string, not {type(value).__name__}")
-    return value
+def _shape_errors(exc: ValidationError, lines: _Lines) -> Iterator[str]:
+    for error in exc.errors():
+        loc: Loc = tuple(error["loc"])
+        if error["type"] == "missing":
+            parent = loc[:-1]
+            yield f"line {lines.at(parent)}: {_field(parent) or 'policy'}: missing required key '{loc[-1]}'"
+        else:
+            yield f"line {lines.at(loc)}: {_field(loc) or 'policy'}: {_reason(error)}"
 
 
-def _date(path: str, data: Any, key: str, field: str) -> str:
-    value = data[key]
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value).isoformat()
-        except ValueError:
-            pass
-    raise _fail(path, data, key, field, f"must be a date YYYY-MM-DD, not {value!r}")
-
-
-def _keys(path: str, data: Any, allowed: set[str], required: set[str], where: str) -> None:
-    if not isinstance(data, dict):
-        raise PolicyError(f"{path}: {_line(data, None)}: {where}: must be a mapping, not {type(data).__name__}")
-    for key in data:
-        if key not in allowed:
-            raise _fail(path, data, key, f"{where}.{key}" if where else key,
-                        f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    missing = sorted(required - set(data))
-    if missing:
-        raise PolicyError(f"{path}: {_line(data, None)}: {where or 'policy'}: missing required key '{missing[0]}'")
-
-
-def _threshold(path: str, req: Any, index: int, kind: str) -> Any:
-    field = f"requirements[{index}].threshold"
-    present = "threshold" in req
-    if kind == "none":
-        if present:
-            raise _fail(path, req, "threshold", field, "this check takes no threshold")
-        return None
+def _threshold(entry: RequirementEntry, kind: ThresholdKind) -> tuple[Any, str]:
+    """The threshold and '' when it fits the check's kind, else None and the reason."""
+    present = "threshold" in entry.model_fields_set
+    if kind == ThresholdKind.NONE:
+        return None, "this check takes no threshold" if present else ""
     if not present:
-        raise _fail(path, req, "check", field, f"missing: check {req['check']} needs a {kind} threshold")
-    value = req["threshold"]
+        return None, f"missing: check {entry.check} needs a {kind} threshold"
+    value = entry.threshold
     ok = {
-        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "string": isinstance(value, str) and bool(value.strip()),
-        "list": isinstance(value, list) and len(value) > 0,
-        "bool": isinstance(value, bool),
+        ThresholdKind.NUMBER: isinstance(value, (int, float)) and not isinstance(value, bool),
+        ThresholdKind.STRING: isinstance(value, str) and bool(value.strip()),
+        ThresholdKind.LIST: isinstance(value, list) and len(value) > 0,
+        ThresholdKind.BOOL: isinstance(value, bool),
     }[kind]
     if not ok:
-        raise _fail(path, req, "threshold", field, f"must be a {kind}, not {type(value).__name__} {value!r}")
-    return list(value) if isinstance(value, list) else value
+        return None, f"must be a {kind}, not {type(value).__name__} {value!r}"
+    return (list(value) if isinstance(value, list) else value), ""
+
+
+def _resolve(doc: PolicyDocument, lines: _Lines, path: str) -> tuple[Policy | None, list[str]]:
+    """Check what the model alone cannot: check ids, thresholds by check, sources cited."""
+    errors: list[str] = []
+
+    def fail(loc: Loc, reason: str, line_loc: Loc | None = None) -> None:
+        errors.append(f"line {lines.at(loc if line_loc is None else line_loc)}: {_field(loc)}: {reason}")
+
+    sources = {
+        key: Source(key=key, url=entry.url, title=entry.title or key, checked=entry.checked.isoformat(),
+                    note=entry.note or "")
+        for key, entry in doc.sources.items()
+    }
+    registry = load_registry()
+    owner_risk = doc.kind == PolicyKind.OWNER_RISK
+    requirements = []
+    seen: set[str] = set()
+    for index, entry in enumerate(doc.requirements):
+        at: Loc = ("requirements", index)
+        if entry.check not in registry:
+            fail((*at, "check"), f"unknown check id {entry.check!r}")
+            continue
+        if entry.check in seen:
+            fail((*at, "check"), f"{entry.check} listed twice")
+        seen.add(entry.check)
+        severity = Severity.RISK
+        if owner_risk:
+            if entry.severity is not None:
+                fail((*at, "severity"), "an owner-risk item has a level (low, medium, high), not a severity")
+            if entry.level is None:
+                errors.append(f"line {lines.at(at)}: {_field(at)}: missing required key 'level'")
+        else:
+            if entry.level is not None:
+                fail((*at, "level"), "only owner-risk policies give a level")
+            if entry.severity is None:
+                errors.append(f"line {lines.at(at)}: {_field(at)}: missing required key 'severity'")
+            severity = entry.severity or severity
+        threshold, wrong = _threshold(entry, registry[entry.check].threshold_kind)
+        if wrong:
+            present = "threshold" in entry.model_fields_set
+            fail((*at, "threshold"), wrong, None if present else (*at, "check"))
+        if entry.source is None:
+            fail((*at, "source"), "missing: every requirement cites its source (a key of 'sources')", (*at, "check"))
+        elif entry.source not in sources:
+            fail((*at, "source"), f"{entry.source!r} is not a key of 'sources'")
+        if errors:
+            continue
+        assert entry.source is not None
+        requirements.append(Requirement(
+            check=entry.check, severity=severity, threshold=threshold, source=sources[entry.source],
+            note=entry.note or "", level=Level(entry.level) if entry.level else None,
+        ))
+    if errors:
+        return None, errors
+    return Policy(
+        id=doc.id, title=doc.title, platform=doc.platform, kind=doc.kind, summary=doc.summary.strip(),
+        follows=(doc.follows or "").strip(), requirements=tuple(requirements), path=path,
+    ), []
 
 
 def parse_policy(text: str, path: str) -> Policy:
-    """Validate policy text; raise PolicyError naming the file, line, field and reason."""
+    """Validate policy text; raise PolicyError naming the file, line, field and reason of every
+    problem found (one per line)."""
+    lines = _Lines()
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # _LineLoader is a SafeLoader
+        _refuse_bombs(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = None if node is None else lines.build(node)
     except PolicyError as exc:
         raise PolicyError(f"{path}: {exc}") from exc
     except yaml.YAMLError as exc:
@@ -207,90 +264,14 @@ def parse_policy(text: str, path: str) -> Policy:
         raise PolicyError(f"{path}: nested too deeply") from exc
     if data is None:
         raise PolicyError(f"{path}: empty policy file")
-    _keys(path, data, TOP_KEYS, REQUIRED_TOP, "")
-    if data["format"] != POLICY_FORMAT:
-        raise _fail(path, data, "format", "format", f"must be {POLICY_FORMAT}, not {data['format']!r}")
-    policy_id = _string(path, data, "id", "id")
-    if data["kind"] not in KINDS:
-        raise _fail(path, data, "kind", "kind", f"must be one of {', '.join(KINDS)}, not {data['kind']!r}")
-
-    sources_data = data["sources"]
-    if not isinstance(sources_data, dict) or not sources_data:
-        raise _fail(path, data, "sources", "sources", "must be a non-empty mapping of source keys")
-    sources: dict[str, Source] = {}
-    for key, entry in sources_data.items():
-        where = f"sources.{key}"
-        _keys(path, entry, SOURCE_KEYS, {"url", "checked"}, where)
-        sources[key] = Source(
-            key=key,
-            url=_string(path, entry, "url", f"{where}.url"),
-            title=_string(path, entry, "title", f"{where}.title") if "title" in entry else key,
-            checked=_date(path, entry, "checked", f"{where}.checked"),
-            note=_string(path, entry, "note", f"{where}.note") if "note" in entry else "",
-        )
-
-    registry = load_registry()
-    reqs_data = data["requirements"]
-    if not isinstance(reqs_data, list) or not reqs_data:
-        raise _fail(path, data, "requirements", "requirements", "must be a non-empty list")
-    requirements = []
-    seen: set[str] = set()
-    for index, req in enumerate(reqs_data):
-        where = f"requirements[{index}]"
-        if not isinstance(req, dict):
-            raise _fail(path, reqs_data, index, where, "must be a mapping")
-        owner_risk = data["kind"] == "owner-risk"
-        _keys(path, req, REQUIREMENT_KEYS, {"check", "level"} if owner_risk else {"check", "severity"}, where)
-        check_id = req["check"]
-        if check_id not in registry:
-            raise _fail(path, req, "check", f"{where}.check", f"unknown check id {check_id!r}")
-        if check_id in seen:
-            raise _fail(path, req, "check", f"{where}.check", f"{check_id} listed twice")
-        seen.add(check_id)
-        level = ""
-        if owner_risk:
-            if "severity" in req:
-                raise _fail(path, req, "severity", f"{where}.severity",
-                            "an owner-risk item has a level (low, medium, high), not a severity")
-            level = req["level"]
-            if level not in LEVELS:
-                raise _fail(path, req, "level", f"{where}.level",
-                            f"must be one of {', '.join(LEVELS)}, not {level!r}")
-            severity = "risk"
-        else:
-            if "level" in req:
-                raise _fail(path, req, "level", f"{where}.level", "only owner-risk policies give a level")
-            severity = req["severity"]
-            if severity not in SEVERITIES:
-                raise _fail(path, req, "severity", f"{where}.severity",
-                            f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
-        threshold = _threshold(path, req, index, registry[check_id].threshold_kind)
-        if "source" not in req:
-            raise _fail(path, req, "check", f"{where}.source",
-                        "missing: every requirement cites its source (a key of 'sources')")
-        source_key = req["source"]
-        if source_key not in sources:
-            raise _fail(path, req, "source", f"{where}.source", f"{source_key!r} is not a key of 'sources'")
-        requirements.append(
-            Requirement(
-                check=check_id,
-                severity=severity,
-                threshold=threshold,
-                source=sources[source_key],
-                note=_string(path, req, "note", f"{where}.note") if "note" in req else "",
-                level=level,
-            )
-        )
-    return Policy(
-        id=policy_id,
-        title=_string(path, data, "title", "title"),
-        platform=_string(path, data, "platform", "platform"),
-        kind=data["kind"],
-        summary=_string(path, data, "summary", "summary").strip(),
-        follows=_string(path, data, "follows", "follows").strip() if "follows" in data else "",
-        requirements=tuple(requirements),
-        path=path,
-    )
+    try:
+        doc = PolicyDocument.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError("\n".join(f"{path}: {message}" for message in _shape_errors(exc, lines))) from None
+    policy, errors = _resolve(doc, lines, path)
+    if policy is None:
+        raise PolicyError("\n".join(f"{path}: {message}" for message in errors))
+    return policy
 
 
 def load_policy_file(path: Path) -> Policy:
@@ -321,7 +302,7 @@ def audit_policy_names() -> list[str]:
 
 def load_owner_risk() -> Policy:
     policy = load_shipped(OWNER_RISK_POLICY)
-    if policy.kind != "owner-risk":
+    if policy.kind != PolicyKind.OWNER_RISK:
         raise PolicyError(f"{policy.path}: kind must be owner-risk, not {policy.kind!r}")
     return policy
 
@@ -340,7 +321,7 @@ def resolve_policies(selectors: list[str]) -> list[Policy]:
         else:
             policies.append(load_shipped(selector))
     for selected in policies:
-        if selected.kind == "owner-risk":
+        if selected.kind == PolicyKind.OWNER_RISK:
             raise PolicyError(f"{selected.path}: an owner-risk policy is judged in every report "
                               "(the 'Owner risk' section), not as a --policy")
     ids = [p.id for p in policies]

@@ -10,57 +10,65 @@ from hostcheck.exit_codes import EXIT_NOT_FEASIBLE, EXIT_OK, EXIT_OWNER_RISK
 from hostcheck.facts import lookup, to_jsonable
 from hostcheck.headline import applicability, headline
 from hostcheck.judge import judge_policy
-from hostcheck.policy import Policy
+from hostcheck.models import (
+    FEASIBLE,
+    OWNER_RISK_STOPS,
+    REPORT_VERSION,
+    UNDECIDED,
+    Host,
+    Policy,
+    PolicyResult,
+    Report,
+    Status,
+    Tool,
+)
 from hostcheck.scoring import owner_risk, score, verdict
 
-REPORT_VERSION = 1
+__all__ = ["REPORT_VERSION", "build_report", "exit_code"]
 
-STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "unknown": 3, "pass": 4, "skipped": 5}
-FEASIBLE = ("feasible", "feasible with risks")
-# An owner risk that never lets the audit exit 0 unless the user accepts it explicitly.
-OWNER_RISK_STOPS = ("high", "unknown")
+# The order findings are listed in: what stops hosting first, what passed last.
+STATUS_ORDER = {status: rank for rank, status in enumerate(
+    (Status.FAIL, Status.ERROR, Status.WARN, Status.UNKNOWN, Status.PASS, Status.SKIPPED))}
 
 
 def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
     results = []
     for policy in policies:
         findings = judge_policy(policy, facts)
-        ordered = sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.id))
+        ordered = sorted(findings, key=lambda f: (STATUS_ORDER[Status(f.status)], f.id))
         precondition = applicability(findings)
         results.append(
-            {
-                "id": policy.id,
-                "title": policy.title,
-                "platform": policy.platform,
-                "kind": policy.kind,
-                "summary": policy.summary,
-                "follows": policy.follows,
-                "verdict": verdict(findings),
-                "score": score(findings),
-                "blockers": [f.id for f in ordered if f.status == "fail"],
-                "risks": [f.id for f in ordered if f.status == "warn"],
-                "unknowns": [f.id for f in ordered if f.status in ("unknown", "error")],
-                "applicable": not precondition,
-                "precondition": precondition,
-                "findings": [f.as_dict() for f in ordered],
-            }
+            PolicyResult(
+                id=policy.id,
+                title=policy.title,
+                platform=policy.platform,
+                kind=policy.kind,
+                summary=policy.summary,
+                follows=policy.follows,
+                verdict=verdict(findings),
+                score=score(findings),
+                blockers=[f.id for f in ordered if f.status == Status.FAIL],
+                risks=[f.id for f in ordered if f.status == Status.WARN],
+                unknowns=[f.id for f in ordered if f.status in UNDECIDED],
+                applicable=not precondition,
+                precondition=precondition,
+                findings=ordered,
+            )
         )
     risk = owner_risk(facts)
     hostname = lookup(facts, "meta.hostname")
-    return {
-        "report_version": REPORT_VERSION,
-        "tool": {"name": "hostcheck", "version": __version__},
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "host": {"hostname": hostname if isinstance(hostname, str) else None},
-        "headline": headline(results, risk.rating, to_jsonable(risk.findings)),
-        "policies": results,
-        "owner_risk": {
-            "rating": risk.rating,
-            "statement": risk.statement,
-            "findings": to_jsonable(risk.findings),
-        },
-        "facts": to_jsonable(facts),
-    }
+    risk_rows = [row.model_dump() for row in risk.findings]
+    report = Report(
+        report_version=REPORT_VERSION,
+        tool=Tool(name="hostcheck", version=__version__),
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        host=Host(hostname=hostname if isinstance(hostname, str) else None),
+        headline=headline([r.model_dump() for r in results], risk.rating, risk_rows),
+        policies=results,
+        owner_risk=risk,
+        facts=to_jsonable(facts),
+    )
+    return report.as_dict()
 
 
 def exit_code(report: dict[str, Any], strict: bool = False, accept_owner_risk: bool = False) -> int:

@@ -56,7 +56,7 @@ BAD_POLICIES = [
     ("missing title", GOOD.replace("title: My policy\n", ""), "policy: missing required key 'title'"),
     ("wrong format", GOOD.replace("format: 1", "format: 2"), "line 1: format: must be 1, not 2"),
     ("empty file", "", "empty policy file"),
-    ("not a mapping", "- just\n- a list\n", "must be a mapping, not _Sequence"),
+    ("not a mapping", "- just\n- a list\n", "line 1: policy: must be a mapping, not list"),
     ("duplicate key", GOOD.replace("kind: platform", "kind: platform\nkind: hygiene"), "line 6: duplicate key 'kind'"),
     ("duplicate check", GOOD + "  - {check: GPU-1020, severity: risk, threshold: 8, source: doc}\n", "line 16: requirements[1].check: GPU-1020 listed twice"),
     ("empty requirements", GOOD.split("requirements:")[0] + "requirements: []\n", "requirements: must be a non-empty list"),

@@ -10,71 +10,62 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from hostcheck.facts import Unknown, lookup
+from hostcheck.models import CHECK_ID_RE, FAMILY_TITLES, Family, Operator, Status, ThresholdKind
 
-CheckStatus = Literal["pass", "fail", "unknown", "skipped", "error"]
-ThresholdKind = Literal["number", "string", "bool", "list", "none"]
-
-ID_PATTERN = re.compile(r"^(GPU|SYS|PWR|STO|ISO|DOC|SSH|NET|PKG|OWN|PLAT)-\d{4}$")
-FAMILIES = {
-    "GPU": "GPU",
-    "SYS": "System",
-    "PWR": "Power and uptime",
-    "STO": "Storage",
-    "ISO": "Isolation",
-    "DOC": "Docker daemon",
-    "SSH": "SSH",
-    "NET": "Network",
-    "PKG": "Packages and updates",
-    "OWN": "Owner risk",
-    "PLAT": "Platform",
-}
+ID_PATTERN = CHECK_ID_RE
 
 
 @dataclass(frozen=True)
 class Outcome:
-    status: CheckStatus
+    status: Status  # never WARN: judging decides between fail and warn by severity
     measured: Any = None
     detail: str = ""
 
 
 def passed(measured: Any, detail: str = "") -> Outcome:
-    return Outcome("pass", measured, detail)
+    return Outcome(Status.PASS, measured, detail)
 
 
 def failed(measured: Any, detail: str = "") -> Outcome:
-    return Outcome("fail", measured, detail)
+    return Outcome(Status.FAIL, measured, detail)
 
 
 def unknown(reason: str, measured: Any = None) -> Outcome:
-    return Outcome("unknown", measured, reason)
+    return Outcome(Status.UNKNOWN, measured, reason)
 
 
 def skipped(reason: str, measured: Any = None) -> Outcome:
-    return Outcome("skipped", measured, reason)
+    return Outcome(Status.SKIPPED, measured, reason)
+
+
+def pass_if(ok: bool, measured: Any = None, detail: str = "") -> Outcome:
+    return Outcome(Status.PASS if ok else Status.FAIL, measured, detail)
+
+
+OPERATORS: dict[Operator, Callable[[Any, Any], bool]] = {
+    Operator.GE: lambda a, b: a >= b,
+    Operator.GT: lambda a, b: a > b,
+    Operator.LE: lambda a, b: a <= b,
+    Operator.LT: lambda a, b: a < b,
+    Operator.EQ: lambda a, b: a == b,
+    Operator.NE: lambda a, b: a != b,
+    Operator.IN: lambda a, b: a in b,
+}
 
 
 def compare(measured: Any, op: str, threshold: Any, detail: str = "") -> Outcome:
     """Pass/fail by ``op``; the one place comparisons are spelled out."""
-    ops: dict[str, Callable[[Any, Any], bool]] = {
-        ">=": lambda a, b: a >= b,
-        ">": lambda a, b: a > b,
-        "<=": lambda a, b: a <= b,
-        "<": lambda a, b: a < b,
-        "==": lambda a, b: a == b,
-        "!=": lambda a, b: a != b,
-        "in": lambda a, b: a in b,
-    }
-    return Outcome("pass" if ops[op](measured, threshold) else "fail", measured, detail)
+    return pass_if(OPERATORS[Operator(op)](measured, threshold), measured, detail)
 
 
 @dataclass(frozen=True)
 class CheckMeta:
     id: str
     title: str
-    op: str
+    op: Operator
     unit: str
     threshold_kind: ThresholdKind
     why: str
@@ -84,7 +75,7 @@ class CheckMeta:
 
     @property
     def family(self) -> str:
-        return FAMILIES[self.id.split("-")[0]]
+        return FAMILY_TITLES[Family(self.id.split("-")[0])]
 
 
 REGISTRY: dict[str, CheckMeta] = {}
@@ -96,7 +87,7 @@ def check(
     title: str,
     op: str,
     unit: str = "",
-    threshold: ThresholdKind = "none",
+    threshold: ThresholdKind | str = ThresholdKind.NONE,
     why: str,
     fix: str,
     fix_role: str = "",
@@ -109,7 +100,7 @@ def check(
         if check_id in REGISTRY:
             raise ValueError(f"check id {check_id} registered twice")
         REGISTRY[check_id] = CheckMeta(
-            check_id, title, op, unit, threshold, why.strip(), fix.strip(), fix_role, func
+            check_id, title, Operator(op), unit, ThresholdKind(threshold), why.strip(), fix.strip(), fix_role, func
         )
         return func
 

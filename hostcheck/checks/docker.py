@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
+from hostcheck.checks.base import Missing, Outcome, check, failed, need, pass_if, passed, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
 from hostcheck.facts import Unknown, lookup
 
@@ -26,7 +26,7 @@ def _docker_setting(facts: dict[str, Any], key: str, json_key: str, default: Any
 def _docker_flag(key: str, json_key: str, default: bool, want: bool) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
         value, origin = _docker_setting(facts, key, json_key, default)
-        return Outcome("pass" if bool(value) == want else "fail", "on" if value else "off", f"from {origin}")
+        return pass_if(bool(value) == want, "on" if value else "off", f"from {origin}")
 
     return judge
 
@@ -122,7 +122,7 @@ def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
     remap, origin = _docker_setting(facts, "userns_remap", "userns-remap", "")
     rootless = lookup(facts, "docker.rootless")
     on = bool(remap) or rootless is True
-    return Outcome("pass" if on else "fail", "on" if on else "off", f"from {origin}")
+    return pass_if(on, "on" if on else "off", f"from {origin}")
 
 
 @check(

@@ -19,6 +19,7 @@ from hostcheck.checks.base import (
     failed,
     known_devices,
     need,
+    pass_if,
     passed,
     skipped,
     unknown,
@@ -115,7 +116,7 @@ def driver_version(facts: dict[str, Any], threshold: Any) -> Outcome:
 def _version_at_least(facts: dict[str, Any], path: str, threshold: Any) -> Outcome:
     measured = str(need(facts, path))
     ok = version_tuple(measured) >= version_tuple(str(threshold))
-    return Outcome("pass" if ok else "fail", measured)
+    return pass_if(ok, measured)
 
 
 @check(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, need, passed
+from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed
 from hostcheck.facts import Unknown, lookup
 
 SAFE_ROOT_LOGIN = {"no", "prohibit-password", "without-password", "forced-commands-only"}
@@ -28,7 +28,7 @@ def _ssh_rule(key: str, good: set[str]) -> Any:
             return passed("no sshd installed")
         source = lookup(facts, "ssh.source")
         origin = f"effective value from {source}" if isinstance(source, str) else ""
-        return Outcome("pass" if value in good else "fail", value, origin)
+        return pass_if(value in good, value, origin)
 
     return judge
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcheck.models import Verdict
 from hostcheck.render.escape import escape_tree
 
-SHORT = {"feasible": "ok", "feasible with risks": "risks", "not feasible": "NO", "undetermined": "??"}
+SHORT: dict[str, str] = {Verdict.FEASIBLE: "ok", Verdict.FEASIBLE_WITH_RISKS: "risks", Verdict.NOT_FEASIBLE: "NO", Verdict.UNDETERMINED: "??"}
 
 
 def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:

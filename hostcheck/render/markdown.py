@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.headline import cannot_apply_line
+from hostcheck.models import UNDECIDED, Status
 from hostcheck.render.text import (
+    NEEDS_FIX,
     STATUS_LABEL,
     VERDICT_MARK,
     measured_text,
@@ -33,8 +35,8 @@ def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
     risk = report["owner_risk"]
     lines += ["", f"## Owner risk: {risk['rating'].upper()}", "", risk["statement"], ""]
     for row in risk["findings"]:
-        if row["status"] in ("warn", "unknown", "error"):
-            lines.append(f"- ({row['level'] if row['status'] == 'warn' else row['status']}) {risk_row_text(row)}")
+        if row["status"] in (Status.WARN, *UNDECIDED):
+            lines.append(f"- ({row['level'] if row['status'] == Status.WARN else row['status']}) {risk_row_text(row)}")
     cannot = cannot_apply_line(report["policies"])
     if cannot:
         lines += ["", cannot]
@@ -57,7 +59,7 @@ def render_markdown(report: dict[str, Any], *, verbose: bool = False) -> str:
                     for x in (
                         STATUS_LABEL[f["status"]], f["id"], f["title"], measured_text(f), threshold_text(f),
                         f.get("detail") or "",
-                        (f["fix"] + (f" (Ansible {f['fix_role']})" if f.get("fix_role") else "")) if f["status"] in ("fail", "warn") else "",
+                        (f["fix"] + (f" (Ansible {f['fix_role']})" if f.get("fix_role") else "")) if f["status"] in NEEDS_FIX else "",
                         source,
                     )
                 ) + " |"

@@ -10,16 +10,28 @@ from rich.table import Table
 from rich.text import Text
 
 from hostcheck.headline import cannot_apply_line
-from hostcheck.render.text import STATUS_LABEL, VERDICT_MARK, grouped_unknowns, headline, needs_attention, risk_row_text
+from hostcheck.models import UNDECIDED, Rating, Status, Verdict
+from hostcheck.render.text import (
+    NEEDS_FIX,
+    STATUS_LABEL,
+    VERDICT_MARK,
+    grouped_unknowns,
+    headline,
+    needs_attention,
+    risk_row_text,
+)
 
-VERDICT_STYLE = {
-    "feasible": "bold green",
-    "feasible with risks": "bold yellow",
-    "not feasible": "bold red",
-    "undetermined": "bold magenta",
+VERDICT_STYLE: dict[str, str] = {
+    Verdict.FEASIBLE: "bold green",
+    Verdict.FEASIBLE_WITH_RISKS: "bold yellow",
+    Verdict.NOT_FEASIBLE: "bold red",
+    Verdict.UNDETERMINED: "bold magenta",
 }
-STATUS_STYLE = {"fail": "red", "warn": "yellow", "unknown": "magenta", "error": "bold red", "pass": "green", "skipped": "dim"}
-RISK_STYLE = {"high": "bold red", "medium": "bold yellow", "low": "bold green", "unknown": "bold magenta"}
+STATUS_STYLE: dict[str, str] = {
+    Status.FAIL: "red", Status.WARN: "yellow", Status.UNKNOWN: "magenta", Status.ERROR: "bold red",
+    Status.PASS: "green", Status.SKIPPED: "dim",
+}
+RISK_STYLE: dict[str, str] = {Rating.HIGH: "bold red", Rating.MEDIUM: "bold yellow", Rating.LOW: "bold green", Rating.UNKNOWN: "bold magenta"}
 
 
 def _grid() -> Table:
@@ -57,8 +69,8 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
     console.print(risk["statement"], markup=False)
     grid = _grid()
     for row in risk["findings"]:
-        if row["status"] in ("warn", "unknown", "error"):
-            label = row["level"].upper() if row["status"] == "warn" else row["status"].upper()
+        if row["status"] in (Status.WARN, *UNDECIDED):
+            label = row["level"].upper() if row["status"] == Status.WARN else row["status"].upper()
             grid.add_row(Text(label, style=STATUS_STYLE[row["status"]]), Text(risk_row_text(row)))
     console.print(grid)
 
@@ -77,12 +89,12 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
         )
         grid = _grid()
         for finding in policy["findings"]:
-            if finding["status"] in ("unknown", "error") or not (verbose or needs_attention(finding)):
+            if finding["status"] in UNDECIDED or not (verbose or needs_attention(finding)):
                 continue
-            body = Text(headline(finding), style="bold" if finding["status"] == "fail" else "")
+            body = Text(headline(finding), style="bold" if finding["status"] == Status.FAIL else "")
             if finding.get("detail"):
                 body.append(f"\n{finding['detail']}")
-            if finding["status"] in ("fail", "warn"):
+            if finding["status"] in NEEDS_FIX:
                 body.append(f"\nfix: {finding['fix']}")
                 if finding.get("fix_role"):
                     body.append(f" [Ansible {finding['fix_role']}]", style="dim")
@@ -90,7 +102,7 @@ def render_table(report: dict[str, Any], *, verbose: bool = False, color: bool =
         for status, ids, reason in grouped_unknowns(policy["findings"]):
             grid.add_row(Text(STATUS_LABEL[status], style=STATUS_STYLE[status]), Text(f"{', '.join(ids)}\n{reason}"))
         console.print(grid)
-        met = sum(1 for f in policy["findings"] if f["status"] == "pass")
+        met = sum(1 for f in policy["findings"] if f["status"] == Status.PASS)
         if met and not verbose:
             console.print(Text(f"         {met} requirement(s) met (--verbose lists them)", style="dim"))
     if cannot and not verbose:

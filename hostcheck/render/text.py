@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-VERDICT_MARK = {
-    "feasible": "FEASIBLE",
-    "feasible with risks": "FEASIBLE WITH RISKS",
-    "not feasible": "NOT FEASIBLE",
-    "undetermined": "UNDETERMINED",
+from hostcheck.models import UNDECIDED, Status, Verdict
+
+VERDICT_MARK: dict[str, str] = {verdict: verdict.upper() for verdict in Verdict}
+STATUS_LABEL: dict[str, str] = {
+    Status.FAIL: "BLOCKER",
+    Status.WARN: "RISK",
+    Status.UNKNOWN: "UNKNOWN",
+    Status.ERROR: "ERROR",
+    Status.PASS: "ok",
+    Status.SKIPPED: "skipped",
 }
-STATUS_LABEL = {
-    "fail": "BLOCKER",
-    "warn": "RISK",
-    "unknown": "UNKNOWN",
-    "error": "ERROR",
-    "pass": "ok",
-    "skipped": "skipped",
-}
+NEEDS_FIX = (Status.FAIL, Status.WARN)
+NEEDS_ATTENTION = (*NEEDS_FIX, *UNDECIDED)
 
 
 def _with_unit(value: Any, unit: str) -> str:
@@ -57,14 +56,14 @@ def grouped_unknowns(findings: list[dict[str, Any]]) -> list[tuple[str, list[str
     """Unknown/error findings grouped by their reason, so one missing fact is said once."""
     groups: dict[tuple[str, str], list[str]] = {}
     for finding in findings:
-        if finding["status"] in ("error", "unknown"):
+        if finding["status"] in UNDECIDED:
             groups.setdefault((finding["status"], finding.get("detail") or "no reason given"), []).append(finding["id"])
-    ordered = sorted(groups.items(), key=lambda item: (item[0][0] != "error", item[1][0]))
+    ordered = sorted(groups.items(), key=lambda item: (item[0][0] != Status.ERROR, item[1][0]))
     return [(status, ids, reason) for (status, reason), ids in ordered]
 
 
 def needs_attention(finding: dict[str, Any]) -> bool:
-    return finding["status"] in ("fail", "warn", "unknown", "error")
+    return finding["status"] in NEEDS_ATTENTION
 
 
 def risk_row_text(row: dict[str, Any]) -> str:

@@ -92,13 +92,6 @@ def suite(request):
 def test_private_vm():
     pass
 
-def lab_vm():
-    pass
-
-@pytest.mark.vm
-def test_shared_vm(lab_vm):
-    pass
-
 @pytest.mark.nspawn
 def test_lifecycle(suite):
     pass
@@ -122,18 +115,15 @@ def test_lanes_group_and_order_items(pytester: pytest.Pytester, tmp_path: Path,
     pytester.makeconftest(
         "import pytest\n"
         "pytest_plugins = ['tests.lab.lanes']\n"
-        "@pytest.fixture\n"
-        "def lab_vm():\n    return None\n"
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_configure(config):\n    config.workerinput = {}\n")
-    pytester.makepyfile(test_lanes_demo=LANE_MODULE.replace("def lab_vm():\n    pass\n", ""))
+    pytester.makepyfile(test_lanes_demo=LANE_MODULE)
     pytester.makeini("[pytest]\nmarkers =\n    vm: x\n    nspawn: x\n")
     recorder = pytester.inline_run("--collect-only", "-p", "no:cacheprovider")
     items = recorder.getcall("pytest_collection_finish").session.items
     order = [(item.name, lanes.group(item)) for item in items]
     assert order == [
-        ("test_shared_vm", "vm"),  # the shared VM's users first in the vm lane
-        ("test_private_vm", "vm"),
+        ("test_private_vm", "vm"),  # the vm lane first
         ("test_expensive", "test_lanes_demo.py"),  # lab groups by cost; a module is one group
         ("test_unit", "test_lanes_demo.py"),
         ("test_lifecycle[bookworm]", "test_lanes_demo.py[bookworm]"),  # one group per module parameter
@@ -142,4 +132,4 @@ def test_lanes_group_and_order_items(pytester: pytest.Pytester, tmp_path: Path,
 
     groups = json.loads(lanes_file.read_text())
     assert groups["test_lanes_demo.py::test_lifecycle[trixie]"] == "test_lanes_demo.py[trixie]", groups
-    assert groups["test_lanes_demo.py::test_shared_vm"] == "vm"
+    assert groups["test_lanes_demo.py::test_private_vm"] == "vm"

@@ -17,7 +17,6 @@ import pytest
 from tests.lab.nspawn import LabHost
 from tests.lab.rootfs import Rootfs, ensure_rootfs
 from tests.lab.session import Lab
-from tests.lab.vm import LabVM
 
 TOOLS = {
     "debootstrap": "debootstrap", "systemd-nspawn": "systemd-container", "slirp4netns": "slirp4netns",
@@ -83,40 +82,3 @@ def shared_lab_host(lab: Lab) -> Iterator[LabHost]:
         yield host
     finally:
         lab.stop_hosts([host])
-
-
-_SHARED_VM: dict[str, tuple[Lab, LabVM]] = {}
-
-
-def _release_shared_vm() -> None:
-    entry = _SHARED_VM.pop("vm", None)
-    if entry is not None:
-        lab, vm = entry
-        lab.stop_hosts([vm])
-
-
-@pytest.fixture(scope="session")
-def lab_vm(lab: Lab) -> Iterator[LabVM]:
-    """The qemu TCG VM (one per session: ~30 s per boot). Stopped right after the last test
-    that uses it (tests/lab/lanes.py runs those first in the vm lane), so it never idles while
-    another VM boots: under TCG each VM takes a core."""
-    vm = lab.start_vm()
-    _SHARED_VM["vm"] = (lab, vm)
-    try:
-        yield vm
-    finally:
-        _release_shared_vm()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    result = yield
-    if "vm" in _SHARED_VM and "lab_vm" in getattr(item, "fixturenames", ()):
-        items = item.session.items
-        try:
-            later = items[items.index(item) + 1:]
-        except ValueError:
-            later = []
-        if not any("lab_vm" in getattr(i, "fixturenames", ()) for i in later):
-            _release_shared_vm()
-    return result

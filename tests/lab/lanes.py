@@ -3,9 +3,7 @@
 A test's lane follows from its markers, so a new test module needs nothing else:
 
 - ``vm``: every test marked ``vm``. One xdist group for the whole run: under TCG a VM takes a
-  whole core, so there is one VM at a time. Tests of the session's shared ``lab_vm`` run
-  first and the shared VM is stopped after the last of them (tests/lab/fixtures.py), before a
-  module boots a private VM.
+  whole core, so there is one VM at a time.
 - ``lab``: marked ``nspawn``, ``natlab``, ``ansible`` or ``fleet``. One xdist group per module
   and per value of a module-scoped parameter (``test_profile_lifecycle.py[bookworm]`` and
   ``[trixie]`` are two groups and may run on two workers at once), so a module fixture is set
@@ -119,11 +117,6 @@ def pytest_collection_finish(session: pytest.Session) -> Iterator[None]:
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         groups.setdefault(group(item), []).append(item)
-    vm_items = groups.get("vm")
-    if vm_items:
-        # the shared VM's users first, so it can be stopped before another VM boots
-        vm_items.sort(key=lambda i: 0 if "lab_vm" in getattr(i, "fixturenames", ()) else 1)
-
     def rank(name: str) -> tuple[int, float]:
         weight = max(cost(i) for i in groups[name])
         return ({"vm": 0, "lab": 1, "unit": 2}[lane(groups[name][0])], -weight)

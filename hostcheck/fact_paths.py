@@ -1,0 +1,133 @@
+"""The declared facts layout: every dotted path a collector writes and a check may read.
+
+``docs/facts.md`` documents each of these (a test holds the two together), and
+:func:`hostcheck.facts.lookup` refuses a path that is not declared here, so a misspelt path in
+a check is an ``error`` finding and a failing table test, never a quiet ``unknown``.
+
+``*`` stands for a list index or a key chosen by the data (a sshd keyword, a systemd target);
+the parents of a declared path are declared too.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+_DECLARED = """
+meta.facts_format meta.hostcheck_version meta.hostname meta.collected_at meta.offline meta.duration_s
+meta.collector_timings_s.* meta.source meta.description
+
+gpu.nvml.available gpu.nvml.reason gpu.driver_version gpu.cuda_driver_version gpu.nvml_version
+gpu.devices.*.index gpu.devices.*.name gpu.devices.*.uuid gpu.devices.*.serial gpu.devices.*.pci_bus_id
+gpu.devices.*.vram_total_mib gpu.devices.*.vram_used_mib
+gpu.devices.*.power_limit_w gpu.devices.*.power_default_w gpu.devices.*.power_min_w gpu.devices.*.power_max_w
+gpu.devices.*.power_draw_w gpu.devices.*.temperature_c gpu.devices.*.slowdown_temp_c
+gpu.devices.*.pcie_gen_current gpu.devices.*.pcie_gen_max gpu.devices.*.pcie_width_current
+gpu.devices.*.pcie_width_max gpu.devices.*.ecc_enabled gpu.devices.*.persistence_mode
+gpu.devices.*.display_active gpu.devices.*.throttle_reasons gpu.devices.*.mig_mode gpu.devices.*.is_laptop
+gpu.devices.*.laptop_evidence gpu.devices.*.architecture gpu.devices.*.compute_capability
+gpu.display_adapters.*.pci_address gpu.display_adapters.*.vendor_id gpu.display_adapters.*.vendor
+gpu.display_adapters.*.device_id gpu.display_adapters.*.driver
+
+system.cpu_model system.cpu_arch system.os_kernel_name system.cpu_physical_cores system.cpu_logical_cores
+system.cpu_avx system.ram_total_mib system.os_id system.os_version_id system.os_pretty system.kernel
+system.virtualization system.secure_boot system.iommu_enabled system.iommu_groups system.uptime_s
+system.cpu_virt_ext system.kvm_device system.default_target
+
+power.chassis_type power.chassis_type_code power.battery_present power.on_ac
+power.batteries.*.name power.batteries.*.capacity_pct power.batteries.*.status power.sleep_targets.*
+
+storage.filesystems.*.mountpoint storage.filesystems.*.device storage.filesystems.*.fstype
+storage.filesystems.*.size_gib storage.filesystems.*.free_gib storage.filesystems.*.encrypted
+storage.filesystems.*.rotational
+storage.root.free_gib storage.root.size_gib storage.root.fstype storage.root.encrypted storage.root.rotational
+storage.root.device storage.home.mountpoint storage.home.encrypted
+storage.docker_root.path storage.docker_root.exists storage.docker_root.free_gib storage.docker_root.fstype
+storage.docker_root.xfs_project_quota storage.docker_root.separate_mount storage.docker_root.encrypted
+storage.docker_root.rotational storage.swap.*.device storage.swap.*.encrypted
+
+isolation.graphical_session isolation.display_manager
+isolation.human_accounts.*.name isolation.human_accounts.*.uid isolation.human_accounts.*.home
+isolation.human_accounts.*.shell isolation.docker_group_members isolation.sudo_group_members
+isolation.credentials.*.kind isolation.credentials.*.user isolation.credentials.*.path
+isolation.unreadable_homes isolation.apparmor_enabled
+
+docker.reachable docker.unreachable_reason docker.version docker.runtimes docker.default_runtime
+docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.apparmor
+docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root
+docker.published_ports.*.container docker.published_ports.*.host_ip docker.published_ports.*.host_port
+docker.published_ports.*.proto docker.daemon_json.*
+
+ssh.installed ssh.running ssh.source ssh.settings.* ssh.files_read
+
+packages.unattended_upgrades.installed packages.unattended_upgrades.enabled packages.nvidia_packages
+packages.nvidia_held packages.apt_sources.sources.*.type packages.apt_sources.sources.*.uri
+packages.apt_sources.sources.*.suite packages.apt_sources.security
+
+network.interfaces.*.name network.interfaces.*.kind network.interfaces.*.up network.interfaces.*.mac
+network.interfaces.*.addresses.*.address network.interfaces.*.addresses.*.family
+network.interfaces.*.addresses.*.prefixlen network.interfaces.*.addresses.*.scope
+network.default_route.interface network.default_route.gateway network.default_route.kind
+network.ipv6_global
+network.listening.*.proto network.listening.*.address network.listening.*.port network.listening.*.process
+network.listening.*.exposure
+network.firewall.backend network.firewall.readable network.firewall.input_policy network.firewall.forward_policy
+network.firewall.rule_count network.firewall.docker_user_chain_filters
+network.firewall.nftables network.firewall.iptables.filter network.firewall.iptables.rule_count
+network.container_egress.bridges_v6 network.container_egress.legacy_iptables_tables
+network.container_egress.bridges network.container_egress.bridges_assumed
+network.container_egress.probes.*.name network.container_egress.probes.*.destination
+network.container_egress.probes.*.interface network.container_egress.probes.*.verdict
+network.container_egress.probes.*.evidence
+network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address
+network.nat.mapped_port network.nat.mapped_address_v6 network.nat.local_address network.nat.other_address
+network.nat.server network.nat.hairpinning network.nat.reason network.nat.packets_sent network.nat.duration_s
+network.nat.tests
+network.path.public_ranges network.path.local_ipv4 network.path.local_ipv4_reason network.path.local_ipv6
+network.path.ipv6_failure network.path.stun.*.server network.path.stun.*.local network.path.stun.*.mapped
+network.path.stun.*.other_address network.path.stun.*.error network.path.stun_failure
+network.path.stun_ipv6.server network.path.stun_ipv6.local network.path.stun_ipv6.mapped
+network.path.stun_ipv6.error network.path.hops.*.ttl network.path.hops.*.address network.path.hops.*.reached
+network.path.router_upnp.address network.path.router_upnp.detail
+network.path.router_natpmp.address network.path.router_natpmp.detail
+network.cgnat.verdict network.cgnat.double_nat network.cgnat.signals.*.name network.cgnat.signals.*.result
+network.cgnat.signals.*.evidence
+network.inbound.probed network.inbound.peer network.inbound.ports.*.port network.inbound.ports.*.proto
+network.inbound.ports.*.result network.inbound.ports.*.detail network.inbound.reason
+network.bandwidth.measured network.bandwidth.download_mbps network.bandwidth.upload_mbps
+network.bandwidth.latency_ms network.bandwidth.jitter_ms network.bandwidth.source network.bandwidth.server
+network.bandwidth.streams network.bandwidth.bytes_down network.bandwidth.bytes_up
+network.bandwidth.byte_cap_reached network.bandwidth.duration_s network.bandwidth.caps.seconds
+network.bandwidth.caps.bytes network.bandwidth.warmup_s network.bandwidth.reason
+"""
+
+DECLARED: frozenset[str] = frozenset(_DECLARED.split())
+"""The leaves as written above."""
+
+
+class UndeclaredFact(LookupError):
+    """A fact path no collector declares: a programming error (a typo, or a fact added to a
+    collector without declaring and documenting it), never "not collected"."""
+
+
+@cache
+def _all_paths() -> frozenset[str]:
+    out: set[str] = set()
+    for path in DECLARED:
+        parts = path.split(".")
+        out.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return frozenset(out)
+
+
+@cache
+def is_declared(path: str) -> bool:
+    parts = ["*" if part.isdigit() else part for part in path.split(".")]
+    known = _all_paths()
+    if ".".join(parts) in known:
+        return True
+    # A key chosen by the data (ssh.settings.port) matches the declared wildcard.
+    return any(".".join([*parts[:i], "*", *parts[i + 1:]]) in known for i in range(len(parts)))
+
+
+def check_declared(path: str) -> None:
+    if not is_declared(path):
+        raise UndeclaredFact(f"fact path {path!r} is not declared in hostcheck/fact_paths.py (nor documented in docs/facts.md)")

@@ -1,0 +1,404 @@
+"""The one definition of hostcheck's vocabulary and documents: statuses, severities, verdicts,
+operators, check families, owner-risk levels, the policy file, the resolved policy, a finding
+and the report.
+
+Every other module imports these enums instead of spelling the words again, and the JSON
+Schemas shipped in ``hostcheck/schema/`` are generated from these models
+(``python -m hostcheck.schema_gen``). The models are pydantic v2 models because pydantic gives
+both halves for free: a JSON Schema from the same class the code validates with, and
+validation errors that carry the path of the offending field, which the policy loader turns
+into file, line and field.
+
+The enums are ``StrEnum``: a member compares and serialises as its plain string, so the
+reports and facts stay plain JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+
+
+class Status(StrEnum):
+    """A finding's status. A check's own outcome never says ``warn``: judging turns a failed
+    requirement that is not a blocker into ``warn``."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+UNDECIDED = (Status.UNKNOWN, Status.ERROR)
+"""Statuses that say the requirement could not be judged (never read as a pass)."""
+
+
+class Severity(StrEnum):
+    BLOCKER = "blocker"
+    RISK = "risk"
+    ADVICE = "advice"
+
+
+class Level(StrEnum):
+    """How much an owner-risk item exposes the owner when it fails."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Rating(StrEnum):
+    """The owner-risk rating of a report: a level, or unknown when nothing failed but
+    something could not be judged."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    UNKNOWN = "unknown"
+
+
+class Verdict(StrEnum):
+    FEASIBLE = "feasible"
+    FEASIBLE_WITH_RISKS = "feasible with risks"
+    NOT_FEASIBLE = "not feasible"
+    UNDETERMINED = "undetermined"
+
+
+FEASIBLE = (Verdict.FEASIBLE, Verdict.FEASIBLE_WITH_RISKS)
+OWNER_RISK_STOPS = (Rating.HIGH, Rating.UNKNOWN)
+"""Owner-risk ratings that never let an audit exit 0 unless the user accepts them explicitly."""
+
+
+class Operator(StrEnum):
+    GE = ">="
+    GT = ">"
+    LE = "<="
+    LT = "<"
+    EQ = "=="
+    NE = "!="
+    IN = "in"
+
+
+class Family(StrEnum):
+    """Check id prefixes; the value is the prefix, :data:`FAMILY_TITLES` the reader's name."""
+
+    GPU = "GPU"
+    SYS = "SYS"
+    PWR = "PWR"
+    STO = "STO"
+    ISO = "ISO"
+    DOC = "DOC"
+    SSH = "SSH"
+    NET = "NET"
+    PKG = "PKG"
+    OWN = "OWN"
+    PLAT = "PLAT"
+
+
+FAMILY_TITLES: dict[Family, str] = {
+    Family.GPU: "GPU",
+    Family.SYS: "System",
+    Family.PWR: "Power and uptime",
+    Family.STO: "Storage",
+    Family.ISO: "Isolation",
+    Family.DOC: "Docker daemon",
+    Family.SSH: "SSH",
+    Family.NET: "Network",
+    Family.PKG: "Packages and updates",
+    Family.OWN: "Owner risk",
+    Family.PLAT: "Platform",
+}
+
+
+class PolicyKind(StrEnum):
+    PLATFORM = "platform"
+    HYGIENE = "hygiene"
+    # Judged like any policy but rates the owner's exposure instead of giving a verdict.
+    OWNER_RISK = "owner-risk"
+
+
+class ThresholdKind(StrEnum):
+    NUMBER = "number"
+    STRING = "string"
+    BOOL = "bool"
+    LIST = "list"
+    NONE = "none"
+
+
+CHECK_ID_PATTERN = rf"^({'|'.join(Family)})-[0-9]{{4}}$"
+CHECK_ID_RE = re.compile(CHECK_ID_PATTERN)
+POLICY_FORMAT = 1
+REPORT_VERSION: Literal[1] = 1
+
+CheckId = Annotated[str, StringConstraints(pattern=CHECK_ID_PATTERN)]
+Text = Annotated[str, StringConstraints(strict=True, min_length=1, pattern=r"\S")]
+"""A non-empty string (blank is not a title, url or note)."""
+ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _iso_date(value: Any) -> dt.date:
+    # YAML reads an unquoted 2026-11-29 as a date and a quoted one as a string; both are fine.
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise ValueError(f"must be a date YYYY-MM-DD, not {value!r}")
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
+
+
+# ------------------------------------------------------------------ the policy file (YAML)
+
+
+def absent(description: str | None = None) -> Any:
+    """An optional key that defaults to None yet may not be written as null (typed Any so
+    the field keeps its non-optional type)."""
+    return Field(None, description=description)
+
+
+class _Strict(BaseModel):
+    # Optional keys default to None without allowing an explicit null: `note: ~` is an error.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceEntry(_Strict):
+    """One page a policy cites, as written under ``sources:``."""
+
+    url: Text
+    title: Text = absent("defaults to the source's key")
+    checked: IsoDate = Field(description="the date the page was read")
+    note: Text = absent()
+
+
+class RequirementEntry(_Strict):
+    """One requirement as written under ``requirements:``. Which of severity/level is
+    required, the threshold's type and the source key are checked against the check registry
+    and the policy's sources when the file is loaded."""
+
+    check: CheckId
+    severity: Severity = absent("platform and hygiene policies")
+    level: Level = absent("owner-risk policies only")
+    threshold: Any = absent("type given by the check (hostcheck explain ID)")
+    source: str = absent("a key of 'sources' (required)")
+    note: Text = absent()
+
+
+class PolicyDocument(_Strict):
+    """A policy file, ``hostcheck/policies/*.yaml``."""
+
+    model_config = ConfigDict(title="hostcheck policy, format 1")
+
+    format: Literal[1]
+    id: Text
+    title: Text
+    platform: Text
+    kind: PolicyKind
+    summary: Text
+    follows: Text = absent("which page wins where the platform's pages disagree")
+    sources: dict[str, SourceEntry] = Field(min_length=1)
+    requirements: list[RequirementEntry] = Field(min_length=1)
+
+
+# ------------------------------------------------------------------ the resolved policy
+
+
+class Source(_Strict):
+    key: str
+    url: str
+    title: str
+    checked: str
+    note: str = ""
+
+
+class Requirement(_Strict):
+    check: str
+    severity: Severity
+    threshold: Any
+    source: Source
+    note: str = ""
+    level: Level | None = None  # owner-risk policies only
+
+
+class Policy(_Strict):
+    id: str
+    title: str
+    platform: str
+    kind: PolicyKind
+    summary: str
+    follows: str
+    requirements: tuple[Requirement, ...]
+    path: str
+
+
+# ------------------------------------------------------------------ the report (JSON)
+
+
+class _Out(BaseModel):
+    # Plain strings in the dump, so the report is the same JSON it always was.
+    model_config = ConfigDict(extra="forbid", use_enum_values=True)
+
+
+class SourceRef(_Out):
+    title: str
+    url: str
+    checked: Annotated[str, StringConstraints(pattern=ISO_DATE)]
+
+
+class Finding(_Out):
+    id: CheckId
+    title: str
+    family: str
+    severity: Severity
+    status: Status
+    measured: Any
+    threshold: Any
+    op: Operator
+    unit: str
+    detail: str
+    why: Annotated[str, StringConstraints(min_length=1)]
+    fix: Annotated[str, StringConstraints(min_length=1)]
+    fix_role: str
+    source: SourceRef
+    note: str
+
+
+class PolicyResult(_Out):
+    id: str
+    title: str
+    platform: str
+    kind: Annotated[PolicyKind, Field(json_schema_extra={"enum": [PolicyKind.PLATFORM, PolicyKind.HYGIENE]})]
+    summary: str
+    follows: str
+    verdict: Verdict
+    score: int = Field(ge=0, le=100)
+    blockers: list[CheckId]
+    risks: list[CheckId]
+    unknowns: list[CheckId]
+    applicable: bool
+    precondition: str
+    findings: list[Finding]
+
+
+class OwnerRiskFinding(_Out):
+    id: CheckId
+    title: str
+    note: str
+    level: Level
+    status: Status
+    measured: Any
+    detail: str
+    fix: str
+    fix_role: str
+    source: SourceRef
+
+
+class OwnerRisk(_Out):
+    rating: Rating
+    statement: str
+    findings: list[OwnerRiskFinding]
+
+
+class Tool(_Out):
+    name: Literal["hostcheck"]
+    version: str
+
+
+class Host(_Out):
+    hostname: str | None
+
+
+FACTS_PLACEHOLDER = {"type": "object", "x-hostcheck": "facts"}
+FactsJson = Annotated[dict[str, Any], WithJsonSchema(FACTS_PLACEHOLDER)]
+"""The facts tree, passed through as collected (its shape: docs/facts.md, and the parts a
+reader relies on in :class:`Facts`, which the schema generator puts in this placeholder's place)."""
+
+
+class Report(_Out):
+    model_config = ConfigDict(title="hostcheck audit report, version 1")
+
+    report_version: Literal[1]
+    redacted: bool = absent("present (true) when written with --redact")
+    tool: Tool
+    generated_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+    host: Host
+    headline: Annotated[str, StringConstraints(min_length=1)]
+    policies: list[PolicyResult]
+    owner_risk: OwnerRisk
+    facts: FactsJson
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+# ------------------------------------------------------------------ facts, for the schema only
+# The facts tree is documented in docs/facts.md; the schema pins the parts a consumer of a
+# report keys on. Any level may be {"$unknown": reason}.
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class UnknownFact(BaseModel):
+    model_config = ConfigDict(extra="forbid", title="Unknown")
+
+    unknown: str = Field(alias="$unknown")
+
+
+NatBehaviour = Literal[
+    "endpoint-independent", "address-dependent", "address-and-port-dependent", "endpoint-dependent", "no-nat", "unknown"
+]
+Tristate = Literal["yes", "likely", "no", "unknown"]
+
+
+class NatFacts(_Open):
+    mapping: UnknownFact | NatBehaviour
+    filtering: UnknownFact | NatBehaviour
+    mapped_address: Any
+
+
+class CgnatSignal(_Open):
+    name: Any
+    result: Any
+    evidence: Any
+
+
+class CgnatFacts(_Open):
+    verdict: Tristate
+    signals: list[CgnatSignal]
+
+
+class InboundPort(_Open):
+    port: Any
+    proto: Any
+    result: Literal["reachable", "unreachable", "unverified"]
+
+
+class InboundFacts(_Open):
+    probed: Any
+    ports: list[InboundPort]
+
+
+class NetworkFacts(_Open):
+    nat: UnknownFact | NatFacts = absent()
+    cgnat: UnknownFact | CgnatFacts = absent()
+    inbound: UnknownFact | InboundFacts = absent()
+
+
+class FactsMeta(_Open):
+    facts_format: Literal[1]
+
+
+class Facts(_Open):
+    meta: FactsMeta
+    network: UnknownFact | NetworkFacts = absent()
