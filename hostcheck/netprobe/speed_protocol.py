@@ -6,8 +6,11 @@ Endpoints on the probe server, under the same token and limits as ``/probe``::
     POST /speed/upload?seconds=S&bytes=N    (chunked body) -> 200 {"received": n,
                                               "samples": [[server_time_s, bytes_so_far], ...]}
 
-Upload is measured where the bytes arrive (the server's samples): counting at the sender
-would also count what merely sits in its socket buffer. Download is measured by the client.
+The client measures both directions from its kernel's TCP counters (``TCP_INFO``): bytes
+received for download, bytes the server acknowledged for upload. Counting what the
+application wrote would include what merely sits in the socket buffer, and counting what it
+read would lag behind by whatever the buffer holds. The server's upload samples are a record
+of what it received, checked for consistency; the rate does not depend on them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ DEFAULT_STREAM_BYTES = 1024**3
 """The server's default cap per stream; the client never asks for more."""
 SAMPLE_EVERY_S = 0.05
 
-Samples = Sequence[tuple[float, int]]
+Snapshot = tuple[float, Sequence[int]]
+"""``(time, bytes so far per stream)``, every stream read at one instant."""
 
 
 class SpeedParamError(ValueError):
@@ -46,33 +50,27 @@ def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -
     return seconds, nbytes
 
 
-def _at(samples: Samples, t: float) -> int:
-    """Bytes so far at time ``t`` (the last sample at or before it)."""
-    got = 0
-    for when, total in samples:
-        if when > t:
-            break
-        got = total
-    return got
-
-
-def window_rate(streams: Sequence[Samples], warmup_s: float) -> tuple[float, float, int] | None:
+def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, float, int] | None:
     """Aggregate rate of parallel streams: ``(mbps, window_s, bytes_in_window)`` or None.
 
-    The window starts ``warmup_s`` after the first byte of any stream (slow start and the
-    shaper's burst bucket are discarded) and ends at the last sample of any stream; each
-    stream's cumulative count is read as a step function on a common clock.
+    ``snapshots`` are every stream's byte counter read at the same instants, while all of
+    them were running. The window starts ``warmup_s`` after the first snapshot in which every
+    stream had begun (slow start and a shaper's burst bucket are discarded) and ends at the
+    last snapshot; both ends are read at one instant for all streams, so no stream's
+    start-up or wind-down, and no reader that fell behind, leaks into the window.
     """
-    starts = [s[0][0] for s in streams if s]
-    ends = [s[-1][0] for s in streams if s]
-    if not starts:
+    started = next((t for t, counts in snapshots if counts and all(c > 0 for c in counts)), None)
+    if started is None:
         return None
-    begin = min(starts) + warmup_s
-    end = max(ends)
-    if end - begin <= 0:
+    begin = next(((t, counts) for t, counts in snapshots if t >= started + warmup_s), None)
+    if begin is None:
         return None
-    moved = sum(_at(s, end) - _at(s, begin) for s in streams if s)
-    return moved * 8 / (end - begin) / 1e6, end - begin, moved
+    end = snapshots[-1]
+    window = end[0] - begin[0]
+    if window <= 0:
+        return None
+    moved = sum(end[1]) - sum(begin[1])
+    return moved * 8 / window / 1e6, window, moved
 
 
 def latency(samples_s: Sequence[float]) -> tuple[float, float] | None:
