@@ -56,21 +56,23 @@ def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, 
     ``snapshots`` are every stream's byte counter read at the same instants, while all of
     them were running. The window starts ``warmup_s`` after the first snapshot in which every
     stream had begun (slow start and a shaper's burst bucket are discarded) and ends at the
-    last snapshot; both ends are read at one instant for all streams, so no stream's
-    start-up or wind-down, and no reader that fell behind, leaks into the window.
+    last snapshot. The rate is the least-squares slope of the streams' total over every
+    snapshot in the window: a counter runs a little behind the wire by however long the
+    kernel takes to process what arrived, and that delay varies (it grows on a busy
+    machine), which two end points alone would carry straight into the figure.
     """
     started = next((t for t, counts in snapshots if counts and all(c > 0 for c in counts)), None)
     if started is None:
         return None
-    begin = next(((t, counts) for t, counts in snapshots if t >= started + warmup_s), None)
-    if begin is None:
+    window = [(t, sum(counts)) for t, counts in snapshots if t >= started + warmup_s]
+    if len(window) < 2 or window[-1][0] - window[0][0] <= 0:
         return None
-    end = snapshots[-1]
-    window = end[0] - begin[0]
-    if window <= 0:
-        return None
-    moved = sum(end[1]) - sum(begin[1])
-    return moved * 8 / window / 1e6, window, moved
+    t0, b0 = window[0]
+    mean_t = statistics.fmean(t - t0 for t, _ in window)
+    mean_b = statistics.fmean(b - b0 for _, b in window)
+    sxx = sum((t - t0 - mean_t) ** 2 for t, _ in window)
+    sxy = sum((t - t0 - mean_t) * (b - b0 - mean_b) for t, b in window)
+    return sxy / sxx * 8 / 1e6, window[-1][0] - t0, window[-1][1] - b0
 
 
 def latency(samples_s: Sequence[float]) -> tuple[float, float] | None:

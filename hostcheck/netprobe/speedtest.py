@@ -171,9 +171,9 @@ def _download(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> N
 
 
 def _finish(st: Stream, conn: http.client.HTTPConnection | None) -> None:
-    # Under the GIL: the sampler never reads a socket that is being closed.
+    # The sampler stops at the first finished stream; one that reads this socket while it is
+    # being closed gets an OSError (a closed socket's descriptor is -1), never another socket.
     st.done = True
-    st.sock = None
     if conn is not None:
         conn.close()
 
