@@ -72,7 +72,7 @@ def main() -> None:
         print(f"error: against the shaped rate, and [in brackets] against the most TCP payload it can carry "
               f"({share * 100:.2f} % of it)\n")
         print(f"{'link':18} {'dir':4} {'shaped':>6} {'max':>6} | {'hostcheck':>9} {'err':>7} {'[max]':>8} | "
-              f"{'iperf3':>7} {'err':>7} {'[max]':>8} | {'hc s':>5} {'hc MB':>6} | {'ip3 s':>5} {'ip3 MB':>6}")
+              f"{'iperf3':>7} {'err':>7} {'[max]':>8} | {'hc s':>10} {'hc MB':>6} | {'ip3 s':>5} {'ip3 MB':>6}")
         wins = {"shaped": 0, "max": 0}
         rows = 0
         for link in LINKS:
@@ -96,13 +96,13 @@ def main() -> None:
                 mine_text = f"{mine:9.2f}" if mine is not None else f"{'unknown':>9}"
                 print(f"{link.name:18} {name:4} {shaped_rate:6g} {most:6.2f} | {mine_text} {err(mine, shaped_rate)} "
                       f"[{err(mine, most)}] | {ref:7.2f} {err(ref, shaped_rate)} [{err(ref, most)}] | "
-                      f"{hc_wall:5.1f} {hc_bytes / 1e6:6.1f} | {ip_wall:5.1f} {ip_bytes / 1e6:6.1f}")
+                      f"{hc_wall:5.1f} ({hc['duration_s']:4.1f}) {hc_bytes / 1e6:6.1f} | {ip_wall:5.1f} {ip_bytes / 1e6:6.1f}")
             if not hc["measured"]:
                 print(f"{'':18} hostcheck: {hc['reason']}")
         print(f"\nhostcheck's error no larger than iperf3's: {wins['shaped']}/{rows} against the shaped rate, "
               f"{wins['max']}/{rows} against the most payload the link carries.")
-        print("hc s / ip3 s: wall time of both directions together, process start-up included; "
-              "MB: bytes moved, warm-up included.")
+        print("hc s / ip3 s: wall time of both directions together, process start-up included (in brackets: "
+              "hostcheck's own measuring time, latency included); MB: bytes moved, warm-up included.")
 
 
 if __name__ == "__main__":

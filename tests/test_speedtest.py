@@ -35,14 +35,14 @@ def test_steady_rate_discards_the_warm_up() -> None:
     # 5 MB in a burst before settling at 1 MB/s each (a shaper's bucket).
     snaps = [(0.0, (10, 0)), (0.5, (2_000_000, 10)), (1.5, (5_000_000, 5_000_000)),
              (2.5, (6_000_000, 6_000_000)), (3.5, (7_000_000, 7_000_000))]
-    # Every stream has begun at 0.5 s; a 1 s warm-up puts the window at 1.5-3.5 s.
+    # The first stream begins at 0 s; a 1 s warm-up puts the window at 1.5-3.5 s.
     assert steady_rate(snaps, warmup_s=1.0) == (16.0, 2.0, 4_000_000)
 
 
 def test_steady_rate_needs_data() -> None:
     assert steady_rate([], 1.0) is None
     assert steady_rate([(0.0, (10,))], 1.0) is None
-    assert steady_rate([(0.0, (0, 0)), (5.0, (0, 10))], 1.0) is None  # one stream never began
+    assert steady_rate([(0.0, (0, 0)), (5.0, (0, 10))], 1.0) is None  # one snapshot after the warm-up
 
 
 def test_tcp_info_counts_what_the_kernel_delivered() -> None:

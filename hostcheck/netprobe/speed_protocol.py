@@ -53,15 +53,16 @@ def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -
 def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, float, int] | None:
     """Aggregate rate of parallel streams: ``(mbps, window_s, bytes_in_window)`` or None.
 
-    ``snapshots`` are every stream's byte counter read at the same instants, while all of
-    them were running. The window starts ``warmup_s`` after the first snapshot in which every
-    stream had begun (slow start and a shaper's burst bucket are discarded) and ends at the
-    last snapshot. The rate is the least-squares slope of the streams' total over every
+    ``snapshots`` are every stream's byte counter read at the same instants, while none had
+    finished. The window starts ``warmup_s`` after the first snapshot in which any stream had
+    begun (slow start and a shaper's burst bucket are discarded: the streams share one link,
+    so one whose handshake was lost and resent joins a link the others already fill) and
+    ends at the last snapshot. The rate is the least-squares slope of the streams' total over every
     snapshot in the window: a counter runs a little behind the wire by however long the
     kernel takes to process what arrived, and that delay varies (it grows on a busy
     machine), which two end points alone would carry straight into the figure.
     """
-    started = next((t for t, counts in snapshots if counts and all(c > 0 for c in counts)), None)
+    started = next((t for t, counts in snapshots if any(c > 0 for c in counts)), None)
     if started is None:
         return None
     window = [(t, sum(counts)) for t, counts in snapshots if t >= started + warmup_s]
