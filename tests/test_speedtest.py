@@ -22,24 +22,47 @@ import pytest
 
 from hostcheck.checks.network import bandwidth_needs
 from hostcheck.netprobe.probe_limits import Limits
-from hostcheck.netprobe.speed_protocol import SpeedParamError, latency, parse_params, window_rate
-from hostcheck.netprobe.speedtest import Plan, run_speedtest
+from hostcheck.netprobe.speed_protocol import SpeedParamError, latency, parse_params, steady_rate
+from hostcheck.netprobe.speedtest import Plan, bytes_acked, bytes_received, run_speedtest
 from tests.helpers import SNAPSHOTS, audit_json, policy_result
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
 # -- arithmetic ---------------------------------------------------------------------------------
 
 
-def test_window_rate_discards_the_warm_up() -> None:
-    # Two streams, 1 MB/s each after a 1 s burst of 5 MB each (a shaper's bucket).
-    stream = [(0.0, 0), (1.0, 5_000_000), (2.0, 6_000_000), (3.0, 7_000_000)]
-    mbps, window, moved = window_rate([stream, stream], warmup_s=1.0)  # type: ignore[misc]
-    assert (round(mbps, 3), window, moved) == (16.0, 2.0, 4_000_000)
+def test_steady_rate_discards_the_warm_up() -> None:
+    # Two streams read at the same instants; the second begins at 0.5 s, and both move
+    # 5 MB in a burst before settling at 1 MB/s each (a shaper's bucket).
+    snaps = [(0.0, (10, 0)), (0.5, (2_000_000, 10)), (1.5, (5_000_000, 5_000_000)),
+             (2.5, (6_000_000, 6_000_000)), (3.5, (7_000_000, 7_000_000))]
+    # The first stream begins at 0 s; a 1 s warm-up puts the window at 1.5-3.5 s.
+    assert steady_rate(snaps, warmup_s=1.0) == (16.0, 2.0, 4_000_000)
 
 
-def test_window_rate_needs_data() -> None:
-    assert window_rate([], 1.0) is None
-    assert window_rate([[(0.0, 10)]], 1.0) is None
+def test_steady_rate_needs_data() -> None:
+    assert steady_rate([], 1.0) is None
+    assert steady_rate([(0.0, (10,))], 1.0) is None
+    assert steady_rate([(0.0, (0, 0)), (5.0, (0, 10))], 1.0) is None  # one snapshot after the warm-up
+
+
+def test_tcp_info_counts_what_the_kernel_delivered() -> None:
+    """The counters the rate is built on, read from real sockets: bytes acknowledged by the
+    peer on one side equal bytes received on the other, whatever the applications read."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(lsock.getsockname())
+    server, _ = lsock.accept()
+    try:
+        client.sendall(b"x" * 100_000)
+        deadline = time.monotonic() + 5
+        while bytes_received(server) != 100_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # the last ACK's way back
+        # Linux counts the SYN as one acknowledged byte; no data is counted twice or left out.
+        assert (bytes_received(server), bytes_acked(client)) == (100_000, 100_001)
+    finally:
+        client.close()
+        server.close()
+        lsock.close()
 
 
 def test_latency_and_jitter() -> None:

@@ -6,8 +6,11 @@ Endpoints on the probe server, under the same token and limits as ``/probe``::
     POST /speed/upload?seconds=S&bytes=N    (chunked body) -> 200 {"received": n,
                                               "samples": [[server_time_s, bytes_so_far], ...]}
 
-Upload is measured where the bytes arrive (the server's samples): counting at the sender
-would also count what merely sits in its socket buffer. Download is measured by the client.
+The client measures both directions from its kernel's TCP counters (``TCP_INFO``): bytes
+received for download, bytes the server acknowledged for upload. Counting what the
+application wrote would include what merely sits in the socket buffer, and counting what it
+read would lag behind by whatever the buffer holds. The server's upload samples are a record
+of what it received, checked for consistency; the rate does not depend on them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ DEFAULT_STREAM_BYTES = 1024**3
 """The server's default cap per stream; the client never asks for more."""
 SAMPLE_EVERY_S = 0.05
 
-Samples = Sequence[tuple[float, int]]
+Snapshot = tuple[float, Sequence[int]]
+"""``(time, bytes so far per stream)``, every stream read at one instant."""
 
 
 class SpeedParamError(ValueError):
@@ -46,33 +50,30 @@ def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -
     return seconds, nbytes
 
 
-def _at(samples: Samples, t: float) -> int:
-    """Bytes so far at time ``t`` (the last sample at or before it)."""
-    got = 0
-    for when, total in samples:
-        if when > t:
-            break
-        got = total
-    return got
-
-
-def window_rate(streams: Sequence[Samples], warmup_s: float) -> tuple[float, float, int] | None:
+def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, float, int] | None:
     """Aggregate rate of parallel streams: ``(mbps, window_s, bytes_in_window)`` or None.
 
-    The window starts ``warmup_s`` after the first byte of any stream (slow start and the
-    shaper's burst bucket are discarded) and ends at the last sample of any stream; each
-    stream's cumulative count is read as a step function on a common clock.
+    ``snapshots`` are every stream's byte counter read at the same instants, while none had
+    finished. The window starts ``warmup_s`` after the first snapshot in which any stream had
+    begun (slow start and a shaper's burst bucket are discarded: the streams share one link,
+    so one whose handshake was lost and resent joins a link the others already fill) and
+    ends at the last snapshot. The rate is the least-squares slope of the streams' total over every
+    snapshot in the window: a counter runs a little behind the wire by however long the
+    kernel takes to process what arrived, and that delay varies (it grows on a busy
+    machine), which two end points alone would carry straight into the figure.
     """
-    starts = [s[0][0] for s in streams if s]
-    ends = [s[-1][0] for s in streams if s]
-    if not starts:
+    started = next((t for t, counts in snapshots if any(c > 0 for c in counts)), None)
+    if started is None:
         return None
-    begin = min(starts) + warmup_s
-    end = max(ends)
-    if end - begin <= 0:
+    window = [(t, sum(counts)) for t, counts in snapshots if t >= started + warmup_s]
+    if len(window) < 2 or window[-1][0] - window[0][0] <= 0:
         return None
-    moved = sum(_at(s, end) - _at(s, begin) for s in streams if s)
-    return moved * 8 / (end - begin) / 1e6, end - begin, moved
+    t0, b0 = window[0]
+    mean_t = statistics.fmean(t - t0 for t, _ in window)
+    mean_b = statistics.fmean(b - b0 for _, b in window)
+    sxx = sum((t - t0 - mean_t) ** 2 for t, _ in window)
+    sxy = sum((t - t0 - mean_t) * (b - b0 - mean_b) for t, b in window)
+    return sxy / sxx * 8 / 1e6, window[-1][0] - t0, window[-1][1] - b0
 
 
 def latency(samples_s: Sequence[float]) -> tuple[float, float] | None:

@@ -2,24 +2,37 @@
 
 Opt-in (it sends bulk traffic). Several parallel TCP streams per direction, a discarded
 warm-up, and hard caps on time (the whole test) and bytes (both directions together), both
-stated in the result. Every failure becomes ``measured: False`` with the reason: a silent,
+stated in the result. The rate is read from the kernel's TCP counters of every stream at the
+same instants (bytes received for download, bytes the server acknowledged for upload), so
+what sits in a socket buffer, or a reader thread that fell behind, does not count. Every failure becomes ``measured: False`` with the reason: a silent,
 slow or misbehaving server never yields a made-up number. Standard library only.
 """
 
 from __future__ import annotations
 
+import errno
 import http.client
 import json
 import select
+import selectors
 import socket
+import struct
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from hostcheck.netprobe.http_client import Endpoint, ServerError, check_status, connect, parse_endpoint
-from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, DOWNLOAD_PATH, UPLOAD_PATH, latency, window_rate
+from hostcheck.netprobe.speed_protocol import (
+    DEFAULT_STREAM_BYTES,
+    DOWNLOAD_PATH,
+    UPLOAD_PATH,
+    Snapshot,
+    latency,
+    steady_rate,
+)
 
 DEFAULT_SECONDS = 10.0
 DEFAULT_MAX_BYTES = 1_000_000_000
@@ -27,6 +40,7 @@ DEFAULT_STREAMS = 4
 MAX_STREAMS = 8
 """The probe server admits 8 connections per address at once."""
 LATENCY_PINGS = 10
+PING_EVERY_S = 0.02
 READ_BLOCK = 256 * 1024
 UPLOAD_CHUNK = 64 * 1024
 MIN_WINDOW_S = 1.0
@@ -35,6 +49,15 @@ MIN_WINDOW_BYTES = 256 * 1024
 """Less than this in the window is a stalled or trickling server, not a measurement."""
 MIN_PHASE_S = 2.0
 SAMPLE_EVERY_S = 0.02
+MAX_SAMPLE_SPREAD_S = 0.002
+"""A snapshot whose counter reads took longer than this (the sampler was preempted) is
+dropped: its streams were not read at one instant."""
+# struct tcp_info (linux/tcp.h): u64 tcpi_bytes_acked at 120, tcpi_bytes_received at 128
+# (Linux 4.1+). Both count TCP payload, so what the kernel delivered, not what an
+# application happened to have written or read by then.
+TCP_INFO_LEN = 136
+BYTES_ACKED_AT = 120
+BYTES_RECEIVED_AT = 128
 WIND_DOWN_S = 0.25
 """Kept from each direction's share of the time cap, for its streams to finish."""
 UPLOAD_ANSWER_EARLY_S = 0.3
@@ -44,11 +67,32 @@ busy server's late answer still arrives inside the time cap."""
 
 @dataclass
 class Stream:
-    """One TCP stream's progress: (time, bytes so far) samples, and why it stopped if it failed."""
+    """One TCP stream: its socket while it moves data (read by the sampler), the bytes the
+    application moved, and why it stopped if it failed."""
 
-    samples: list[tuple[float, int]] = field(default_factory=list)
+    sock: socket.socket | None = None
     moved: int = 0
+    done: bool = False
     error: str | None = None
+
+
+def bytes_received(sock: socket.socket) -> int | None:
+    return _tcp_info_u64(sock, BYTES_RECEIVED_AT)
+
+
+def bytes_acked(sock: socket.socket) -> int | None:
+    return _tcp_info_u64(sock, BYTES_ACKED_AT)
+
+
+def _tcp_info_u64(sock: socket.socket, offset: int) -> int | None:
+    """A counter from the kernel's TCP_INFO, or None where the platform has none."""
+    option = getattr(socket, "TCP_INFO", None)
+    if option is None:
+        return None
+    info = sock.getsockopt(socket.IPPROTO_TCP, option, TCP_INFO_LEN)
+    if len(info) < offset + 8:
+        return None
+    return int(struct.unpack_from("=Q", info, offset)[0])
 
 
 @dataclass(frozen=True)
@@ -89,19 +133,43 @@ def _timeout(end: float) -> float:
 
 
 def _ping(ep: Endpoint, end: float) -> list[float]:
-    """TCP handshake times to the server: no request, nothing charged to the token's budget."""
+    """TCP handshake times to the server: no request, nothing charged to the token's budget.
+
+    The handshakes overlap (one starts every PING_EVERY_S): a lost SYN, which TCP resends only
+    after a second, costs that one sample instead of every sample queued behind it."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(ep.host, ep.port, type=socket.SOCK_STREAM)[0]
+    except (OSError, IndexError):
+        return []
     out: list[float] = []
-    for _ in range(LATENCY_PINGS):
-        left = end - time.monotonic()
-        if left <= 0.05:
-            break
-        try:
-            start = time.perf_counter()
-            with socket.create_connection((ep.host, ep.port), timeout=min(1.0, left)):
-                out.append(time.perf_counter() - start)
-        except OSError:
-            pass
-        time.sleep(min(0.02, max(0.0, end - time.monotonic())))
+    pending: dict[socket.socket, float] = {}
+    sel = selectors.DefaultSelector()
+    begun, next_at = 0, time.monotonic()
+    try:
+        while (now := time.monotonic()) < end and (begun < LATENCY_PINGS or pending):
+            if begun < LATENCY_PINGS and now >= next_at:
+                begun, next_at = begun + 1, now + PING_EVERY_S
+                sock = socket.socket(family, kind, proto)
+                sock.setblocking(False)
+                start = time.perf_counter()
+                if sock.connect_ex(addr) in (0, errno.EINPROGRESS):
+                    pending[sock] = start
+                    sel.register(sock, selectors.EVENT_WRITE)
+                else:
+                    sock.close()  # refused outright
+            wait_until = min(end, next_at) if begun < LATENCY_PINGS else end
+            for key, _ in sel.select(max(0.0, wait_until - time.monotonic())):
+                done = time.perf_counter()
+                sock = key.fileobj  # type: ignore[assignment]
+                sel.unregister(sock)
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    out.append(done - pending[sock])
+                del pending[sock]
+                sock.close()
+    finally:
+        for sock in pending:
+            sock.close()
+        sel.close()
     return out
 
 
@@ -111,28 +179,38 @@ def _download(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> N
     try:
         conn = connect(ep, _timeout(end))
         conn.request("GET", f"{ep.base_path}{DOWNLOAD_PATH}?{query}", headers={"Authorization": f"Bearer {token}"})
+        st.sock = conn.sock
         resp = conn.getresponse()
         check_status(resp)
-        last = 0.0
-        while (now := time.monotonic()) < end and st.moved < plan.stream_bytes:
+        while time.monotonic() < end and st.moved < plan.stream_bytes:
             if conn.sock is not None:
                 conn.sock.settimeout(_timeout(end))
-            chunk = resp.read1(READ_BLOCK)
+            try:
+                chunk = resp.read1(READ_BLOCK)
+            except TimeoutError:
+                # The read waits at most until the phase ends (or 5 s): a stream that the
+                # others starved out (a lost window on a slow shaped link backs off for
+                # seconds) has stopped at the deadline, it has not failed.
+                if time.monotonic() < end:
+                    raise
+                break
             if not chunk:
                 break
             st.moved += len(chunk)
-            now = time.monotonic()
-            if now - last >= SAMPLE_EVERY_S:
-                st.samples.append((now, st.moved))
-                last = now
-        st.samples.append((time.monotonic(), st.moved))
     except ServerError as exc:
         st.error = str(exc)
     except (OSError, http.client.HTTPException) as exc:
         st.error = f"download stream failed: {_why(exc)}"
     finally:
-        if conn is not None:
-            conn.close()
+        _finish(st, conn)
+
+
+def _finish(st: Stream, conn: http.client.HTTPConnection | None) -> None:
+    # The sampler stops at the first finished stream; one that reads this socket while it is
+    # being closed gets an OSError (a closed socket's descriptor is -1), never another socket.
+    st.done = True
+    if conn is not None:
+        conn.close()
 
 
 def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> None:
@@ -152,6 +230,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
         conn.endheaders()
         sock = conn.sock
         assert sock is not None
+        st.sock = sock
         sent_error: str | None = None
         try:
             while time.monotonic() < end and st.moved + len(block) <= plan.stream_bytes:
@@ -162,6 +241,7 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
                 st.moved += len(block)
         except OSError as exc:
             sent_error = _why(exc)  # the server may have answered (and closed) already
+        st.done = True  # from here on the stream no longer loads the link: sampling stops
         sock.settimeout(max(0.2, end + WIND_DOWN_S - time.monotonic()))
         resp = http.client.HTTPResponse(sock, method="POST")
         try:
@@ -176,20 +256,19 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
             for s in samples
         ):
             raise ServerError("the server's upload answer has the wrong shape")
-        st.samples = [(float(t), int(n)) for t, n in samples]
-        if any(b[1] < a[1] or b[0] < a[0] for a, b in zip(st.samples, st.samples[1:], strict=False)) or (
-            st.samples and st.samples[-1][1] > st.moved
+        # The rate comes from our kernel's acknowledged bytes; the server's own record must
+        # still make sense, or something between us (or the server) is not what it claims.
+        got = [(float(t), int(n)) for t, n in samples]
+        if any(b[1] < a[1] or b[0] < a[0] for a, b in zip(got, got[1:], strict=False)) or (
+            got and got[-1][1] > st.moved
         ):
             raise ServerError("the server's upload answer is inconsistent (counts more than was sent)")
     except ServerError as exc:
         st.error = str(exc)
-        st.samples = []
     except (OSError, http.client.HTTPException, ValueError) as exc:
         st.error = f"upload stream failed: {_why(exc)}"
-        st.samples = []
     finally:
-        if conn is not None:
-            conn.close()
+        _finish(st, conn)
 
 
 def _why(exc: BaseException) -> str:
@@ -198,7 +277,41 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def _run_streams(target: Any, ep: Endpoint, token: str, plan: Plan, end: float) -> list[Stream]:
+Counter = Callable[[socket.socket], "int | None"]
+
+
+def _sample(streams: list[Stream], counter: Counter, end: float) -> tuple[list[Snapshot], str | None]:
+    """Every stream's kernel byte counter at the same instants, every SAMPLE_EVERY_S, until
+    ``end`` or until the first stream stops moving data (after that the streams no longer
+    share the link as they did)."""
+    snapshots: list[Snapshot] = []
+    due = time.monotonic()
+    while True:
+        due = max(due + SAMPLE_EVERY_S, time.monotonic())  # a late sampler does not catch up in a burst
+        time.sleep(max(0.0, min(due, end) - time.monotonic()))
+        if time.monotonic() >= end:
+            return snapshots, None
+        before = time.monotonic()
+        counts: list[int] = []
+        for st in streams:
+            if st.done:
+                return snapshots, None
+            sock = st.sock
+            try:
+                got = 0 if sock is None else counter(sock)
+            except OSError:
+                return snapshots, None  # closed under us: it has stopped
+            if got is None:
+                return snapshots, "this system's TCP_INFO has no byte counters (Linux 4.1 or later has them)"
+            counts.append(got)
+        after = time.monotonic()
+        if after - before <= MAX_SAMPLE_SPREAD_S:
+            snapshots.append(((before + after) / 2, tuple(counts)))
+
+
+def _run_streams(
+    target: Any, counter: Counter, ep: Endpoint, token: str, plan: Plan, end: float
+) -> tuple[list[Stream], list[Snapshot], str | None]:
     streams = [Stream() for _ in range(plan.streams)]
     threads = [
         threading.Thread(target=target, args=(ep, token, plan, end, st), daemon=True, name=f"speed-{i}")
@@ -206,30 +319,33 @@ def _run_streams(target: Any, ep: Endpoint, token: str, plan: Plan, end: float) 
     ]
     for t in threads:
         t.start()
+    snapshots, why = _sample(streams, counter, end)
     for t in threads:
         # The streams watch ``end`` themselves; this join bounds a stuck one all the same.
         t.join(max(0.0, end - time.monotonic()) + 1.0)
     for t, st in zip(threads, streams, strict=False):
         if t.is_alive() and st.error is None:
             st.error = "stream did not finish in time"
-    return streams
+    return streams, snapshots, why
 
 
-def _direction(streams: list[Stream], plan: Plan, name: str) -> tuple[dict[str, Any], str | None]:
+def _direction(
+    streams: list[Stream], snapshots: list[Snapshot], why: str | None, plan: Plan, name: str
+) -> tuple[dict[str, Any], str | None]:
     moved = sum(s.moved for s in streams)
     errors = [s.error for s in streams if s.error]
     if errors:
         return {"bytes": moved}, f"{name}: {errors[0]}"
+    if why:
+        return {"bytes": moved}, f"{name}: {why}"
     capped = all(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)  # within a chunk of it
     warmup, min_window = plan.warmup_s, MIN_WINDOW_S
     if capped:
         # The byte cap ended the streams early (a fast link): the warm-up and the window
         # shrink with what was moved, rather than throwing the measurement away.
-        starts = [s.samples[0][0] for s in streams if s.samples]
-        ends = [s.samples[-1][0] for s in streams if s.samples]
-        span = max(ends) - min(starts) if starts else 0.0
+        span = snapshots[-1][0] - snapshots[0][0] if snapshots else 0.0
         warmup, min_window = min(warmup, span * 0.25), MIN_CAPPED_WINDOW_S
-    rate = window_rate([s.samples for s in streams], warmup)
+    rate = steady_rate(snapshots, warmup)
     if rate is None or rate[1] < min_window:
         return {"bytes": moved}, f"{name}: too little data after the warm-up to measure (server too slow or silent)"
     mbps, window, in_window = rate
@@ -275,9 +391,9 @@ def run_speedtest(
     # A fixed schedule from the start: a phase that overruns shortens the next one instead
     # of pushing the whole test past its time cap.
     down_end = started + plan.latency_s + plan.phase_s
-    down, down_error = _direction(_run_streams(_download, ep, token, plan, down_end), plan, "download")
+    down, down_error = _direction(*_run_streams(_download, bytes_received, ep, token, plan, down_end), plan, "download")
     up_end = started + plan.seconds - WIND_DOWN_S
-    up, up_error = _direction(_run_streams(_upload, ep, token, plan, up_end), plan, "upload")
+    up, up_error = _direction(*_run_streams(_upload, bytes_acked, ep, token, plan, up_end), plan, "upload")
     result = {
         **base,
         "measured": down_error is None and up_error is None,
