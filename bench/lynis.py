@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -43,6 +44,26 @@ DEVSEC_PLAY = [{"name": "dev-sec os and ssh hardening", "hosts": "all", "become"
                 "roles": ["devsec.hardening.os_hardening", "devsec.hardening.ssh_hardening"]}]
 
 
+POINTS_RE = re.compile(r"Hardening: assigned (?:maximum number of hardening points for this item \((?P<full>\d+)\)"
+                       r"|partial number of hardening points \((?P<got>\d+) of (?P<max>\d+)\))")
+
+
+def test_points(log: str) -> dict[str, list[int]]:
+    """Hardening points per Lynis test, [earned, possible], from its log: the index is their
+    sum's ratio, so this says which tests make the difference between two hosts."""
+    points: dict[str, list[int]] = {}
+    test = "?"
+    for line in log.splitlines():
+        if "Performing test ID " in line:
+            test = line.split("Performing test ID ", 1)[1].split(" ", 1)[0]
+        elif m := POINTS_RE.search(line):
+            got, most = (int(m["full"]),) * 2 if m["full"] else (int(m["got"]), int(m["max"]))
+            earned = points.setdefault(test, [0, 0])
+            earned[0] += got
+            earned[1] += most
+    return points
+
+
 def lynis_index(host: Any) -> dict[str, Any]:
     result = host.sudo(f"{LYNIS} >/dev/null 2>&1; cat /var/log/lynis-bench.dat", timeout=900)
     fields: dict[str, list[str]] = {}
@@ -50,8 +71,14 @@ def lynis_index(host: Any) -> dict[str, Any]:
         key, _, value = line.partition("=")
         fields.setdefault(key, []).append(value)
     index = fields.get("hardening_index", ["?"])[0]
+    # Each item is "ID|text|details|solution|"; ID and details name it (SSH-7408 is one ID for
+    # every sshd setting).
+    warnings = sorted({"|".join(w.split("|")[:3:2]) for w in fields.get("warning[]", [])})
+    suggestions = sorted({"|".join(s.split("|")[:3:2]) for s in fields.get("suggestion[]", [])})
+    log = host.sudo("cat /var/log/lynis-bench.log", timeout=60).stdout
     return {"index": int(index) if index.isdigit() else index,
-            "warnings": len(fields.get("warning[]", [])), "suggestions": len(fields.get("suggestion[]", []))}
+            "warnings": len(fields.get("warning[]", [])), "suggestions": len(fields.get("suggestion[]", [])),
+            "warning_ids": warnings, "suggestion_ids": suggestions, "points": test_points(log)}
 
 
 def install_lynis(host: Any) -> None:
@@ -156,6 +183,19 @@ def main() -> int:
         ours = figures["hostcheck"].get(key, "-")
         theirs = figures["devsec"].get(key, "-")
         print(f"{key:<32}{ours!s:>12}{theirs!s:>12}")
+    theirs_after = figures["devsec"].get("after", {})
+    if "suggestion_ids" in theirs_after:
+        ours_after = figures["hostcheck"]["after"]
+        for kind in ("warning_ids", "suggestion_ids"):
+            left = sorted(set(ours_after[kind]) - set(theirs_after[kind]))
+            print(f"{kind} dev-sec clears and the profile leaves: {' '.join(left) or '-'}")
+            extra = sorted(set(theirs_after[kind]) - set(ours_after[kind]))
+            print(f"{kind} the profile clears and dev-sec leaves: {' '.join(extra) or '-'}")
+        ours_points, theirs_points = ours_after["points"], theirs_after["points"]
+        for test in sorted(set(ours_points) | set(theirs_points)):
+            a, b = ours_points.get(test, [0, 0]), theirs_points.get(test, [0, 0])
+            if a != b:
+                print(f"points {test:<12} hostcheck {a[0]}/{a[1]:<6} dev-sec {b[0]}/{b[1]}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

@@ -1,6 +1,6 @@
 """Local isolation on a real host: the provider account the profile creates cannot read the
-humans' files, core dumps are off, uncommon network protocols are kept
-out of the kernel, sshd logs at VERBOSE; rollback puts every home and file back.
+humans' files, logins (SSH, su) get umask 027, core dumps are off, uncommon network protocols
+are kept out of the kernel, sshd logs at VERBOSE; rollback puts every home and file back.
 
 The host starts the way the issue found it: a human account whose home is 0755 with a
 world-readable notes file, which any other account (``nobody`` here, before the provider
@@ -69,6 +69,14 @@ def local(lab, tmp_path_factory) -> Iterator[Local]:
         p["provider_reads_etc"] = read_as(host, "gpuprovider", "/etc/hostname")
         p["nobody_reads_converged"] = read_as(host, "nobody", "/home/alice/notes.txt")
         p["alice_reads_own"] = read_as(host, "alice", "/home/alice/notes.txt")
+        p["login_umask"] = host.sudo("su - alice -c umask").stdout.strip()
+        p["root_umask"] = host.sudo("su - root -c umask").stdout.strip()
+        # A new SSH connection: the one kept open from before the profile has the old umask.
+        host.close_ssh_masters()
+        p["ssh_umask"] = host.run("umask").stdout.strip()
+        p["ssh_new_file"] = host.run("f=$(mktemp -u /tmp/umask.XXXXXX) && touch $f && stat -c %a $f && rm $f").stdout.strip()
+        # Services never open a PAM session: the engine keeps systemd's 0022.
+        p["service_umask"] = host.sudo("systemd-run --wait --pipe -q sh -c umask").stdout.strip()
         p["core_hard"] = host.sudo("su - alice -c 'ulimit -Hc'").stdout.strip()
         p["root_core_hard"] = host.sudo("su - root -c 'ulimit -Hc'").stdout.strip()
         p["modprobe"] = host.sudo("modprobe --showconfig").stdout
@@ -79,6 +87,8 @@ def local(lab, tmp_path_factory) -> Iterator[Local]:
         life.snaps["rolled_back"] = play.snapshot(host)
         p["modes_rolled_back"] = modes(host)
         p["nobody_reads_after"] = read_as(host, "nobody", "/home/alice/notes.txt")
+        host.close_ssh_masters()
+        p["ssh_umask_after"] = host.run("umask").stdout.strip()
         yield life
     finally:
         lab.stop_hosts([host])
@@ -105,9 +115,15 @@ def test_human_homes_are_0750_and_rerun_changes_nothing(local: Local) -> None:
     assert rerun.rc == 0 and rerun.stats(local.host.name)["changed"] == 0, rerun.changed_tasks
 
 
-def test_logins_get_no_core_dumps(local: Local) -> None:
-    """A core dump of a crashed process writes its memory (keys, tokens) to disk."""
+def test_logins_get_umask_027_and_no_core_dumps(local: Local) -> None:
+    """pam_umask (enabled with a pam-auth-update profile) applies UMASK 027 from login.defs to
+    every login, human or root, SSH or su; ``nousergroups`` keeps Debian's user private groups
+    from turning it into 007. Services do not open PAM sessions and keep 0022. A core dump of
+    a crashed process would write its memory (keys, tokens) to disk."""
     p = local.probes
+    got = {k: p[k] for k in ("login_umask", "ssh_umask", "root_umask", "ssh_new_file", "service_umask")}
+    assert got == {"login_umask": "0027", "ssh_umask": "0027", "root_umask": "0027", "ssh_new_file": "640",
+                   "service_umask": "0022"}, got
     assert (p["core_hard"], p["root_core_hard"]) == ("0", "0")
 
 
@@ -125,5 +141,6 @@ def test_sshd_logs_verbose(local: Local) -> None:
 def test_rollback_reopens_the_homes_and_restores_etc(local: Local) -> None:
     assert local.probes["modes_rolled_back"] == local.probes["modes_before"]
     assert local.probes["nobody_reads_after"].stdout.strip() == SECRET
+    assert local.probes["ssh_umask_after"] == "0022"
     diff = play.file_diff(local.snaps["before"], local.snaps["rolled_back"], ignore=PACKAGE_MANAGER_STATE + IDLE_NOISE)
     assert diff == {}
