@@ -194,7 +194,7 @@ class RequirementEntry(_Strict):
 
 
 class PolicyDocument(_Strict):
-    """A policy file, ``hostcheck/policies/*.yaml``."""
+    """A policy file, ``policies/*.yaml`` (shipped in the wheel as ``hostcheck/policies``)."""
 
     model_config = ConfigDict(title="hostcheck policy, format 1")
 
