@@ -4,8 +4,12 @@ Opt-in (it sends bulk traffic). Several parallel TCP streams per direction, a di
 warm-up, and hard caps on time (the whole test) and bytes (both directions together), both
 stated in the result. The rate is read from the kernel's TCP counters of every stream at the
 same instants (bytes received for download, bytes the server acknowledged for upload), so
-what sits in a socket buffer, or a reader thread that fell behind, does not count. Every failure becomes ``measured: False`` with the reason: a silent,
-slow or misbehaving server never yields a made-up number. Standard library only.
+what sits in a socket buffer, or a reader thread that fell behind, does not count. Every
+failure becomes ``measured: False`` with the reason: a silent, slow or misbehaving server
+never yields a made-up number. Standard library only.
+
+Kept whole: the phases share one plan, one deadline and one byte budget, and splitting them
+would pass that state between modules.
 """
 
 from __future__ import annotations
