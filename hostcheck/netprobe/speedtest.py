@@ -48,7 +48,7 @@ PING_EVERY_S = 0.02
 READ_BLOCK = 256 * 1024
 UPLOAD_CHUNK = 64 * 1024
 MIN_WINDOW_S = 1.0
-MIN_CAPPED_WINDOW_S = 0.2
+MIN_CAPPED_WINDOW_S = 0.1
 MIN_WINDOW_BYTES = 256 * 1024
 """Less than this in the window is a stalled or trickling server, not a measurement."""
 MIN_PHASE_S = 2.0
@@ -342,7 +342,9 @@ def _direction(
         return {"bytes": moved}, f"{name}: {errors[0]}"
     if why:
         return {"bytes": moved}, f"{name}: {why}"
-    capped = all(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)  # within a chunk of it
+    # Sampling stops when the first stream ends, so one stream at its byte cap (within a chunk
+    # of it) is enough for the cap to have ended the measurement.
+    capped = any(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)
     warmup, min_window = plan.warmup_s, MIN_WINDOW_S
     if capped:
         # The byte cap ended the streams early (a fast link): the warm-up and the window

@@ -44,7 +44,10 @@ def _start_inner(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], str,
     env = dict(os.environ, HOSTCHECK_LAB_SID=sid, LAB_INNER_MODE=mode, LAB_INNER_READY=str(ready))
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.lab.fixtures", "-p", "no:cacheprovider",
             "--rootdir", str(tmp_path), "-c", os.devnull, str(test_file)]
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # ^C must reach the inner session as it reaches a terminal's: a run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, and Python then keeps it so.
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return proc, sid, ready
 
 
