@@ -72,12 +72,14 @@ busy server's late answer still arrives inside the time cap."""
 @dataclass
 class Stream:
     """One TCP stream: its socket while it moves data (read by the sampler), the bytes the
-    application moved, and why it stopped if it failed."""
+    application moved, why it stopped if it failed, and (upload) whether the server's own
+    count never arrived within the time cap."""
 
     sock: socket.socket | None = None
     moved: int = 0
     done: bool = False
     error: str | None = None
+    unanswered: bool = False
 
 
 def bytes_received(sock: socket.socket) -> int | None:
@@ -250,6 +252,15 @@ def _upload(ep: Endpoint, token: str, plan: Plan, end: float, st: Stream) -> Non
         resp = http.client.HTTPResponse(sock, method="POST")
         try:
             resp.begin()
+        except TimeoutError:
+            if time.monotonic() < end:
+                raise ServerError(f"upload stream failed: {sent_error or 'timed out'}") from None
+            # The server ends a stream on its own clock, which starts when our request
+            # reaches it: on a lossy link a lost handshake or request is resent a second
+            # later, and so is the answer. The rate is our kernel's acknowledged bytes; the
+            # other streams' answers still check the server (see _direction).
+            st.unanswered = True
+            return
         except (OSError, http.client.HTTPException) as exc:
             raise ServerError(f"upload stream failed: {sent_error or _why(exc)}") from None
         check_status(resp)
@@ -342,6 +353,8 @@ def _direction(
         return {"bytes": moved}, f"{name}: {errors[0]}"
     if why:
         return {"bytes": moved}, f"{name}: {why}"
+    if streams and all(s.unanswered for s in streams):
+        return {"bytes": moved}, f"{name}: the server answered no stream within the time cap, so nothing confirms its count"
     # Sampling stops when the first stream ends, so one stream at its byte cap (within a chunk
     # of it) is enough for the cap to have ended the measurement.
     capped = any(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)
