@@ -65,30 +65,6 @@ def test_argument_specs_match_defaults(role: str) -> None:
     assert "rollback" in spec
 
 
-def test_role_variables_are_prefixed_everywhere() -> None:
-    """Variables a role sets (set_fact, register, vars) carry its prefix too."""
-    bad = []
-    for role in ROLES:
-        for path in (ROLE_DIR / role).rglob("*.yml"):
-            text = path.read_text()
-            for name in re.findall(r"^\s+register: (\w+)", text, re.M):
-                if not name.startswith(role + "_"):
-                    bad.append(f"{path.relative_to(play.REPO)}: register {name}")
-            for block in re.findall(r"set_fact:\n((?:\s{4,}\w+:.*\n?)+)", text):
-                for name in re.findall(r"^\s{4}(\w+):", block, re.M):
-                    if not name.startswith(role + "_"):
-                        bad.append(f"{path.relative_to(play.REPO)}: set_fact {name}")
-    assert bad == []
-
-
-def test_docs_cover_every_variable_and_playbook() -> None:
-    docs = (play.REPO / "docs/roles.md").read_text()
-    missing = [name for role in ROLES for name in load(ROLE_DIR / role / "defaults/main.yml") if f"`{name}`" not in docs]
-    assert missing == []
-    for playbook in ("site.yml", "provider-enable.yml", "rollback.yml", "audit.yml"):
-        assert f"playbooks/{playbook}" in docs
-
-
 def test_audit_findings_name_existing_role_variables() -> None:
     """Every finding's fix_role ("role: variable") points at a real role and one of its variables."""
     wrong = []
