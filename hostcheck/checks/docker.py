@@ -23,6 +23,13 @@ def _docker_setting(facts: dict[str, Any], key: str, json_key: str, default: Any
     raise Missing(f"docker.{key}", value.reason if isinstance(value, Unknown) else "not reported")
 
 
+def _unreachable(facts: dict[str, Any]) -> Any:
+    """None when the daemon answered, else why not ("absent": Docker is not installed)."""
+    if lookup(facts, "docker.reachable") is True:
+        return None
+    return lookup(facts, "docker.unreachable_reason")
+
+
 def _docker_flag(key: str, json_key: str, default: bool, want: bool) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
         value, origin = _docker_setting(facts, key, json_key, default)
@@ -100,8 +107,7 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FL
     fix_role="docker_host: docker_host_nvidia_runtime",
 )
 def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    if lookup(facts, "docker.reachable") is not True:
-        reason = lookup(facts, "docker.unreachable_reason")
+    if (reason := _unreachable(facts)) is not None:
         if reason == "absent":
             return failed("Docker not installed")
         return unknown(f"Docker daemon not reachable ({reason})")
@@ -137,8 +143,7 @@ def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix_role="firewall: firewall_enabled",
 )
 def published_ports_filtered(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    if lookup(facts, "docker.reachable") is not True:
-        reason = lookup(facts, "docker.unreachable_reason")
+    if (reason := _unreachable(facts)) is not None:
         if reason == "absent":
             return passed(0, "Docker not installed: no published ports")
         return unknown(f"Docker daemon not reachable ({reason}): published ports unknown")
