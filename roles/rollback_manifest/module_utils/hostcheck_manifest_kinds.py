@@ -89,33 +89,24 @@ class Kind:
         raise NotImplementedError
 
 
-class GroupKind(Kind):
-    NAME = "group"
+class AccountKind(Kind):
+    """A group or a user the profile created (recorded only when it did not exist yet);
+    rollback deletes it."""
+
+    def __init__(self, name, existing, delete_command):
+        self.NAME = name
+        self.existing = existing
+        self.delete_command = delete_command
 
     def record(self, rec, values):
         for name in values:
-            if rec.manifest.find(self.NAME, name) is None and name not in group_names():
+            if rec.manifest.find(self.NAME, name) is None and name not in self.existing():
                 rec.add(rec.entry(self.NAME, name), touches_accounts=True)
 
     def undo(self, ctx, entry):
-        if entry["key"] in group_names():
-            ctx.undone.append({"group": entry["key"], "action": "delete"})
-            return ctx.run(["groupdel", entry["key"]], "group " + entry["key"])
-        return True
-
-
-class UserKind(Kind):
-    NAME = "user"
-
-    def record(self, rec, values):
-        for name in values:
-            if rec.manifest.find(self.NAME, name) is None and name not in user_names():
-                rec.add(rec.entry(self.NAME, name), touches_accounts=True)
-
-    def undo(self, ctx, entry):
-        if entry["key"] in user_names():
-            ctx.undone.append({"user": entry["key"], "action": "delete"})
-            return ctx.run(["userdel", entry["key"]], "user " + entry["key"])
+        if entry["key"] in self.existing():
+            ctx.undone.append({self.NAME: entry["key"], "action": "delete"})
+            return ctx.run([self.delete_command, entry["key"]], self.NAME + " " + entry["key"])
         return True
 
 
@@ -444,8 +435,8 @@ HOLD = HoldKind()
 # on (a group before its user, a user before the files it owns, a unit file before the unit's
 # state) is recorded first and undone last.
 RECORD_ORDER = [
-    ("groups", GroupKind()),
-    ("users", UserKind()),
+    ("groups", AccountKind("group", group_names, "groupdel")),
+    ("users", AccountKind("user", user_names, "userdel")),
     ("files", FileKind(tree=False)),
     ("trees", FileKind(tree=True)),
     ("group_members", MemberKind()),
