@@ -117,6 +117,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+hostcheck_files_now:
+  description:
+    - For record, a fact with the current state of each of I(files) and I(trees), as C(file
+      SHA1 MODE OWNER GROUP), C(dir - MODE OWNER GROUP), C(absent) or C(other). The actions
+      hostcheck_copy and hostcheck_directory compare it with what they would write and leave
+      the host alone when they are equal.
+  type: dict
+  returned: when action is record and files or trees are given
 recorded:
   description: Entries recorded by this call (or, in check mode, that would be).
   type: list
@@ -158,7 +166,7 @@ from ansible.module_utils.basic import AnsibleModule
 # Role-local module_utils of rollback_manifest (roles/rollback_manifest/module_utils/): each
 # kind of entry is a class there, with its record and its undo side by side.
 from ansible.module_utils.hostcheck_manifest_kinds import PACKAGES, hold, record, rollback
-from ansible.module_utils.hostcheck_manifest_state import Manifest
+from ansible.module_utils.hostcheck_manifest_state import Manifest, file_summary
 
 ACTIONS = ["record", "finalize_packages", "hold", "rollback", "status", "cleanup"]
 
@@ -230,6 +238,12 @@ def main():
     finally:
         manifest.unlock()
     result["changed"] = bool(result["recorded"] or result["undone"] or result["held"])
+    paths = module.params["files"] + module.params["trees"]
+    if action == "record" and paths:
+        # The paths as they are now, so hostcheck_copy and hostcheck_directory can skip what
+        # already matches. A record of packages or accounts alone keeps the previous fact.
+        result["ansible_facts"] = {"hostcheck_files_now": {
+            os.path.normpath(p): file_summary(os.path.normpath(p)) for p in paths}}
     if result["errors"]:
         module.fail_json(msg="rollback of %s could not undo everything; see errors (the entries stay "
                          "in the manifest, so a rerun retries them)" % role, **result)

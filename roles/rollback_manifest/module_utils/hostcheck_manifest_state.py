@@ -13,6 +13,7 @@ import base64
 import errno
 import fcntl
 import grp
+import hashlib
 import json
 import os
 import pwd
@@ -95,6 +96,25 @@ class Manifest:
             if entry["kind"] == kind and entry.get("key") == key and (role is None or entry["role"] == role):
                 return entry
         return None
+
+
+def file_summary(path):
+    """"file SHA1 MODE OWNER GROUP", "dir - MODE OWNER GROUP", "absent" or "other": what
+    hostcheck_copy compares with what it would write, to skip the host when they are equal."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "absent" if not os.path.lexists(path) else "other"
+    owner = "%s %s" % (_name(pwd.getpwuid, st.st_uid), _name(grp.getgrgid, st.st_gid))
+    mode = "%04o" % stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode):
+        return "dir - %s %s" % (mode, owner)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        return "other"
+    digest = hashlib.sha1()
+    with open(path, "rb") as handle:
+        digest.update(handle.read())
+    return "file %s %s %s" % (digest.hexdigest(), mode, owner)
 
 
 def file_state(path):
