@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,7 +71,9 @@ def main() -> None:
     walls: dict[str, list[tuple[float, float]]] = {}
     with nb.NatLab(isp="plain", with_upnp=False) as lab:
         url = lab.start_probe_server(nb.PROBE_TOKEN, rate_per_min=1000)
-        lab.popen("iperf3", "inet", ["iperf3", "-s", "-B", nb.INET_IP, "-p", str(IPERF_PORT)])
+        # Its output goes nowhere: a pipe nobody reads fills after a dozen tests and stalls it.
+        lab.popen("iperf3", "inet", ["iperf3", "-s", "-B", nb.INET_IP, "-p", str(IPERF_PORT)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         lab.wait_tcp_listen("inet", IPERF_PORT)
         share = payload_share(lab)
         print(f"error: against the shaped rate, and [in brackets] against the most TCP payload it can carry "
