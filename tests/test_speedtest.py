@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 
 from hostcheck.checks.network import bandwidth_needs
-from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.probe_limits import Limits
 from hostcheck.netprobe.speed_protocol import SpeedParamError, latency, parse_params, steady_rate
-from hostcheck.netprobe.speedtest import Plan, bytes_acked, bytes_received, run_speedtest
+from hostcheck.netprobe.speedtest import Plan, Stream, _direction, bytes_acked, bytes_received, run_speedtest
 from tests.helpers import SNAPSHOTS, audit_json, policy_result
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
@@ -391,8 +390,8 @@ def test_upload_needs_at_least_one_answer_from_the_server() -> None:
     counts; when no stream's answer arrived, nothing confirms the server's side: unknown."""
     plan = Plan(seconds=6, max_bytes=10**9, streams=2)
     snaps = [(t / 10, (t * 100_000, t * 100_000)) for t in range(40)]
-    answered, late = speedtest.Stream(moved=4_000_000), speedtest.Stream(moved=4_000_000, unanswered=True)
-    out, why = speedtest._direction([answered, late], snaps, None, plan, "upload")
+    answered, late = Stream(moved=4_000_000), Stream(moved=4_000_000, unanswered=True)
+    out, why = _direction([answered, late], snaps, None, plan, "upload")
     assert why is None and out["mbps"] > 0
-    out, why = speedtest._direction([late, speedtest.Stream(moved=4_000_000, unanswered=True)], snaps, None, plan, "upload")
+    out, why = _direction([late, Stream(moved=4_000_000, unanswered=True)], snaps, None, plan, "upload")
     assert why is not None and "answered no stream" in why and "mbps" not in out

@@ -238,8 +238,8 @@ def main():
     finally:
         manifest.unlock()
     result["changed"] = bool(result["recorded"] or result["undone"] or result["held"])
-    paths = module.params["files"] + module.params["trees"]
-    if action == "record" and paths:
+    paths = module.params["files"] + module.params["trees"] if action == "record" else []
+    if paths:
         # The paths as they are now, so hostcheck_copy and hostcheck_directory can skip what
         # already matches. A record of packages or accounts alone keeps the previous fact.
         result["ansible_facts"] = {"hostcheck_files_now": {

@@ -99,22 +99,21 @@ class Manifest:
 
 
 def file_summary(path):
-    """"file SHA1 MODE OWNER GROUP", "dir - MODE OWNER GROUP", "absent" or "other": what
-    hostcheck_copy compares with what it would write, to skip the host when they are equal."""
+    """"file SHA1 MODE OWNER GROUP", "dir - MODE OWNER GROUP", "absent" or "other" (a link, a
+    special file, one too big to record, unreadable): what hostcheck_copy and
+    hostcheck_directory compare with what they would write, to skip the host when equal."""
     try:
-        st = os.lstat(path)
-    except OSError:
-        return "absent" if not os.path.lexists(path) else "other"
-    owner = "%s %s" % (_name(pwd.getpwuid, st.st_uid), _name(grp.getgrgid, st.st_gid))
-    mode = "%04o" % stat.S_IMODE(st.st_mode)
-    if stat.S_ISDIR(st.st_mode):
-        return "dir - %s %s" % (mode, owner)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        state = file_state(path)
+    except (OSError, ValueError):
         return "other"
-    digest = hashlib.sha1()
-    with open(path, "rb") as handle:
-        digest.update(handle.read())
-    return "file %s %s %s" % (digest.hexdigest(), mode, owner)
+    if not state["exists"]:
+        return "absent"
+    attrs = "%s %s %s" % (state["mode"], state["owner"], state["group"])
+    if state["type"] == "dir":
+        return "dir - " + attrs
+    if state["type"] == "file":
+        return "file %s %s" % (hashlib.sha1(base64.b64decode(state["content_b64"])).hexdigest(), attrs)
+    return "other"
 
 
 def file_state(path):
