@@ -18,9 +18,9 @@ mounted from fstab): exactly the conditions under which those tasks change nothi
 TCG a rerun cost as much as the converge (~400 s).
 
 Everything a container shows as well runs on the nspawn lane instead, where a task costs a
-tenth of what it costs under TCG (3-8 s here): the firewall (its unit loading the table at
+tenth of what it costs under TCG (3-13 s here): the firewall (its unit loading the table at
 boot is tests/profile/test_deadman_reboot.py's restart), the login and PAM hardening, time
-sync, journald, the update policy, logind, and the engine package itself
+sync, journald, the update policy, logind, core dumps, and the engine package itself
 (docker_host_packages: [], docker_host_start: false).
 """
 
@@ -42,6 +42,7 @@ KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivil
                "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
 VARS = {"host_baseline_time_sync": False, "host_baseline_hardening": False, "host_baseline_journald": False,
         "host_baseline_security_updates": False, "host_baseline_logind_ignore_lid": False,
+        "host_baseline_disable_core_dumps": False,
         "docker_host_packages": [], "docker_host_start": False,
         "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
 
