@@ -2,8 +2,9 @@
 and rollback, with the host's state measured from inside and from outside at each stage.
 
 One nspawn lab host (Debian 12, and again Debian 13; real systemd and sshd) is prepared the
-way a rented-out machine often is: a cloud-init drop-in that turns password logins back on, a human account in
-the docker group, and hostcheck installed so the audit gate and the audit reports are real.
+way a rented-out machine often is: a cloud-init drop-in that turns password logins back on,
+a human account in the docker group, and hostcheck installed so the audit gate and the audit
+reports are real.
 The lifecycle runs once per distribution (module fixture; Debian 13 leaves out what only
 Ansible decides, see FULL_SUITE); each test then asserts on what was measured, so the tests
 can be selected or reordered freely.
