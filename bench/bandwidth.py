@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +31,7 @@ import shaping
 from shaping import LINKS
 
 IPERF_PORT = 5201
+BUSY_RETRIES = 10
 
 
 def iperf3(lab: nb.NatLab, seconds: float, reverse: bool) -> dict:
@@ -37,10 +40,14 @@ def iperf3(lab: nb.NatLab, seconds: float, reverse: bool) -> dict:
     argv = ["iperf3", "-c", nb.INET_IP, "-p", str(IPERF_PORT), "-P", "4", "-t", str(per_dir), "-O", "1", "-J"]
     if reverse:
         argv.append("-R")
-    started = time.monotonic()
-    proc = lab.exec("host", argv, check=False, timeout=seconds * 3 + 20)
-    wall = time.monotonic() - started
-    data = json.loads(proc.stdout)
+    for _ in range(BUSY_RETRIES):
+        started = time.monotonic()
+        proc = lab.exec("host", argv, check=False, timeout=seconds * 3 + 20)
+        wall = time.monotonic() - started
+        data = json.loads(proc.stdout)
+        if "busy" not in data.get("error", ""):
+            break
+        time.sleep(1)  # the server still finishing the previous test (seen on the lossy link)
     if "error" in data:
         raise RuntimeError(f"iperf3: {data['error']}")
     moved = sum(int(i["sum"]["bytes"]) for i in data["intervals"])
@@ -60,15 +67,55 @@ def payload_share(lab: nb.NatLab) -> float:
     return (mtu - 20 - 20 - (12 if stamps else 0)) / (mtu + 14)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One direction of one link in one round: both tools' Mbps (hostcheck's None when it
+    could not measure) and each tool's wall time for both directions together."""
+
+    link: str
+    direction: str
+    shaped: float
+    ceiling: float
+    hostcheck: float | None
+    iperf3: float
+    hostcheck_s: float
+    iperf3_s: float
+
+    def closer(self, reference: float) -> bool:
+        return self.hostcheck is not None and abs(self.hostcheck - reference) <= abs(self.iperf3 - reference)
+
+
+def measure_link(lab: nb.NatLab, url: str, link: shaping.Link, seconds: float, share: float) -> list[Reading]:
+    """Both tools on one shaped link; prints a row per direction."""
+    with shaping.shaped(lab, link):
+        started = time.monotonic()
+        hc = shaping.run_speedtest(lab, url, seconds=seconds)
+        hc_wall = time.monotonic() - started
+        down = iperf3(lab, seconds, reverse=True)
+        up = iperf3(lab, seconds, reverse=False)
+    ip_wall, ip_bytes = down["wall_s"] + up["wall_s"], down["bytes"] + up["bytes"]
+    hc_bytes = hc["bytes_down"] + hc["bytes_up"]
+    readings = [Reading(link.name, name, shaped, shaped * share, mine, ref, hc_wall, ip_wall)
+                for name, shaped, mine, ref in (("down", link.down_mbps, hc.get("download_mbps"), down["mbps"]),
+                                                ("up", link.up_mbps, hc.get("upload_mbps"), up["mbps"]))]
+    for r in readings:
+        mine_text = f"{r.hostcheck:9.2f}" if r.hostcheck is not None else f"{'unknown':>9}"
+        print(f"{r.link:18} {r.direction:4} {r.shaped:6g} {r.ceiling:6.2f} | {mine_text} "
+              f"{err(r.hostcheck, r.shaped)} [{err(r.hostcheck, r.ceiling)}] | "
+              f"{r.iperf3:7.2f} {err(r.iperf3, r.shaped)} [{err(r.iperf3, r.ceiling)}] | "
+              f"{hc_wall:5.1f} ({hc['duration_s']:4.1f}) {hc_bytes / 1e6:6.1f} | {ip_wall:5.1f} {ip_bytes / 1e6:6.1f}")
+    if not hc["measured"]:
+        print(f"{'':18} hostcheck: {hc['reason']}")
+    return readings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0, help="hostcheck's time cap (iperf3 gets the same)")
     parser.add_argument("--rounds", type=int, default=1, help="measure every link this many times (then a summary)")
     opts = parser.parse_args()
     nb.remove_stale_labs()
-    # (link, dir) -> per round: hostcheck's and iperf3's error against the payload ceiling, in %
-    errors: dict[tuple[str, str], list[tuple[float | None, float]]] = {}
-    walls: dict[str, list[tuple[float, float]]] = {}
+    readings: list[Reading] = []
     with nb.NatLab(isp="plain", with_upnp=False) as lab:
         url = lab.start_probe_server(nb.PROBE_TOKEN, rate_per_min=1000)
         # Its output goes nowhere: a pipe nobody reads fills after a dozen tests and stalls it.
@@ -80,60 +127,37 @@ def main() -> None:
               f"({share * 100:.2f} % of it)\n")
         print(f"{'link':18} {'dir':4} {'shaped':>6} {'max':>6} | {'hostcheck':>9} {'err':>7} {'[max]':>8} | "
               f"{'iperf3':>7} {'err':>7} {'[max]':>8} | {'hc s':>10} {'hc MB':>6} | {'ip3 s':>5} {'ip3 MB':>6}")
-        wins = {"shaped": 0, "max": 0}
-        rows = 0
         for _ in range(opts.rounds):
             for link in LINKS:
-                with shaping.shaped(lab, link):
-                    started = time.monotonic()
-                    hc = shaping.run_speedtest(lab, url, seconds=opts.seconds)
-                    hc_wall = time.monotonic() - started
-                    down = iperf3(lab, opts.seconds, reverse=True)
-                    up = iperf3(lab, opts.seconds, reverse=False)
-                ip_wall, ip_bytes = down["wall_s"] + up["wall_s"], down["bytes"] + up["bytes"]
-                walls.setdefault(link.name, []).append((hc_wall, ip_wall))
-                hc_bytes = hc["bytes_down"] + hc["bytes_up"]
-                for name, shaped_rate, mine, ref in (
-                    ("down", link.down_mbps, hc.get("download_mbps"), down["mbps"]),
-                    ("up", link.up_mbps, hc.get("upload_mbps"), up["mbps"]),
-                ):
-                    most = shaped_rate * share
-                    rows += 1
-                    errors.setdefault((link.name, name), []).append(
-                        (None if mine is None else (mine - most) / most * 100, (ref - most) / most * 100))
-                    if mine is not None:
-                        wins["shaped"] += abs(mine - shaped_rate) <= abs(ref - shaped_rate)
-                        wins["max"] += abs(mine - most) <= abs(ref - most)
-                    mine_text = f"{mine:9.2f}" if mine is not None else f"{'unknown':>9}"
-                    print(f"{link.name:18} {name:4} {shaped_rate:6g} {most:6.2f} | {mine_text} {err(mine, shaped_rate)} "
-                          f"[{err(mine, most)}] | {ref:7.2f} {err(ref, shaped_rate)} [{err(ref, most)}] | "
-                          f"{hc_wall:5.1f} ({hc['duration_s']:4.1f}) {hc_bytes / 1e6:6.1f} | {ip_wall:5.1f} {ip_bytes / 1e6:6.1f}")
-                if not hc["measured"]:
-                    print(f"{'':18} hostcheck: {hc['reason']}")
-        print(f"\nhostcheck's error no larger than iperf3's: {wins['shaped']}/{rows} against the shaped rate, "
-              f"{wins['max']}/{rows} against the most payload the link carries.")
-        print("hc s / ip3 s: wall time of both directions together, process start-up included (in brackets: "
-              "hostcheck's own measuring time, latency included); MB: bytes moved, warm-up included.")
-        if opts.rounds > 1:
-            summary(errors, walls, opts.rounds)
+                readings += measure_link(lab, url, link, opts.seconds, share)
+    shaped_wins = sum(r.closer(r.shaped) for r in readings)
+    ceiling_wins = sum(r.closer(r.ceiling) for r in readings)
+    print(f"\nhostcheck's error no larger than iperf3's: {shaped_wins}/{len(readings)} against the shaped rate, "
+          f"{ceiling_wins}/{len(readings)} against the most payload the link carries.")
+    print("hc s / ip3 s: wall time of both directions together, process start-up included (in brackets: "
+          "hostcheck's own measuring time, latency included); MB: bytes moved, warm-up included.")
+    if opts.rounds > 1:
+        summary(readings, opts.rounds)
 
 
-def summary(errors: dict[tuple[str, str], list[tuple[float | None, float]]],
-            walls: dict[str, list[tuple[float, float]]], rounds: int) -> None:
+def summary(readings: list[Reading], rounds: int) -> None:
     """Per link and direction over all rounds: the mean absolute error against the payload
     ceiling of each tool (a round hostcheck could not measure counts as 100 %), and the mean
     wall time of each."""
     print(f"\nover {rounds} rounds: mean |error| against the payload ceiling; mean wall time of both directions")
     print(f"{'link':18} {'dir':4} | {'hostcheck':>9} {'iperf3':>7} | {'hc s':>5} {'ip3 s':>5}")
+    by_direction: dict[tuple[str, str], list[Reading]] = {}
+    for r in readings:
+        by_direction.setdefault((r.link, r.direction), []).append(r)
     better = 0
-    for (link, direction), pairs in errors.items():
-        mine = sum(100.0 if m is None else abs(m) for m, _ in pairs) / len(pairs)
-        ref = sum(abs(r) for _, r in pairs) / len(pairs)
+    for (link, direction), rows in by_direction.items():
+        mine = statistics.fmean(100.0 if r.hostcheck is None else abs(r.hostcheck - r.ceiling) / r.ceiling * 100
+                                for r in rows)
+        ref = statistics.fmean(abs(r.iperf3 - r.ceiling) / r.ceiling * 100 for r in rows)
         better += mine <= ref
-        hc_s = sum(h for h, _ in walls[link]) / len(walls[link])
-        ip_s = sum(i for _, i in walls[link]) / len(walls[link])
+        hc_s, ip_s = statistics.fmean(r.hostcheck_s for r in rows), statistics.fmean(r.iperf3_s for r in rows)
         print(f"{link:18} {direction:4} | {mine:8.2f}% {ref:6.2f}% | {hc_s:5.1f} {ip_s:5.1f}")
-    print(f"hostcheck's mean error no larger than iperf3's on {better}/{len(errors)} link directions.")
+    print(f"hostcheck's mean error no larger than iperf3's on {better}/{len(by_direction)} link directions.")
 
 
 if __name__ == "__main__":

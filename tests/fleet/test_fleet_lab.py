@@ -1,10 +1,10 @@
 """The fleet on 5 real lab hosts: audited through playbooks/audit.yml, read with `hostcheck fleet`.
 
 Deliberate differences: `bare` (and `gone`) never get the profile; after the first audit
-`drifted` starts a service listening on all interfaces and `gone` is switched off. The table and the diff must
-name exactly those differences and nothing else. Docker is left out of the profile here
-(docker_host_enabled=false): it is exercised in tests/profile, and five engines would not fit
-the 2-core CI machine's time. Two steady profiled hosts are enough to show that identical
+`drifted` starts a service listening on all interfaces and `gone` is switched off. The table
+and the diff must name exactly those differences and nothing else. Docker is left out of the
+profile here (docker_host_enabled=false): it is exercised in tests/profile, and five engines
+would not fit the 2-core CI machine's time. Two steady profiled hosts are enough to show that identical
 hosts read the same; each more host only adds a converge (bench/fleet.py measures scale).
 """
 

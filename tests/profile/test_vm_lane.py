@@ -10,12 +10,12 @@ back and unmounts the volume.
 The same VM first shows it is a fair stand-in for a fresh server (a VM, key logins for admin
 and root, passwords refused), so the run boots one VM and cycles it once.
 
-There is no rerun here: idempotence (rerun changed=0, check mode on the converged host) is
-proven by the lifecycle on Debian 12 and 13 (tests/profile/test_profile_lifecycle.py). What
-only this VM can add is that the kernel-side state the converge set is still there after a
-cold boot (the running sysctls equal the applied ones, the table is loaded, the volume is
-mounted from fstab): exactly the conditions under which those tasks change nothing. Under
-TCG a rerun cost as much as the converge (~400 s).
+There is no rerun here: idempotence is proven by the lifecycle (tests/profile/
+test_profile_lifecycle.py: rerun changed=0 on Debian 12 and 13, check mode on the converged
+host on Debian 12). What only this VM can add is that the kernel-side state the converge set
+is still there after a cold boot (the running sysctls equal the applied ones, the volume is
+mounted from fstab): exactly the conditions under which those tasks change nothing. Under TCG
+a rerun cost as much as the converge (~400 s).
 
 Everything a container shows as well runs on the nspawn lane instead, where a task costs a
 tenth of what it costs under TCG (3-13 s here): the firewall (its unit loading the table at

@@ -14,11 +14,16 @@ state=directory.
 
 A template is passed as content: "{{ lookup('ansible.builtin.template', 'x.j2') }}", so the
 text compared is the text written.
+
+The state is the one the record read, before the role changed anything: a role that wrote a
+path twice between two records, the second time back to what it was, would have that second
+write skipped. No role does; a role that needs it records the path again in between.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 
 from ansible.plugins.action import ActionBase
@@ -39,8 +44,9 @@ def attributes(args):
 
 
 def recorded_state(task_vars, path):
+    """The path's state when the role's last record read it (the module keys it normalised)."""
     known = ((task_vars or {}).get("ansible_facts") or {}).get("hostcheck_files_now") or {}
-    return known.get(path) if isinstance(path, str) else None
+    return known.get(os.path.normpath(path)) if isinstance(path, str) else None
 
 
 class ActionModule(ActionBase):
