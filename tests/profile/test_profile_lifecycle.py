@@ -184,7 +184,7 @@ def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp
     p["listener_inside"] = host.sudo("nc -z -w2 127.0.0.1 8081 && echo open").stdout.strip()
     p["listener_outside"] = outside(host, 8081)
     p["ssh_outside"] = outside(host, 22)
-    host.sudo("pkill -f 'http.server 8081'")
+    host.sudo("pkill -f '[h]ttp.server 8081'")
     build_test_image(host)
     host.sudo("docker run -d --name web -p 8080:80 labpy -m http.server 80", check=True)
     time.sleep(2)
