@@ -22,8 +22,8 @@ import pytest
 
 from hostcheck.checks.network import bandwidth_needs
 from hostcheck.netprobe.probe_limits import Limits
-from hostcheck.netprobe.speed_protocol import SpeedParamError, latency, parse_params, steady_rate
-from hostcheck.netprobe.speedtest import Plan, Stream, _direction, bytes_acked, bytes_received, run_speedtest
+from hostcheck.netprobe.speed_protocol import Received, SpeedParamError, arrived, latency, parse_params, steady_rate
+from hostcheck.netprobe.speedtest import Plan, Stream, _direction, delivered, received, run_speedtest
 from tests.helpers import SNAPSHOTS, audit_json, policy_result
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
@@ -45,6 +45,39 @@ def test_steady_rate_needs_data() -> None:
     assert steady_rate([(0.0, (0, 0)), (5.0, (0, 10))], 1.0) is None  # one snapshot after the warm-up
 
 
+def test_steady_rate_leaves_out_the_settling_end() -> None:
+    # 1 MB/s, then a last snapshot that jumped: left out when it lies within settle_s.
+    snaps = [(float(t), ((t + 1) * 1_000_000,)) for t in range(5)] + [(4.2, (9_000_000,))]
+    assert steady_rate(snaps, warmup_s=1.0, settle_s=0.2) == (8.0, 3.0, 3_000_000)
+
+
+MSS = 1000
+
+
+def test_arrived_counts_what_waits_behind_a_lost_segment() -> None:
+    # 100 kB/s in 1000-byte segments. The one after 1.0 s is lost and resent by 1.2 s: the
+    # in-sequence count stands still meanwhile, then jumps; what arrived does not. At 2.0 s
+    # one segment has arrived twice (a spurious resend), which must not count as held.
+    stream = [(0.0, Received(0, 0, MSS)), (1.0, Received(100_000, 100, MSS)), (1.1, Received(100_000, 109, MSS)),
+              (1.2, Received(120_000, 120, MSS)), (2.0, Received(200_000, 201, MSS))]
+    expected = [0, 100_000, 109_000, 120_000, 200_000]
+    assert [counts for _, counts in arrived([(t, (got,)) for t, got in stream])] == [(n,) for n in expected]
+    # Streams are reconstructed each on its own: a healthy one beside it is left as it is.
+    healthy = [Received(n, n // MSS, MSS) for n in (0, 100_000, 110_000, 120_000, 200_000)]
+    both = arrived([(t, (got, other)) for (t, got), other in zip(stream, healthy, strict=True)])
+    assert [counts for _, counts in both] == [(n, m.in_order) for n, m in zip(expected, healthy, strict=True)]
+
+
+def test_arrived_keeps_in_order_counts_where_segments_are_not_counted_one_by_one() -> None:
+    # A NIC that merges segments and reports one: fewer segments than the bytes need.
+    snaps = [(0.0, (Received(0, 0, MSS),)), (1.0, (Received(100_000, 40, MSS),)), (2.0, (Received(200_000, 80, MSS),))]
+    assert [counts for _, counts in arrived(snaps)] == [(0,), (100_000,), (200_000,)]
+    # A kernel without the segment count (MSS 0) likewise.
+    old = [(0.0, (Received(0, 0, 0),)), (1.0, (Received(100_000, 0, 0),))]
+    assert [counts for _, counts in arrived(old)] == [(0,), (100_000,)]
+    assert arrived([]) == []
+
+
 def test_tcp_info_counts_what_the_kernel_delivered() -> None:
     """The counters the rate is built on, read from real sockets: bytes acknowledged by the
     peer on one side equal bytes received on the other, whatever the applications read."""
@@ -54,11 +87,13 @@ def test_tcp_info_counts_what_the_kernel_delivered() -> None:
     try:
         client.sendall(b"x" * 100_000)
         deadline = time.monotonic() + 5
-        while bytes_received(server) != 100_000 and time.monotonic() < deadline:
+        while (got := received(server)) is not None and got.in_order != 100_000 and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.05)  # the last ACK's way back
         # Linux counts the SYN as one acknowledged byte; no data is counted twice or left out.
-        assert (bytes_received(server), bytes_acked(client)) == (100_000, 100_001)
+        assert got is not None and (got.in_order, delivered(client)) == (100_000, 100_001)
+        # Every byte came in a counted segment of at most the MSS seen.
+        assert got.mss > 0 and got.segments * got.mss >= 100_000
     finally:
         client.close()
         server.close()
@@ -287,7 +322,7 @@ class _Misbehaving(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         try:
             if self.mode == "trickle":
-                for _ in range(40):
+                for _ in range(80):  # 4 s: longer than the download phase
                     self.wfile.write(b"x" * 100)
                     self.wfile.flush()
                     time.sleep(0.05)
@@ -327,7 +362,7 @@ def test_slow_or_misbehaving_server_is_unknown(mode: str, down_reason: str, up_r
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
     try:
-        out = run_speedtest(f"http://127.0.0.1:{srv.server_address[1]}", TOKEN, seconds=4, max_bytes=10**8, streams=2)
+        out = run_speedtest(f"http://127.0.0.1:{srv.server_address[1]}", TOKEN, seconds=5, max_bytes=10**8, streams=2)
     finally:
         srv.shutdown()
         srv.server_close()

@@ -6,11 +6,12 @@ Endpoints on the probe server, under the same token and limits as ``/probe``::
     POST /speed/upload?seconds=S&bytes=N    (chunked body) -> 200 {"received": n,
                                               "samples": [[server_time_s, bytes_so_far], ...]}
 
-The client measures both directions from its kernel's TCP counters (``TCP_INFO``): bytes
-received for download, bytes the server acknowledged for upload. Counting what the
-application wrote would include what merely sits in the socket buffer, and counting what it
-read would lag behind by whatever the buffer holds. The server's upload samples are a record
-of what it received, checked for consistency; the rate does not depend on them.
+The client measures both directions from its kernel's TCP counters (``TCP_INFO``): for
+download, the bytes that arrived (see :func:`arrived`); for upload, the bytes the server
+acknowledged, cumulatively or selectively. Counting what the application wrote would include
+what merely sits in the socket buffer, and counting what it read would lag behind by whatever
+the buffer holds. The server's upload samples are a record of what it received, checked for
+consistency; the rate does not depend on them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 DOWNLOAD_PATH = "/speed/download"
 UPLOAD_PATH = "/speed/upload"
@@ -30,6 +32,20 @@ SAMPLE_EVERY_S = 0.05
 
 Snapshot = tuple[float, Sequence[int]]
 """``(time, bytes so far per stream)``, every stream read at one instant."""
+
+
+class Received(NamedTuple):
+    """A download stream's receiving counters at one instant (``TCP_INFO``)."""
+
+    in_order: int
+    """``tcpi_bytes_received``: payload delivered in sequence."""
+    segments: int
+    """``tcpi_data_segs_in``: data segments that arrived, in sequence or not."""
+    mss: int
+    """``tcpi_rcv_mss``: the largest segment seen, as the kernel estimates it."""
+
+
+NOTHING_RECEIVED = Received(0, 0, 0)
 
 
 class SpeedParamError(ValueError):
@@ -50,22 +66,63 @@ def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -
     return seconds, nbytes
 
 
-def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, float, int] | None:
+def arrived(snapshots: Sequence[tuple[float, Sequence[Received]]]) -> list[Snapshot]:
+    """Bytes that had reached each stream's receiver by each instant, out of order included.
+
+    The in-sequence count stands still behind a lost segment and jumps when the resent one
+    fills the hole, by everything that arrived meanwhile: up to a congestion window, which on
+    a slow link is a few percent of a measurement, so a hole open at one end of the window
+    and not the other moves the rate by that much. Segments times MSS count what arrived at
+    once, but also what arrived twice and short segments as full ones, so their excess over
+    the in-sequence count is a slow, never-falling drift plus what is held out of order,
+    which is nothing again once the hole fills. What is held at an instant is therefore that
+    excess less its least value at any later instant; shortly before the last snapshot that
+    is not known yet (see ``steady_rate``'s ``settle_s``).
+
+    A stream whose excess ever falls below zero has segments the kernel did not count one by
+    one (some NICs and virtual NICs merge them and report the merge as one): its in-sequence
+    count is used as it is.
+    """
+    if not snapshots:
+        return []
+    streams = zip(*(counts for _, counts in snapshots), strict=True)
+    totals = zip(*(_arrived_one(stream) for stream in streams), strict=True)
+    return [(t, counts) for (t, _), counts in zip(snapshots, totals, strict=True)]
+
+
+def _arrived_one(stream: Sequence[Received]) -> list[int]:
+    largest_mss = 0
+    excess = []
+    for got in stream:
+        largest_mss = max(largest_mss, got.mss)
+        excess.append(got.segments * largest_mss - got.in_order)
+    if min(excess) < 0:
+        return [got.in_order for got in stream]
+    held = []
+    least_later = excess[-1]
+    for e in reversed(excess):
+        least_later = min(least_later, e)
+        held.append(e - least_later)
+    return [got.in_order + h for got, h in zip(stream, reversed(held), strict=True)]
+
+
+def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float, settle_s: float = 0.0) -> tuple[float, float, int] | None:
     """Aggregate rate of parallel streams: ``(mbps, window_s, bytes_in_window)`` or None.
 
     ``snapshots`` are every stream's byte counter read at the same instants, while none had
     finished. The window starts ``warmup_s`` after the first snapshot in which any stream had
     begun (slow start and a shaper's burst bucket are discarded: the streams share one link,
     so one whose handshake was lost and resent joins a link the others already fill) and
-    ends at the last snapshot. The rate is the least-squares slope of the streams' total over every
-    snapshot in the window: a counter runs a little behind the wire by however long the
-    kernel takes to process what arrived, and that delay varies (it grows on a busy
-    machine), which two end points alone would carry straight into the figure.
+    ends ``settle_s`` before the last snapshot. The rate is the least-squares slope of the
+    streams' total over every snapshot in the window: a counter runs a little behind the wire
+    by however long the kernel takes to process what arrived, and that delay varies (it grows
+    on a busy machine), which two end points alone would carry straight into the figure.
     """
     started = next((t for t, counts in snapshots if any(c > 0 for c in counts)), None)
     if started is None:
         return None
-    window = [(t, sum(counts)) for t, counts in snapshots if t >= started + warmup_s]
+    last = snapshots[-1][0] - settle_s
+    window = [(t, sum(counts)) for t, counts in snapshots if started + warmup_s <= t <= last]
     if len(window) < 2 or window[-1][0] - window[0][0] <= 0:
         return None
     t0, b0 = window[0]

@@ -3,10 +3,11 @@
 Opt-in (it sends bulk traffic). Several parallel TCP streams per direction, a discarded
 warm-up, and hard caps on time (the whole test) and bytes (both directions together), both
 stated in the result. The rate is read from the kernel's TCP counters of every stream at the
-same instants (bytes received for download, bytes the server acknowledged for upload), so
-what sits in a socket buffer, or a reader thread that fell behind, does not count. Every
-failure becomes ``measured: False`` with the reason: a silent, slow or misbehaving server
-never yields a made-up number. Standard library only.
+same instants (what arrived, for download; what the server acknowledged, cumulatively or
+selectively, for upload), so what sits in a socket buffer, a reader thread that fell behind,
+or data held back behind a lost segment does not move the figure. Every failure becomes
+``measured: False`` with the reason: a silent, slow or misbehaving server never yields a
+made-up number. Standard library only.
 
 Kept whole: the phases share one plan, one deadline and one byte budget, and splitting them
 would pass that state between modules.
@@ -23,17 +24,20 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from hostcheck.netprobe.http_client import Endpoint, ServerError, check_status, connect, parse_endpoint
 from hostcheck.netprobe.speed_protocol import (
     DEFAULT_STREAM_BYTES,
     DOWNLOAD_PATH,
+    NOTHING_RECEIVED,
     UPLOAD_PATH,
+    Received,
     Snapshot,
+    arrived,
     latency,
     steady_rate,
 )
@@ -56,12 +60,18 @@ SAMPLE_EVERY_S = 0.02
 MAX_SAMPLE_SPREAD_S = 0.002
 """A snapshot whose counter reads took longer than this (the sampler was preempted) is
 dropped: its streams were not read at one instant."""
-# struct tcp_info (linux/tcp.h): u64 tcpi_bytes_acked at 120, tcpi_bytes_received at 128
-# (Linux 4.1+). Both count TCP payload, so what the kernel delivered, not what an
-# application happened to have written or read by then.
-TCP_INFO_LEN = 136
+# struct tcp_info (linux/tcp.h): u32 tcpi_snd_mss at 16, tcpi_rcv_mss at 20, tcpi_sacked at
+# 28; u64 tcpi_bytes_acked at 120 and tcpi_bytes_received at 128 (Linux 4.1+); u32
+# tcpi_data_segs_in at 152 (4.6+). They count TCP payload and segments, so what the kernel
+# delivered, not what an application happened to have written or read by then.
+TCP_INFO_LEN = 156
+SND_MSS_AT, RCV_MSS_AT, SACKED_AT = 16, 20, 28
 BYTES_ACKED_AT = 120
 BYTES_RECEIVED_AT = 128
+DATA_SEGS_IN_AT = 152
+SETTLE_S = 0.3
+"""Download snapshots this close to the last are left out of the rate: a segment lost then
+is resent about one round trip later, and until it is, what arrived behind it is unknown."""
 WIND_DOWN_S = 0.25
 """Kept from each direction's share of the time cap, for its streams to finish."""
 UPLOAD_ANSWER_EARLY_S = 0.3
@@ -82,22 +92,39 @@ class Stream:
     unanswered: bool = False
 
 
-def bytes_received(sock: socket.socket) -> int | None:
-    return _tcp_info_u64(sock, BYTES_RECEIVED_AT)
+def received(sock: socket.socket) -> Received | None:
+    """What arrived on a download stream (see :func:`~hostcheck.netprobe.speed_protocol.arrived`).
+    A kernel without the segment count (before 4.6) gives the in-sequence count alone."""
+    info = _tcp_info(sock)
+    if info is None or len(info) < BYTES_RECEIVED_AT + 8:
+        return None
+    in_order = _u64(info, BYTES_RECEIVED_AT)
+    if len(info) < DATA_SEGS_IN_AT + 4:
+        return Received(in_order, 0, 0)
+    return Received(in_order, _u32(info, DATA_SEGS_IN_AT), _u32(info, RCV_MSS_AT))
 
 
-def bytes_acked(sock: socket.socket) -> int | None:
-    return _tcp_info_u64(sock, BYTES_ACKED_AT)
+def delivered(sock: socket.socket) -> int | None:
+    """Upload bytes that reached the server: acknowledged in sequence, plus the segments it
+    acknowledged selectively (SACK) beyond a loss, which would otherwise count only once the
+    resent segment fills the hole."""
+    info = _tcp_info(sock)
+    if info is None or len(info) < BYTES_ACKED_AT + 8:
+        return None
+    return _u64(info, BYTES_ACKED_AT) + _u32(info, SACKED_AT) * _u32(info, SND_MSS_AT)
 
 
-def _tcp_info_u64(sock: socket.socket, offset: int) -> int | None:
-    """A counter from the kernel's TCP_INFO, or None where the platform has none."""
+def _tcp_info(sock: socket.socket) -> bytes | None:
+    """The kernel's TCP_INFO for ``sock``, or None where the platform has none."""
     option = getattr(socket, "TCP_INFO", None)
-    if option is None:
-        return None
-    info = sock.getsockopt(socket.IPPROTO_TCP, option, TCP_INFO_LEN)
-    if len(info) < offset + 8:
-        return None
+    return None if option is None else sock.getsockopt(socket.IPPROTO_TCP, option, TCP_INFO_LEN)
+
+
+def _u32(info: bytes, offset: int) -> int:
+    return int(struct.unpack_from("=I", info, offset)[0])
+
+
+def _u64(info: bytes, offset: int) -> int:
     return int(struct.unpack_from("=Q", info, offset)[0])
 
 
@@ -292,14 +319,17 @@ def _why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-Counter = Callable[[socket.socket], "int | None"]
+Count = TypeVar("Count")
+Counter = Callable[[socket.socket], "Count | None"]
 
 
-def _sample(streams: list[Stream], counter: Counter, end: float) -> tuple[list[Snapshot], str | None]:
-    """Every stream's kernel byte counter at the same instants, every SAMPLE_EVERY_S, until
-    ``end`` or until the first stream stops moving data (after that the streams no longer
-    share the link as they did)."""
-    snapshots: list[Snapshot] = []
+def _sample(
+    streams: list[Stream], counter: Counter[Count], idle: Count, end: float
+) -> tuple[list[tuple[float, tuple[Count, ...]]], str | None]:
+    """Every stream's kernel counters at the same instants (``idle`` for one not connected
+    yet), every SAMPLE_EVERY_S, until ``end`` or until the first stream stops moving data
+    (after that the streams no longer share the link as they did)."""
+    snapshots: list[tuple[float, tuple[Count, ...]]] = []
     due = time.monotonic()
     while True:
         due = max(due + SAMPLE_EVERY_S, time.monotonic())  # a late sampler does not catch up in a burst
@@ -307,13 +337,13 @@ def _sample(streams: list[Stream], counter: Counter, end: float) -> tuple[list[S
         if time.monotonic() >= end:
             return snapshots, None
         before = time.monotonic()
-        counts: list[int] = []
+        counts: list[Count] = []
         for st in streams:
             if st.done:
                 return snapshots, None
             sock = st.sock
             try:
-                got = 0 if sock is None else counter(sock)
+                got = idle if sock is None else counter(sock)
             except OSError:
                 return snapshots, None  # closed under us: it has stopped
             if got is None:
@@ -325,8 +355,8 @@ def _sample(streams: list[Stream], counter: Counter, end: float) -> tuple[list[S
 
 
 def _run_streams(
-    target: Any, counter: Counter, ep: Endpoint, token: str, plan: Plan, end: float
-) -> tuple[list[Stream], list[Snapshot], str | None]:
+    target: Any, counter: Counter[Count], idle: Count, ep: Endpoint, token: str, plan: Plan, end: float
+) -> tuple[list[Stream], list[tuple[float, tuple[Count, ...]]], str | None]:
     streams = [Stream() for _ in range(plan.streams)]
     threads = [
         threading.Thread(target=target, args=(ep, token, plan, end, st), daemon=True, name=f"speed-{i}")
@@ -334,7 +364,7 @@ def _run_streams(
     ]
     for t in threads:
         t.start()
-    snapshots, why = _sample(streams, counter, end)
+    snapshots, why = _sample(streams, counter, idle, end)
     for t in threads:
         # The streams watch ``end`` themselves; this join bounds a stuck one all the same.
         t.join(max(0.0, end - time.monotonic()) + 1.0)
@@ -345,7 +375,7 @@ def _run_streams(
 
 
 def _direction(
-    streams: list[Stream], snapshots: list[Snapshot], why: str | None, plan: Plan, name: str
+    streams: list[Stream], snapshots: Sequence[Snapshot], why: str | None, plan: Plan, name: str, settle_s: float = 0.0
 ) -> tuple[dict[str, Any], str | None]:
     moved = sum(s.moved for s in streams)
     errors = [s.error for s in streams if s.error]
@@ -360,11 +390,11 @@ def _direction(
     capped = any(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)
     warmup, min_window = plan.warmup_s, MIN_WINDOW_S
     if capped:
-        # The byte cap ended the streams early (a fast link): the warm-up and the window
-        # shrink with what was moved, rather than throwing the measurement away.
+        # The byte cap ended the streams early (a fast link): the warm-up, the settling time
+        # and the window shrink with what was moved, rather than throwing the measurement away.
         span = snapshots[-1][0] - snapshots[0][0] if snapshots else 0.0
-        warmup, min_window = min(warmup, span * 0.25), MIN_CAPPED_WINDOW_S
-    rate = steady_rate(snapshots, warmup)
+        warmup, settle_s, min_window = min(warmup, span * 0.25), min(settle_s, span * 0.1), MIN_CAPPED_WINDOW_S
+    rate = steady_rate(snapshots, warmup, settle_s)
     if rate is None or rate[1] < min_window:
         return {"bytes": moved}, f"{name}: too little data after the warm-up to measure (server too slow or silent)"
     mbps, window, in_window = rate
@@ -410,9 +440,10 @@ def run_speedtest(
     # A fixed schedule from the start: a phase that overruns shortens the next one instead
     # of pushing the whole test past its time cap.
     down_end = started + plan.latency_s + plan.phase_s
-    down, down_error = _direction(*_run_streams(_download, bytes_received, ep, token, plan, down_end), plan, "download")
+    streams_down, received_down, why_down = _run_streams(_download, received, NOTHING_RECEIVED, ep, token, plan, down_end)
+    down, down_error = _direction(streams_down, arrived(received_down), why_down, plan, "download", SETTLE_S)
     up_end = started + plan.seconds - WIND_DOWN_S
-    up, up_error = _direction(*_run_streams(_upload, bytes_acked, ep, token, plan, up_end), plan, "upload")
+    up, up_error = _direction(*_run_streams(_upload, delivered, 0, ep, token, plan, up_end), plan, "upload")
     result = {
         **base,
         "measured": down_error is None and up_error is None,

@@ -9,6 +9,7 @@ WAN interface (``home/wan0`` egress). :func:`unshape` restores the bare lab.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,10 +78,17 @@ def shaped(lab: nb.NatLab, link: Link) -> Iterator[None]:
         unshape(lab)
 
 
+def payload_share(lab: nb.NatLab) -> float:
+    """TCP payload per byte the shaper counts: tbf meters whole Ethernet frames, so a full
+    frame of MTU bytes (plus its 14-byte header) carries MTU - IP - TCP - timestamp bytes.
+    No tool can report more than this share of the shaped rate as throughput."""
+    mtu = int(json.loads(lab.exec(DOWN[0], ["ip", "-j", "link", "show", DOWN[1]]).stdout)[0]["mtu"])
+    stamps = lab.exec("host", ["sysctl", "-n", "net.ipv4.tcp_timestamps"]).stdout.strip() != "0"
+    return (mtu - 20 - 20 - (12 if stamps else 0)) / (mtu + 14)
+
+
 def run_speedtest(lab: nb.NatLab, url: str, *, seconds: float = 6, max_mb: int = 1000, streams: int = 4) -> dict:
     """``hostcheck speedtest`` in the host namespace, as a user runs it (token from a file)."""
-    import json
-
     assert lab.tmp is not None
     token_file = lab.tmp / "speed-token"
     token_file.write_text(nb.PROBE_TOKEN)

@@ -26,8 +26,14 @@ def test_measured_rate_within_10_percent(natlab: nb.NatLab, probe_url: str, link
     with shaping.shaped(natlab, link):
         out = shaping.run_speedtest(natlab, probe_url, seconds=6)
     assert out["measured"] is True, out["reason"]
+    share = shaping.payload_share(natlab)
     for measured, shaped_rate in ((out["download_mbps"], link.down_mbps), (out["upload_mbps"], link.up_mbps)):
         assert abs(measured - shaped_rate) <= 0.10 * shaped_rate, (link.name, out)
+        # More payload than the wire can carry is a made-up number. Counting only what
+        # arrived in sequence read up to 3 % over on the slow links (what waited behind a
+        # lost segment at the window's start but not at its end); what arrived reads within
+        # 0.3 % of the ceiling there.
+        assert measured <= 1.01 * shaped_rate * share, (link.name, out)
     assert out["duration_s"] <= 6 + 0.5
     assert out["bytes_down"] + out["bytes_up"] <= 1000 * 1_000_000
     assert out["latency_ms"] < 50 and out["jitter_ms"] >= 0
