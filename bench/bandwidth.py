@@ -2,10 +2,10 @@
 
 Run as root: ``.venv/bin/python bench/bandwidth.py [--seconds 10]``. Builds the lab, starts
 the probe server and an ``iperf3 -s`` in its "internet" namespace, and for each shaped link
-(tbf on the ISP link; the lossy one drops 1 % of TCP packets by nftables numgen) runs
-``hostcheck speedtest`` and ``iperf3`` (download with ``-R``, then upload; 4 streams each,
-the first second omitted as warm-up, both directions together taking the same time as
-hostcheck's whole test). Prints per link and direction each tool's figure, its error
+(tbf on the ISP link; the lossy one drops 1 % of TCP packets by nftables numgen; the delayed
+one adds its round trip through a userspace delay line) runs ``hostcheck speedtest`` and
+``iperf3`` (download with ``-R``, then upload; 4 streams each, the first second omitted as
+warm-up, both directions together taking the same time as hostcheck's whole test). Prints per link and direction each tool's figure, its error
 against the shaped rate and against the most TCP payload the shaped link delivered while
 that tool ran (tbf counts Ethernet, IP and TCP headers, both tools report payload; on the
 lossy link, upload packets are dropped after the uplink's shaper, and nftables counters say

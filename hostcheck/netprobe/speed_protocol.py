@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import NamedTuple
 
 DOWNLOAD_PATH = "/speed/download"
@@ -66,6 +67,11 @@ def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -
     return seconds, nbytes
 
 
+TAIL_S = 2.0
+"""Over this last stretch of a stream :func:`arrived` holds the drift at its value from the
+stretch's start: too few instants follow to find one with no hole open."""
+
+
 def arrived(snapshots: Sequence[tuple[float, Sequence[Received]]]) -> list[Snapshot]:
     """Bytes that had reached each stream's receiver by each instant, out of order included.
 
@@ -74,10 +80,11 @@ def arrived(snapshots: Sequence[tuple[float, Sequence[Received]]]) -> list[Snaps
     a slow link is a few percent of a measurement, so a hole open at one end of the window
     and not the other moves the rate by that much. Segments times MSS count what arrived at
     once, but also what arrived twice and short segments as full ones, so their excess over
-    the in-sequence count is a slow, never-falling drift plus what is held out of order,
-    which is nothing again once the hole fills. What is held at an instant is therefore that
-    excess less its least value at any later instant; shortly before the last snapshot that
-    is not known yet (see ``steady_rate``'s ``settle_s``).
+    the in-sequence count is a slowly growing drift plus what is held out of order, which is
+    nothing again once the hole fills. What is held at an instant is therefore that excess
+    less its least value at any later instant. Over the last ``TAIL_S`` the later instants
+    are too few (on a long round trip with losses a stream can keep some hole open for a
+    second and more), so there the drift is taken as it stood ``TAIL_S`` before the end.
 
     A stream whose excess ever falls below zero has segments the kernel did not count one by
     one (some NICs and virtual NICs merge them and report the merge as one): its in-sequence
@@ -85,12 +92,14 @@ def arrived(snapshots: Sequence[tuple[float, Sequence[Received]]]) -> list[Snaps
     """
     if not snapshots:
         return []
+    times = [t for t, _ in snapshots]
+    tail = next(k for k, t in enumerate(times) if t >= times[-1] - TAIL_S)
     streams = zip(*(counts for _, counts in snapshots), strict=True)
-    totals = zip(*(_arrived_one(stream) for stream in streams), strict=True)
-    return [(t, counts) for (t, _), counts in zip(snapshots, totals, strict=True)]
+    totals = zip(*(_arrived_one(stream, tail) for stream in streams), strict=True)
+    return [(t, counts) for t, counts in zip(times, totals, strict=True)]
 
 
-def _arrived_one(stream: Sequence[Received]) -> list[int]:
+def _arrived_one(stream: Sequence[Received], tail: int) -> list[int]:
     largest_mss = 0
     excess = []
     for got in stream:
@@ -98,22 +107,19 @@ def _arrived_one(stream: Sequence[Received]) -> list[int]:
         excess.append(got.segments * largest_mss - got.in_order)
     if min(excess) < 0:
         return [got.in_order for got in stream]
-    held = []
-    least_later = excess[-1]
-    for e in reversed(excess):
-        least_later = min(least_later, e)
-        held.append(e - least_later)
-    return [got.in_order + h for got, h in zip(stream, reversed(held), strict=True)]
+    least_later = list(accumulate(reversed(excess), min))[::-1]
+    drift = least_later[:tail] + [least_later[tail]] * (len(excess) - tail)
+    return [got.in_order + e - d for got, e, d in zip(stream, excess, drift, strict=True)]
 
 
-def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float, settle_s: float = 0.0) -> tuple[float, float, int] | None:
+def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, float, int] | None:
     """Aggregate rate of parallel streams: ``(mbps, window_s, bytes_in_window)`` or None.
 
     ``snapshots`` are every stream's byte counter read at the same instants, while none had
     finished. The window starts ``warmup_s`` after the first snapshot in which any stream had
     begun (slow start and a shaper's burst bucket are discarded: the streams share one link,
     so one whose handshake was lost and resent joins a link the others already fill) and
-    ends ``settle_s`` before the last snapshot. The rate is the least-squares slope of the
+    ends at the last snapshot. The rate is the least-squares slope of the
     streams' total over every snapshot in the window: a counter runs a little behind the wire
     by however long the kernel takes to process what arrived, and that delay varies (it grows
     on a busy machine), which two end points alone would carry straight into the figure.
@@ -121,8 +127,7 @@ def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float, settle_s: float 
     started = next((t for t, counts in snapshots if any(c > 0 for c in counts)), None)
     if started is None:
         return None
-    last = snapshots[-1][0] - settle_s
-    window = [(t, sum(counts)) for t, counts in snapshots if started + warmup_s <= t <= last]
+    window = [(t, sum(counts)) for t, counts in snapshots if t >= started + warmup_s]
     if len(window) < 2 or window[-1][0] - window[0][0] <= 0:
         return None
     t0, b0 = window[0]

@@ -69,9 +69,6 @@ SND_MSS_AT, RCV_MSS_AT, SACKED_AT = 16, 20, 28
 BYTES_ACKED_AT = 120
 BYTES_RECEIVED_AT = 128
 DATA_SEGS_IN_AT = 152
-SETTLE_S = 0.3
-"""Download snapshots this close to the last are left out of the rate: a segment lost then
-is resent about one round trip later, and until it is, what arrived behind it is unknown."""
 WIND_DOWN_S = 0.25
 """Kept from each direction's share of the time cap, for its streams to finish."""
 UPLOAD_ANSWER_EARLY_S = 0.3
@@ -375,7 +372,7 @@ def _run_streams(
 
 
 def _direction(
-    streams: list[Stream], snapshots: Sequence[Snapshot], why: str | None, plan: Plan, name: str, settle_s: float = 0.0
+    streams: list[Stream], snapshots: Sequence[Snapshot], why: str | None, plan: Plan, name: str
 ) -> tuple[dict[str, Any], str | None]:
     moved = sum(s.moved for s in streams)
     errors = [s.error for s in streams if s.error]
@@ -390,11 +387,11 @@ def _direction(
     capped = any(s.moved > plan.stream_bytes - READ_BLOCK for s in streams)
     warmup, min_window = plan.warmup_s, MIN_WINDOW_S
     if capped:
-        # The byte cap ended the streams early (a fast link): the warm-up, the settling time
-        # and the window shrink with what was moved, rather than throwing the measurement away.
+        # The byte cap ended the streams early (a fast link): the warm-up and the window
+        # shrink with what was moved, rather than throwing the measurement away.
         span = snapshots[-1][0] - snapshots[0][0] if snapshots else 0.0
-        warmup, settle_s, min_window = min(warmup, span * 0.25), min(settle_s, span * 0.1), MIN_CAPPED_WINDOW_S
-    rate = steady_rate(snapshots, warmup, settle_s)
+        warmup, min_window = min(warmup, span * 0.25), MIN_CAPPED_WINDOW_S
+    rate = steady_rate(snapshots, warmup)
     if rate is None or rate[1] < min_window:
         return {"bytes": moved}, f"{name}: too little data after the warm-up to measure (server too slow or silent)"
     mbps, window, in_window = rate
@@ -441,7 +438,7 @@ def run_speedtest(
     # of pushing the whole test past its time cap.
     down_end = started + plan.latency_s + plan.phase_s
     streams_down, received_down, why_down = _run_streams(_download, received, NOTHING_RECEIVED, ep, token, plan, down_end)
-    down, down_error = _direction(streams_down, arrived(received_down), why_down, plan, "download", SETTLE_S)
+    down, down_error = _direction(streams_down, arrived(received_down), why_down, plan, "download")
     up_end = started + plan.seconds - WIND_DOWN_S
     up, up_error = _direction(*_run_streams(_upload, delivered, 0, ep, token, plan, up_end), plan, "upload")
     result = {

@@ -1,34 +1,45 @@
-"""Real link limits for the NAT lab: ``tc`` tbf on the ISP link, loss by nftables ``numgen``.
+"""Real link limits for the NAT lab: ``tc`` tbf on the ISP link, loss by nftables ``numgen``,
+delay by a userspace delay line.
 
-The kernel here has tbf and htb but no netem, so rates are token buckets and loss is a
-random drop in a table of its own in the ISP namespace; added delay is not possible (the
-lab's links give what they give: a fraction of a millisecond). Download is shaped on the
-ISP's interface towards the home router (``isp/in0`` egress), upload on the home router's
-WAN interface (``home/wan0`` egress). :func:`unshape` restores the bare lab.
+The kernel here has tbf and htb but no netem, so rates are token buckets, loss is a random
+drop in a table of its own in the ISP namespace, and delay is :mod:`delay_line`: the ISP
+routes what it forwards (IPv4) through a TUN device to a process that holds each packet half
+the added round trip and hands it back through a second TUN device. Without it the lab's
+links give a fraction of a millisecond. Download is shaped on the ISP's interface towards the
+home router (``isp/in0`` egress), upload on the home router's WAN interface (``home/wan0``
+egress). :func:`unshape` restores the bare lab.
 """
 
 from __future__ import annotations
 
 import json
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import natlab_builder as nb
 
 DOWN = ("isp", "in0")
 UP = ("home", "wan0")
 LOSS_TABLE = "hcshape"
+DELAY_LINE = str(Path(__file__).resolve().parent / "delay_line.py")
+DELAY_IN, DELAY_OUT = "dlin", "dlout"
+DELAY_ROUTES = "1001"
+"""The ISP's routing table that sends what arrives from either neighbour into the delay line."""
 
 
 @dataclass(frozen=True)
 class Link:
-    """A shaped uplink: rates in Mbps, loss in per-mille of forwarded TCP packets."""
+    """A shaped uplink: rates in Mbps, loss in per-mille of forwarded TCP packets, round-trip
+    delay added in milliseconds."""
 
     name: str
     down_mbps: float
     up_mbps: float
     loss_permille: int = 0
+    rtt_ms: float = 0
 
 
 LINKS = (
@@ -38,8 +49,10 @@ LINKS = (
     Link("500 Mbps", 500, 500),
     Link("50/10 asymmetric", 50, 10),
     Link("25 Mbps, 1 % loss", 25, 25, loss_permille=10),
+    Link("25 Mbps, 40 ms", 25, 25, rtt_ms=40),
 )
-"""The links the tests and bench/bandwidth.py shape: issue-level rates, asymmetric and lossy."""
+"""The links the tests and bench/bandwidth.py shape: issue-level rates, asymmetric, lossy and
+a round trip across a country."""
 
 
 def _tbf(rate_mbps: float) -> list[str]:
@@ -50,6 +63,8 @@ def _tbf(rate_mbps: float) -> list[str]:
 
 
 def shape(lab: nb.NatLab, link: Link) -> None:
+    if link.rtt_ms and link.loss_permille:
+        raise ValueError("the loss table would see every delayed packet twice (into the delay line and out of it)")
     for (role, dev), rate in ((DOWN, link.down_mbps), (UP, link.up_mbps)):
         lab.exec(role, ["tc", "qdisc", "replace", "dev", dev, "root", *_tbf(rate)])
     lab.exec("isp", ["nft", "delete", "table", "inet", LOSS_TABLE], check=False)
@@ -61,18 +76,47 @@ def shape(lab: nb.NatLab, link: Link) -> None:
             f"  meta l4proto tcp numgen random mod 1000 < {link.loss_permille} drop\n"
             " }\n}\n",
         )
+    if link.rtt_ms:
+        _start_delay(lab, link.rtt_ms / 2)
+
+
+def _start_delay(lab: nb.NatLab, one_way_ms: float) -> None:
+    if lab.isp != "plain":
+        # A NATing ISP's conntrack would bind the mapping on the way into the delay line,
+        # where the packet does not leave by out0, and then not translate it at all.
+        raise ValueError("added delay needs the plain ISP")
+    for dev in (DELAY_IN, DELAY_OUT):
+        lab.ipn("isp", "tuntap", "add", "dev", dev, "mode", "tun")
+        lab.ipn("isp", "link", "set", dev, "up")
+        # Packets come back in on dlout from addresses routed elsewhere: no reverse-path check.
+        lab.exec("isp", ["sysctl", "-q", "-w", f"net.ipv4.conf.{dev}.rp_filter=0"])
+    proc = lab.popen("delay-line", "isp", [nb.PYTHON, DELAY_LINE, DELAY_IN, DELAY_OUT, f"{one_way_ms:g}"])
+    assert proc.stdout is not None
+    if not select.select([proc.stdout], [], [], 10)[0] or proc.stdout.readline().strip() != "ready":
+        _, err = lab.stop("delay-line")
+        raise RuntimeError(f"the delay line did not start: {err[-2000:]}")
+    lab.ipn("isp", "route", "add", "default", "dev", DELAY_IN, "table", DELAY_ROUTES)
+    for dev in ("in0", "out0"):
+        lab.ipn("isp", "rule", "add", "iif", dev, "lookup", DELAY_ROUTES)
 
 
 def unshape(lab: nb.NatLab) -> None:
     for role, dev in (DOWN, UP):
         lab.exec(role, ["tc", "qdisc", "del", "dev", dev, "root"], check=False)
     lab.exec("isp", ["nft", "delete", "table", "inet", LOSS_TABLE], check=False)
+    # Routes first, so that nothing is sent into a delay line that is gone.
+    for dev in ("in0", "out0"):
+        lab.ipn("isp", "rule", "del", "iif", dev, "lookup", DELAY_ROUTES, check=False)
+    lab.ipn("isp", "route", "flush", "table", DELAY_ROUTES, check=False)
+    lab.stop("delay-line")
+    for dev in (DELAY_IN, DELAY_OUT):
+        lab.ipn("isp", "link", "del", dev, check=False)
 
 
 @contextmanager
 def shaped(lab: nb.NatLab, link: Link) -> Iterator[None]:
-    shape(lab, link)
     try:
+        shape(lab, link)
         yield
     finally:
         unshape(lab)

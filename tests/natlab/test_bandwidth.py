@@ -1,8 +1,10 @@
-"""The speed test through real shaped links (tbf) and a lossy one (nftables numgen).
+"""The speed test through real shaped links (tbf), a lossy one (nftables numgen) and a
+delayed one (a userspace delay line: the kernel has no netem).
 
 The lab's probe server (in the "internet" namespace, behind the ISP link) serves the
 speed test; ``hostcheck speedtest`` runs in the host namespace behind the home router's NAT.
-Each measured rate must lie within 10 % of the shaped rate, and the caps must hold.
+Each measured rate must lie within 10 % of the shaped rate and never above what the wire can
+carry, the latency must show the added round trip, and the caps must hold.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def test_measured_rate_within_10_percent(natlab: nb.NatLab, probe_url: str, link
         assert measured <= 1.01 * shaped_rate * share, (link.name, out)
     assert out["duration_s"] <= 6 + 0.5
     assert out["bytes_down"] + out["bytes_up"] <= 1000 * 1_000_000
-    assert out["latency_ms"] < 50 and out["jitter_ms"] >= 0
+    # Handshakes cannot beat the added round trip; the margin above it is a busy machine's.
+    assert link.rtt_ms <= out["latency_ms"] < link.rtt_ms + 50 and out["jitter_ms"] >= 0, out
 
 
 def test_time_and_byte_caps_hold(natlab: nb.NatLab, probe_url: str) -> None:
