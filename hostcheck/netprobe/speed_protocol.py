@@ -43,7 +43,7 @@ class Received(NamedTuple):
     segments: int
     """``tcpi_data_segs_in``: data segments that arrived, in sequence or not."""
     mss: int
-    """``tcpi_rcv_mss``: the largest segment seen, as the kernel estimates it."""
+    """``tcpi_rcv_mss``: the sender's segment size, as the kernel estimates it."""
 
 
 NOTHING_RECEIVED = Received(0, 0, 0)
@@ -119,10 +119,10 @@ def steady_rate(snapshots: Sequence[Snapshot], warmup_s: float) -> tuple[float, 
     finished. The window starts ``warmup_s`` after the first snapshot in which any stream had
     begun (slow start and a shaper's burst bucket are discarded: the streams share one link,
     so one whose handshake was lost and resent joins a link the others already fill) and
-    ends at the last snapshot. The rate is the least-squares slope of the
-    streams' total over every snapshot in the window: a counter runs a little behind the wire
-    by however long the kernel takes to process what arrived, and that delay varies (it grows
-    on a busy machine), which two end points alone would carry straight into the figure.
+    ends at the last snapshot. The rate is the least-squares slope of the streams' total over
+    every snapshot in the window: a counter runs a little behind the wire by however long the
+    kernel takes to process what arrived, and that delay varies (it grows on a busy machine),
+    which two end points alone would carry straight into the figure.
     """
     started = next((t for t, counts in snapshots if any(c > 0 for c in counts)), None)
     if started is None:
