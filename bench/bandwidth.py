@@ -5,11 +5,12 @@ the probe server and an ``iperf3 -s`` in its "internet" namespace, and for each 
 (tbf on the ISP link; the lossy one drops 1 % of TCP packets by nftables numgen; the delayed
 one adds its round trip through a userspace delay line) runs ``hostcheck speedtest`` and
 ``iperf3`` (download with ``-R``, then upload; 4 streams each, the first second omitted as
-warm-up, both directions together taking the same time as hostcheck's whole test). Prints per link and direction each tool's figure, its error
-against the shaped rate and against the most TCP payload the shaped link delivered while
-that tool ran (tbf counts Ethernet, IP and TCP headers, both tools report payload; on the
-lossy link, upload packets are dropped after the uplink's shaper, and nftables counters say
-what share got through), the wall time and the bytes it moved.
+warm-up, both directions together taking the same time as hostcheck's whole test). Prints
+per link and direction each tool's figure, its error against the shaped rate and against
+the most TCP payload the shaped link delivered while that tool ran (tbf counts Ethernet, IP
+and TCP headers, both tools report payload; on the lossy link, upload packets are dropped
+after the uplink's shaper, and nftables counters say what share got through), the wall time
+and the bytes it moved.
 """
 
 from __future__ import annotations
@@ -55,29 +56,6 @@ def iperf3(lab: nb.NatLab, seconds: float, reverse: bool) -> dict:
     return {"mbps": data["end"]["sum_received"]["bits_per_second"] / 1e6, "wall_s": wall, "bytes": moved}
 
 
-COUNT_TABLE = "hcbench"
-
-
-def count_upload(lab: nb.NatLab) -> None:
-    """(Re)start counting upload data in the ISP's forward path, before and after the lossy
-    link's drop chain (priority -10): pure ACKs are left out, the uploads' data is not."""
-    lab.exec("isp", ["nft", "delete", "table", "inet", COUNT_TABLE], check=False)
-    match = f"ip daddr {nb.INET_IP} meta l4proto tcp meta length > 200 counter"
-    lab.nft("isp", f"table inet {COUNT_TABLE} {{\n"
-                   f" chain before {{ type filter hook forward priority -20; policy accept; {match}; }}\n"
-                   f" chain after {{ type filter hook forward priority 0; policy accept; {match}; }}\n}}\n")
-
-
-def upload_survived(lab: nb.NatLab) -> float:
-    """The share of upload bytes that got past the drop since :func:`count_upload`: a 1 %
-    random drop hits GSO aggregates of several segments, so what a link of that loss
-    delivers in a few seconds varies by tenths of a percent from run to run."""
-    rules = json.loads(lab.exec("isp", ["nft", "-j", "list", "table", "inet", COUNT_TABLE]).stdout)["nftables"]
-    counted = {r["rule"]["chain"]: r["rule"]["expr"][-1]["counter"]["bytes"] for r in rules if "rule" in r}
-    lab.exec("isp", ["nft", "delete", "table", "inet", COUNT_TABLE])
-    return counted["after"] / counted["before"] if counted["before"] else 1.0
-
-
 @dataclass(frozen=True)
 class Reading:
     """One direction of one link in one round: the shaped rate, both tools' Mbps (hostcheck's
@@ -111,27 +89,26 @@ def pct(error: float | None) -> str:
 
 def measure_link(lab: nb.NatLab, url: str, link: shaping.Link, seconds: float, share: float) -> list[Reading]:
     """Both tools on one shaped link; prints a row per direction. The download ceiling is the
-    payload share of the shaped rate: the ISP drops in its forward chain, before its own
-    downlink shaper. An upload packet it drops has already used the home router's shaped
-    uplink, so the upload ceiling is also scaled by the share that got through."""
+    payload share of the shaped rate (the lossy link drops before the ISP's downlink shaper);
+    the upload ceiling is also scaled by the share of upload data that got past the loss while
+    that tool ran."""
     with shaping.shaped(lab, link):
-        count_upload(lab)
         started = time.monotonic()
         hc = shaping.run_speedtest(lab, url, seconds=seconds)
         hc_wall = time.monotonic() - started
-        hc_survived = upload_survived(lab)
+        hc_delivered = shaping.upload_delivered(lab, link)
         down = iperf3(lab, seconds, reverse=True)
-        count_upload(lab)
+        shaping.upload_delivered(lab, link)  # restarts the count for iperf3's upload alone
         up = iperf3(lab, seconds, reverse=False)
-        ip_survived = upload_survived(lab)
+        ip_delivered = shaping.upload_delivered(lab, link)
     ip_wall, ip_bytes = down["wall_s"] + up["wall_s"], down["bytes"] + up["bytes"]
     hc_bytes = hc["bytes_down"] + hc["bytes_up"]
     down_ceiling, up_ceiling = link.down_mbps * share, link.up_mbps * share
     readings = [
         Reading(link.name, "down", link.down_mbps, hc.get("download_mbps"), down_ceiling, down["mbps"], down_ceiling,
                 hc_wall, ip_wall),
-        Reading(link.name, "up", link.up_mbps, hc.get("upload_mbps"), up_ceiling * hc_survived, up["mbps"],
-                up_ceiling * ip_survived, hc_wall, ip_wall),
+        Reading(link.name, "up", link.up_mbps, hc.get("upload_mbps"), up_ceiling * hc_delivered, up["mbps"],
+                up_ceiling * ip_delivered, hc_wall, ip_wall),
     ]
     for r in readings:
         mine_text = f"{r.hostcheck:9.2f}" if r.hostcheck is not None else f"{'unknown':>9}"
