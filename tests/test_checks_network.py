@@ -84,7 +84,11 @@ CASES = [
     ("NET-1030", path(local_ipv4="100.100.0.10"), None, "fail", "CGNAT"),
     ("NET-1030", path(router_natpmp=router("100.64.0.2")), None, "fail", "CGNAT"),
     ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1")), None, "unknown", "likely"),
-    ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("198.51.100.2")), None, "unknown", "likely"),
+    # The router's claim is contradicted by the shared-space hop beyond it: two heuristics.
+    ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("198.51.100.2")), None, "fail", "CGNAT"),
+    # A private router beyond it, or the carrier answering from the claimed address: never a pass.
+    ("NET-1030", path(hops=hops("192.168.1.1", "10.0.0.1"), router_upnp=router("198.51.100.2")), None, "unknown", "likely"),
+    ("NET-1030", path(hops=hops("192.168.1.1", "198.51.100.2"), router_upnp=router("198.51.100.2")), None, "unknown", "likely"),
     ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("10.0.0.2")), None, "fail", "CGNAT"),
     ("NET-1030", {"network": {"path": OFFLINE}}, None, "unknown", None),
     # ... and from facts recorded by an older hostcheck (no raw evidence: the recorded verdict)

@@ -12,9 +12,12 @@ CGNAT:
   own source address, or the router's WAN address — is a "yes";
 - "no" needs positive evidence: no NAT at all (the STUN-mapped address is the host's own,
   or the host itself holds the public address), or the router's WAN address equals the
-  STUN-mapped address while nothing points the other way. A router that learnt its
+  STUN-mapped address while nothing on the path contradicts it. A router that learnt its
   "public" address by STUN itself (miniupnpd's ``ext_perform_stun``) reports the carrier's
-  address, so that match loses against any heuristic for CGNAT;
+  address, so its claim is evidence only while the path agrees: a router beyond it in
+  shared or private space, a hop beyond it answering from the very address it claims as its
+  own, or STUN servers seeing different addresses each contradict it, and a contradicted
+  claim points at another NAT upstream ("likely", like a WAN address that differs);
 - heuristics (an early hop in 100.64.0.0/10, a router WAN address that is private or
   differs from what the internet sees, servers seeing different addresses) each make it
   "likely"; two of them together make it "yes";
@@ -54,12 +57,23 @@ VOTES: dict[tuple[str, str], str] = {
     ("router_natpmp", "public-differs"): LIKELY,
     ("router_upnp", "public-matches"): ROUTER_NO,
     ("router_natpmp", "public-matches"): ROUTER_NO,
+    ("router_upnp", "public-contradicted"): LIKELY,
+    ("router_natpmp", "public-contradicted"): LIKELY,
     ("hop_probe", "shared-address-hop"): LIKELY,
     ("servers_agree", "different-addresses"): LIKELY,
 }
 
 # Signals that read the same router state count once among the heuristics.
 _SAME_SOURCE = {"router_upnp": "router", "router_natpmp": "router"}
+_ROUTERS = ("router_upnp", "router_natpmp")
+
+# What on the path contradicts a router's claim that its WAN address is the public one.
+CONTRADICTIONS: dict[tuple[str, str], str] = {
+    ("hop_probe", "shared-address-hop"): "a router beyond it is in the carrier's shared space",
+    ("hop_probe", "private-upstream"): "a private-range router sits beyond it",
+    ("hop_probe", "claimed-address-hop"): "a router beyond it answers from that very address",
+    ("servers_agree", "different-addresses"): "STUN servers see this host from different addresses",
+}
 
 
 def signal(name: str, result: str, evidence: str) -> dict[str, str]:
@@ -70,9 +84,16 @@ def _results(signals: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [(str(s.get("name")), str(s.get("result"))) for s in signals if isinstance(s, Mapping)]
 
 
+def _contradictions(results: Iterable[tuple[str, str]]) -> list[str]:
+    return [CONTRADICTIONS[pair] for pair in results if pair in CONTRADICTIONS]
+
+
 def cgnat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
     """Combine signals into "yes" | "likely" | "no" | "unknown" (see the module doc)."""
-    votes = [(_SAME_SOURCE.get(n, n), VOTES[(n, r)]) for n, r in _results(signals) if (n, r) in VOTES]
+    results = _results(signals)
+    if _contradictions(results):
+        results = [(n, "public-contradicted" if n in _ROUTERS and r == "public-matches" else r) for n, r in results]
+    votes = [(_SAME_SOURCE.get(n, n), VOTES[(n, r)]) for n, r in results if (n, r) in VOTES]
     if any(v == YES for _, v in votes):
         return "yes"
     if any(v == NO for _, v in votes):
@@ -90,9 +111,11 @@ def cgnat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
 def double_nat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
     """"yes" | "likely" | "no" | "unknown": a second NAT behind a private-range router."""
     results = set(_results(signals))
+    if _contradictions(results):
+        results = {(n, "public-contradicted" if n in _ROUTERS and r == "public-matches" else r) for n, r in results}
     if ("stun_mapped_address", "no-nat") in results or ("local_address", "public-address") in results:
         return "no"
-    router = {r for n, r in results if n in ("router_upnp", "router_natpmp")}
+    router = {r for n, r in results if n in _ROUTERS}
     private_hop = ("hop_probe", "private-upstream") in results
     if "private" in router:
         return "yes"
@@ -177,13 +200,28 @@ def router_signal(
     )
 
 
-def hop_signal(hops: list[Hop] | None, failure: str | None, public_ranges: Sequence[str]) -> dict[str, str]:
+def hop_signal(
+    hops: list[Hop] | None,
+    failure: str | None,
+    public_ranges: Sequence[str],
+    router_claims: Sequence[str] = (),
+) -> dict[str, str]:
+    """What the routers on the path say; ``router_claims`` are the public WAN addresses the
+    home router reported, which no router beyond it can hold if the claims are true."""
     if hops is None:
         return signal("hop_probe", "unknown", failure or "hop probe not run")
     if not hops:
         return signal("hop_probe", "no-answer", "no router answered the TTL-limited probes")
     listed = ", ".join(f"{h.ttl}:{h.address}" for h in hops if not h.reached) or "none"
     routers = [h for h in hops if not h.reached]
+    for h in routers:
+        if h.ttl >= 2 and h.address in router_claims:
+            return signal(
+                "hop_probe",
+                "claimed-address-hop",
+                f"hop {h.ttl} answers from {h.address}, the address the home router reports as its own "
+                f"WAN address: the router is not the public edge (hops {listed})",
+            )
     for h in routers:
         if classify_address(h.address, public_ranges) == "cgnat":
             return signal(
@@ -251,6 +289,21 @@ def ipv6_signal(
     return signal("ipv6", "ipv6-translated", f"IPv6 {local6} is seen as {mapped6[0]} ({scope})")
 
 
+def weigh_router_claims(
+    routers: list[dict[str, str]], path_signals: Iterable[Mapping[str, Any]]
+) -> list[dict[str, str]]:
+    """A router's "public-matches" claim with what on the path contradicts it in its evidence."""
+    against = _contradictions(_results(path_signals))
+    if not against:
+        return routers
+    return [
+        signal(r["name"], "public-contradicted", f"{r['evidence']}; but {' and '.join(against)}")
+        if r["result"] == "public-matches"
+        else r
+        for r in routers
+    ]
+
+
 # -- from raw evidence (network.path) -----------------------------------------------------
 
 
@@ -304,18 +357,23 @@ def signals_from_path(path: Mapping[str, Any]) -> list[dict[str, str]]:
         )
     )
     mapped_ip = first[1][0] if first and first[1] else None
-    for name in ("router_upnp", "router_natpmp"):
+    routers = []
+    for name in _ROUTERS:
         answer = path.get(name)
         if isinstance(answer, Mapping):
             address = answer.get("address")
             address = address if isinstance(address, str) else None
             detail = str(answer.get("detail") or name)
-            signals.append(router_signal(name, address, detail, mapped_ip, ranges))
+            routers.append(router_signal(name, address, detail, mapped_ip, ranges))
         else:
-            signals.append(signal(name, "unknown", _reason(answer, "not asked")))
+            routers.append(signal(name, "unknown", _reason(answer, "not asked")))
+    claims = [mapped_ip] if mapped_ip and any(r["result"] == "public-matches" for r in routers) else []
     hops = _hops(path.get("hops"))
-    signals.append(hop_signal(hops, _reason(path.get("hops"), "hop probe not run"), ranges))
-    signals.append(servers_signal([(srv, m) for srv, m, _ in answered]))
+    path_signals = [
+        hop_signal(hops, _reason(path.get("hops"), "hop probe not run"), ranges, claims),
+        servers_signal([(srv, m) for srv, m, _ in answered]),
+    ]
+    signals += weigh_router_claims(routers, path_signals) + path_signals
     v6 = path.get("stun_ipv6")
     local6 = path.get("local_ipv6") if isinstance(path.get("local_ipv6"), str) else None
     if isinstance(v6, Mapping):

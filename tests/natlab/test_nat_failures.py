@@ -111,24 +111,45 @@ def test_server_without_rfc5780(natlab: nb.NatLab) -> None:
     assert out["result"]["cgnat"]["verdict"] == "unknown"
 
 
-@pytest.mark.parametrize("natlab", ["plain", "cgnat"], indirect=True)
-def test_router_that_learnt_its_address_by_stun(natlab: nb.NatLab) -> None:
-    """miniupnpd with ext_perform_stun reports the carrier's address, equal to what STUN sees.
+# (topology, carrier answers expired packets from its public address) -> the router's claim as
+# the path leaves it, what contradicts it, the CGNAT verdict.
+STUN_ROUTER_CASES = {
+    ("plain", False): ("public-matches", None, "no"),
+    ("cgnat", False): ("public-contradicted", "in the carrier's shared space", "yes"),
+    ("cgnat", True): ("public-contradicted", "answers from that very address", "likely"),
+    ("double", False): ("public-contradicted", "a private-range router", "likely"),
+}
 
-    Read naively that says "no CGNAT"; behind the carrier NAT the hop probe still shows the
-    shared address space, and the verdict must not become "no".
+
+@pytest.mark.parametrize(
+    "natlab, carrier_public",
+    [("plain", False), ("cgnat", False), ("cgnat", True), ("double", False)],
+    indirect=["natlab"],
+)
+def test_router_that_learnt_its_address_by_stun(natlab: nb.NatLab, carrier_public: bool) -> None:
+    """miniupnpd with ext_perform_stun reports the address the internet sees, equal to what STUN sees.
+
+    Read naively that says "no CGNAT". The claim counts only when nothing on the path
+    contradicts it: behind the carrier NAT the hop probe shows the shared address space (or a
+    carrier router answering from the very address the router claims), behind a second home
+    router a private-range hop; the verdict must never become "no" there.
     """
+    router_result, contradiction, verdict = STUN_ROUTER_CASES[(natlab.isp, carrier_public)]
     natlab.start_miniupnpd(stun=True)
+    natlab.carrier_icmp_from_public(carrier_public)
     try:
         out = natlab.run_host("collect", nb.collect_args())
     finally:
+        natlab.carrier_icmp_from_public(False)
         natlab.start_miniupnpd(stun=False)
     facts = out["result"]
     signals = _signals(facts)
-    assert signals["router_natpmp"]["result"] == "public-matches"
-    assert natlab.expected_mapped_ip in signals["router_natpmp"]["evidence"]
-    assert signals["router_upnp"]["result"] == "public-matches"
-    assert facts["cgnat"]["verdict"] == {"plain": "no", "cgnat": "likely"}[natlab.isp]
+    for name in ("router_natpmp", "router_upnp"):
+        assert signals[name]["result"] == router_result
+        assert natlab.expected_mapped_ip in signals[name]["evidence"]
+        if contradiction:
+            assert contradiction in signals[name]["evidence"]
+    assert facts["cgnat"]["verdict"] == verdict
 
 
 @pytest.mark.parametrize(

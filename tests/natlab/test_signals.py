@@ -38,7 +38,12 @@ NAT = sig("stun_mapped_address", "nat")
         ([NAT, sig("local_address", "shared-address")], "yes"),
         ([NAT, sig("router_natpmp", "shared-address")], "yes"),
         ([NAT, sig("hop_probe", "shared-address-hop")], "likely"),
-        ([NAT, sig("hop_probe", "shared-address-hop"), sig("router_upnp", "public-matches")], "likely"),
+        # A router's claim to hold the public address is contradicted by what lies beyond it:
+        # the contradicted claim points at another NAT upstream, a heuristic of its own.
+        ([NAT, sig("hop_probe", "shared-address-hop"), sig("router_upnp", "public-matches")], "yes"),
+        ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "public-matches")], "likely"),
+        ([NAT, sig("hop_probe", "claimed-address-hop"), sig("router_natpmp", "public-matches")], "likely"),
+        ([NAT, sig("hop_probe", "claimed-address-hop"), sig("router_upnp", "public-contradicted")], "likely"),
         ([NAT, sig("hop_probe", "shared-address-hop"), sig("servers_agree", "different-addresses")], "yes"),
         ([NAT, sig("hop_probe", "shared-address-hop"), sig("router_upnp", "private")], "yes"),
         # UPnP and NAT-PMP read the same router: agreeing twice is one source, not two.
@@ -49,7 +54,8 @@ NAT = sig("stun_mapped_address", "nat")
         ([NAT, sig("hop_probe", "public-upstream"), sig("router_upnp", "no-address")], "unknown"),
         # The host holds the public address itself: positive evidence.
         ([NAT, sig("local_address", "public-address")], "no"),
-        ([NAT, sig("router_natpmp", "public-matches"), sig("servers_agree", "different-addresses")], "likely"),
+        # A carrier pool: the router reports one of the pool's addresses, a second server sees another.
+        ([NAT, sig("router_natpmp", "public-matches"), sig("servers_agree", "different-addresses")], "yes"),
         ([sig("stun_mapped_address", "unknown"), sig("hop_probe", "public-upstream")], "unknown"),
         ([NAT, sig("router_upnp", "no-address"), sig("router_natpmp", "no-address")], "unknown"),
         ([NAT, sig("hop_probe", "private-upstream")], "unknown"),
@@ -87,6 +93,9 @@ def test_verdict_is_total_and_yes_is_monotone(pairs: list[tuple[str, str]]) -> N
         # A router that learnt the public address by STUN, yet a private router behind it.
         ([NAT, sig("hop_probe", "private-upstream"), sig("router_upnp", "public-matches")], "likely"),
         ([NAT, sig("router_upnp", "public-matches")], "no"),
+        # The router is not the public edge, but what is beyond it is not known.
+        ([NAT, sig("hop_probe", "claimed-address-hop"), sig("router_upnp", "public-matches")], "unknown"),
+        ([NAT, sig("servers_agree", "different-addresses"), sig("router_upnp", "public-matches")], "unknown"),
         ([NAT, sig("hop_probe", "shared-address-hop")], "unknown"),
         ([NAT, sig("hop_probe", "public-upstream"), sig("router_natpmp", "no-address")], "unknown"),
     ],
@@ -136,6 +145,63 @@ def test_router_signal(address: str | None, mapped: str | None, result: str) -> 
 )
 def test_hop_signal(hops: list[Hop], result: str) -> None:
     assert cg.hop_signal(hops, None, LAB)["result"] == result
+
+
+def test_hop_answering_from_the_routers_claimed_address() -> None:
+    hops = [Hop(1, "192.168.1.1", False), Hop(2, "198.51.100.2", False), Hop(3, "203.0.113.10", True)]
+    assert cg.hop_signal(hops, None, LAB)["result"] == "public-upstream"
+    assert cg.hop_signal(hops, None, LAB, ["198.51.100.2"])["result"] == "claimed-address-hop"
+    # Hop 1 is the home router itself: its own address proves nothing.
+    assert cg.hop_signal(hops[:1] + hops[2:], None, LAB, ["192.168.1.1"])["result"] == "inconclusive"
+
+
+def _path(router_address: str, hops: list[tuple[int, str]], second_server_sees: str | None = None) -> dict:
+    stun = [{"server": "s1", "mapped": "198.51.100.2:4000", "local": "192.168.1.10:5000"}]
+    if second_server_sees:
+        stun.append({"server": "s2", "mapped": f"{second_server_sees}:4001", "local": "192.168.1.10:5000"})
+    return {
+        "public_ranges": LAB,
+        "stun": stun,
+        "local_ipv4": "192.168.1.10",
+        "router_upnp": {"address": router_address, "detail": "UPnP"},
+        "router_natpmp": {"address": router_address, "detail": "NAT-PMP"},
+        "hops": [{"ttl": t, "address": a, "reached": False} for t, a in hops] + [
+            {"ttl": 9, "address": "203.0.113.10", "reached": True}
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "path, cgnat, double_nat, contradiction",
+    [
+        # Nothing on the path contradicts the router: its claim is the positive evidence.
+        (_path("198.51.100.2", [(1, "192.168.1.1"), (2, "198.51.100.1")]), "no", "no", None),
+        # A router that learnt the carrier's address by STUN, behind a private-range router.
+        (_path("198.51.100.2", [(1, "192.168.1.1"), (2, "10.0.0.1")]), "likely", "likely", "private-range"),
+        # The carrier's NAT answers from the very address the home router claims.
+        (_path("198.51.100.2", [(1, "192.168.1.1"), (2, "198.51.100.2")]), "likely", "unknown", "that very"),
+        (_path("198.51.100.2", [(1, "192.168.1.1"), (2, "100.64.0.1")]), "yes", "unknown", "shared space"),
+        # A carrier pool: a second server sees another of its addresses.
+        (
+            _path("198.51.100.2", [(1, "192.168.1.1"), (2, "198.51.100.1")], "198.51.100.3"),
+            "yes",
+            "unknown",
+            "different addresses",
+        ),
+    ],
+)
+def test_router_claims_count_only_where_the_path_agrees(
+    path: dict, cgnat: str, double_nat: str, contradiction: str | None
+) -> None:
+    signals = cg.signals_from_path(path)
+    by_name = {s["name"]: s for s in signals}
+    assert (cg.cgnat_verdict(signals), cg.double_nat_verdict(signals)) == (cgnat, double_nat)
+    for name in ("router_upnp", "router_natpmp"):
+        if contradiction is None:
+            assert by_name[name]["result"] == "public-matches"
+        else:
+            assert by_name[name]["result"] == "public-contradicted"
+            assert contradiction in by_name[name]["evidence"]
 
 
 def test_servers_signal() -> None:
