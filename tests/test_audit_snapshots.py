@@ -246,7 +246,7 @@ def test_unknown_owner_risk_never_exits_zero(tmp_path) -> None:
 
 def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
     _, report = audit_json("--facts", snapshot("reference-laptop"), "-p", "quickpod", "--accept-owner-risk")
-    assert "quickpod: run `hostcheck audit --probe URL --token T`" in report["headline"]
+    assert "quickpod: run `hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N`" in report["headline"]
     _, unnamed = audit_json("--facts", snapshot("unnamed-gpu-no-generation"), "-p", "vast")
     assert unnamed["headline"].startswith("Not yet known")
     assert "vast: see the UNKNOWN items below" in unnamed["headline"]

@@ -204,8 +204,8 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
     "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
     fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --token T` against a probe server outside your network "
-    "(reached over IPv4).",
+    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
+    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
     fix_role="firewall: firewall_provider_ports",
 )
 def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
