@@ -104,9 +104,10 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise FactsError(f"{path}: missing 'meta' object (is this a hostcheck facts file?)")
     fmt = meta.get("facts_format")
-    if fmt != FACTS_FORMAT:
+    if type(fmt) is not int or fmt != FACTS_FORMAT:  # true == 1 and 1.0 == 1 are not format 1
+        kind = " (a boolean, not a number)" if isinstance(fmt, bool) else ""
         raise FactsError(
-            f"{path}: meta.facts_format is {fmt!r}; this hostcheck reads format {FACTS_FORMAT}"
+            f"{path}: meta.facts_format is {fmt!r}{kind}; this hostcheck reads format {FACTS_FORMAT}"
         )
     for key, section in data.items():
         if not isinstance(section, dict):
