@@ -22,6 +22,7 @@ from hostcheck.checks.base import (
     pass_if,
     passed,
     skipped,
+    state_of,
     unknown,
     version_tuple,
 )
@@ -225,6 +226,7 @@ def same_model(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Active thermal or power slowdown means customers get less than the card's rated speed; "
     "it also shows cooling or power delivery is at its limit.",
     fix="Improve cooling, clean the fans, raise the power cap to default, and re-check under load.",
+    shown=lambda value: {"none": "throttle reasons: none", "throttling": "GPU throttling"}.get(value, str(value)),
 )
 def not_throttling(facts: dict[str, Any], _threshold: Any) -> Outcome:
     serious = {"hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown", "sw_power_cap"}
@@ -261,6 +263,7 @@ def display_inactive(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "on some hosts, lost power settings.",
     fix="Enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`).",
     fix_role="nvidia_host: nvidia_host_persistenced",
+    shown=state_of("persistence mode"),
 )
 def persistence_mode(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off = [str(d.get("index")) for d in known_devices(facts) if not device_field(d, "persistence_mode")]
@@ -370,6 +373,7 @@ def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
     why="A datacenter GPU with ECC switched off returns silently corrupted results after a memory "
     "error; customers' long jobs and the platform's checks rely on ECC catching them.",
     fix="`sudo nvidia-smi -e 1` and reboot (GeForce cards have no ECC: nothing to do there).",
+    shown=state_of("ECC"),
 )
 def ecc_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off, unclear, on = [], [], []

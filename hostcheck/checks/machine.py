@@ -13,6 +13,7 @@ from hostcheck.checks.base import (
     known_devices,
     need,
     passed,
+    state_of,
     unknown,
     version_tuple,
 )
@@ -163,6 +164,7 @@ def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="With Secure Boot on, unsigned NVIDIA kernel modules do not load after a driver update "
     "unless a MOK key is enrolled; Vast's stricter draft requires it off.",
     fix="Disable Secure Boot in the firmware setup, or enrol a MOK key for DKMS modules.",
+    shown=state_of("Secure Boot"),
 )
 def secure_boot_off(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("on") if need(facts, "system.secure_boot") else passed("off")
