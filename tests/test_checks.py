@@ -38,6 +38,8 @@ CASES = [
     ("GPU-1060", gpu(is_laptop=Unknown("chassis unreadable")), None, "unknown", None),
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": [{"vendor": "nvidia"}]}}, 1, "fail", 0),
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": Unknown("no sysfs")}}, 1, "unknown", None),
+    # macOS: NVIDIA's CUDA 10.2 release notes make it the last release to support macOS; no driver, no PCI listing needed
+    ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": Unknown("no sysfs")}, "system": {"os_kernel_name": "Darwin"}}, 1, "fail", 0),
     ("PWR-1030", {"power": {"sleep_targets": {"sleep.target": "masked", "suspend.target": Unknown("no systemd")}}}, None, "unknown", None),
     ("PWR-1030", {"power": {"sleep_targets": {"sleep.target": "masked", "suspend.target": "static"}}}, None, "fail", "1 not masked"),
     ("PWR-1020", {"power": {"battery_present": True, "on_ac": False}}, None, "fail", "on battery"),

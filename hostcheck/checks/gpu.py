@@ -42,6 +42,16 @@ def _nvidia_pci_count(facts: dict[str, Any]) -> int | None:
     return sum(1 for a in adapters if isinstance(a, dict) and a.get("vendor") == "nvidia")
 
 
+MACOS_NO_NVIDIA = (
+    "macOS: NVIDIA ships no driver for it (the CUDA 10.2 release notes: 10.2 is the last release "
+    "to support macOS; NVIDIA's last macOS driver was for 10.13 High Sierra), so no NVIDIA GPU can work here"
+)
+"""Why a Mac never has a working NVIDIA GPU: NVIDIA CUDA Toolkit 10.2 release notes, General CUDA,
+https://docs.nvidia.com/cuda/archive/10.2/cuda-toolkit-release-notes/index.html ("CUDA 10.2
+(Toolkit and NVIDIA driver) is the last release to support macOS for developing and running CUDA
+applications")."""
+
+
 @check(
     "GPU-1010",
     title="A working NVIDIA GPU",
@@ -59,6 +69,8 @@ def gpu_present(facts: dict[str, Any], threshold: Any) -> Outcome:
     devices = lookup(facts, "gpu.devices")
     if isinstance(nvml, dict) and nvml.get("available") and isinstance(devices, list):
         return compare(len(devices), ">=", threshold, ", ".join(str(d.get("name")) for d in devices))
+    if lookup(facts, "system.os_kernel_name") == "Darwin":
+        return failed(0, MACOS_NO_NVIDIA)
     on_bus = _nvidia_pci_count(facts)
     why_not = nvml.get("reason") if isinstance(nvml, dict) else getattr(nvml, "reason", "NVML not collected")
     if on_bus is None:
