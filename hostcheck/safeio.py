@@ -281,7 +281,7 @@ def _write_fd(fd: int, data: bytes) -> None:
             # A FIFO whose reader is not keeping up: wait for room, but not forever.
             _, ready, _ = select.select([], [fd], [], FIFO_STALL_S)
             if not ready:
-                raise OSError(11, f"the FIFO's reader took nothing for {FIFO_STALL_S:.0f} s") from None
+                raise OSError(11, f"the FIFO's reader took nothing for {FIFO_STALL_S:g} s") from None
             continue
         if written <= 0:
             raise OSError(5, "the write made no progress")

@@ -248,3 +248,21 @@ def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temp(tmp_path: P
     assert lines[:2] == ["rc=2", "old report"], (proc.stdout, proc.stderr)
     assert sorted(lines[2:]) == ["filler", "report.json"]  # no .report.json.*.tmp left behind
     assert "No space left on device" in proc.stderr and "wrote" not in proc.stderr
+
+
+def test_a_fifo_whose_reader_stops_reading_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that opens the FIFO and never reads: the write gives up instead of hanging."""
+    from hostcheck import safeio
+
+    monkeypatch.setattr(safeio, "FIFO_STALL_S", 0.5)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader that never reads
+    try:
+        started = time.monotonic()
+        with pytest.raises(OSError, match="the FIFO's reader took nothing for 0.5 s"):
+            safeio.write_output(fifo, "x" * (1 << 20), private=True)  # 1 MiB: far over a pipe's buffer
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(reader_fd)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and entries(tmp_path) == ["pipe"]
