@@ -94,6 +94,35 @@ def _flips(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...],
     return found
 
 
+def test_every_registered_check_reads_true_on_every_snapshot_and_flip() -> None:
+    """Checks no shipped policy uses (a user's policy may) are held to the same rule: each one
+    without a threshold is run directly on every snapshot, and on the flips of one of them."""
+    from hostcheck.checks import load_registry
+    from hostcheck.judge import run_check
+    from hostcheck.models import ThresholdKind
+
+    metas = [m for m in load_registry().values() if m.threshold_kind == ThresholdKind.NONE]
+    facts_list = [load_snapshot(p) for p in SNAPSHOT_FILES]
+    base = load_snapshot(SNAPSHOTS / "dedicated-4090.json")
+    for path, value in _flips(base):
+        mutated = copy.deepcopy(base)
+        parent = mutated
+        for part in path[:-1]:
+            parent = parent[part]
+        parent[path[-1]] = value
+        facts_list.append(mutated)
+    judged = 0
+    for facts in facts_list:
+        for meta in metas:
+            outcome = run_check(meta, facts, None)
+            if str(outcome.status) not in JUDGED or outcome.measured in (None, "") or isinstance(outcome.measured, dict):
+                continue
+            shown = measured_text({"id": meta.id, "measured": outcome.measured, "unit": meta.unit})
+            assert not reads_as_answer(shown), f"{meta.id} {meta.title}: {shown!r} reads as the answer to its title"
+            judged += 1
+    assert judged > 100
+
+
 FLIPPED = ["dedicated-4090.json", "reference-laptop.json"]  # a server with Docker and sshd; a personal laptop
 
 

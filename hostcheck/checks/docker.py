@@ -106,6 +106,8 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FL
     why="Without the NVIDIA runtime (nvidia-container-toolkit) containers cannot see the GPU.",
     fix="Install nvidia-container-toolkit and run `nvidia-ctk runtime configure --runtime=docker`.",
     fix_role="docker_host: docker_host_nvidia_runtime",
+    shown=lambda value: "no container runtime listed" if value == "none" else f"runtimes: {value}"
+    if value != "Docker not installed" else str(value),
 )
 def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if (reason := _unreachable(facts)) is not None:
