@@ -101,6 +101,44 @@ def test_snapshot_format_must_be_the_integer_1(tmp_path: Path, value: Any, shown
     assert proc.returncode == 2 and "meta.facts_format is" in proc.stderr
 
 
+BAD_BOOLEANS = [
+    ("system", "secure_boot", "false", "system.secure_boot: must be true or false, not str 'false'"),
+    ("ssh", "installed", 0, "ssh.installed: must be true or false, not int 0"),
+    ("isolation", "apparmor_enabled", "yes", "isolation.apparmor_enabled: must be true or false, not str 'yes'"),
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value", "error"), BAD_BOOLEANS, ids=[c[3].split(":")[0] for c in BAD_BOOLEANS])
+def test_snapshot_booleans_must_be_booleans(tmp_path: Path, section: str, key: str, value: Any, error: str) -> None:
+    """'false' is truthy: read as a boolean it would say the opposite of what the file meant."""
+    data = _snapshot()
+    data[section][key] = value
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FactsError) as caught:
+        load_snapshot(path)
+    assert str(caught.value) == f"{path}: {error}"
+
+
+def test_a_boolean_inside_a_list_is_checked_too(tmp_path: Path) -> None:
+    data = _snapshot()
+    data["gpu"]["devices"][0]["persistence_mode"] = "Enabled"
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(data))
+    proc = hostcheck("audit", "--facts", str(path))
+    assert proc.returncode == 2
+    assert "gpu.devices.*.persistence_mode: must be true or false, not str 'Enabled'" in proc.stderr
+
+
+def test_unknown_and_null_booleans_are_accepted(tmp_path: Path) -> None:
+    data = _snapshot()
+    data["system"]["secure_boot"] = {"$unknown": "mokutil not installed"}
+    data["docker"]["icc"] = None
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(data))
+    assert load_snapshot(path)["system"]["secure_boot"].reason == "mokutil not installed"
+
+
 def _report() -> dict[str, Any]:
     proc = hostcheck("audit", "--facts", str(SNAP), "-f", "json")
     return dict(json.loads(proc.stdout))
