@@ -55,22 +55,39 @@ def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def _emit(text: str, output: Path | None, private: bool = True) -> None:
     """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout.
 
-    The file is replaced atomically and a symlink in its place is replaced, not followed;
-    ``private`` (anything not redacted) makes it readable by its owner only.
+    A regular file (or a new path) is replaced atomically, a device or FIFO is written
+    through, anything else is refused (hostcheck.safeio.plan_output has the rule); ``private``
+    (anything not redacted) makes a new file readable by its owner only.
     """
     if output is None:
         sys.stdout.write(text)
         return
-    from hostcheck.safeio import write_atomic
+    from hostcheck.render.escape import escape_text
+    from hostcheck.safeio import write_output
 
     try:
-        write_atomic(output, text, private=private)
+        plan = write_output(output, text, private=private)
     except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if str(output) == "-":
+            _die(f"cannot write to standard output: {reason}")
         sys.stdout.write(text)
-        _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
-    from hostcheck.render.escape import escape_text
+        _die(f"cannot write {output}: {reason}; the report was printed to stdout instead")
+    if plan.how != "stdout":
+        shown = escape_text(str(output))
+        typer.echo(f"hostcheck: wrote {shown}" + ("" if plan.how == "atomic" else f" ({plan.what})"), err=True)
 
-    typer.echo(f"hostcheck: wrote {escape_text(str(output))}", err=True)
+
+def _check_output(output: Path | None) -> None:
+    """Refuse an output path that will never be written before spending time on the work."""
+    if output is None:
+        return
+    from hostcheck.safeio import OutputRefused, plan_output
+
+    try:
+        plan_output(output)
+    except OutputRefused as exc:
+        raise UsageError(f"--output {output}: {exc.strerror}") from None
 
 
 def _version(value: bool) -> None:
@@ -216,7 +233,7 @@ ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=6553
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
 SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Time cap of the whole speed test, seconds (3-60).")]
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
 
 
@@ -255,6 +272,7 @@ def audit(
     if fmt not in FORMATS:
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     try:
+        _check_output(output)
         policies = resolve_policies(policy)
         if facts_file is not None and speedtest:
             raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
@@ -297,6 +315,7 @@ def facts(
     from hostcheck.safeio import dumps
 
     try:
+        _check_output(output)
         ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
     except UsageError as exc:
         _die(str(exc))
@@ -454,6 +473,7 @@ def speedtest_command(
     from hostcheck.netprobe.speedtest import run_speedtest
 
     try:
+        _check_output(output)
         token = _read_token(token_file)
         if token is None:
             raise UsageError("the speed test needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
@@ -490,6 +510,10 @@ def fleet(
     if sort not in ("host", "score", "vram"):
         _die(f"--sort must be host, score or vram, not {sort!r}")
     is_diff = bool(paths) and str(paths[0]) == "diff"
+    try:
+        _check_output(output)
+    except UsageError as exc:
+        _die(str(exc))
     try:
         if is_diff:
             if len(paths) != 3:

@@ -31,7 +31,7 @@ gpu.display_adapters.*.device_id gpu.display_adapters.*.driver
 system.cpu_model system.cpu_arch system.os_kernel_name system.cpu_physical_cores system.cpu_logical_cores
 system.cpu_avx system.ram_total_mib system.os_id system.os_version_id system.os_pretty system.kernel
 system.virtualization system.secure_boot system.iommu_enabled system.iommu_groups system.uptime_s
-system.cpu_virt_ext system.kvm_device system.default_target
+system.cpu_virt_ext system.kvm_device system.default_target system.desktop_sessions
 
 power.chassis_type power.chassis_type_code power.battery_present power.on_ac
 power.batteries.*.name power.batteries.*.capacity_pct power.batteries.*.status power.sleep_targets.*

@@ -93,6 +93,8 @@ def read_entry(path: Path) -> HostEntry:
     version = data.get("report_version")
     if version is None:
         raise FleetError(f"{path}: not a hostcheck report (no report_version)")
+    if type(version) is not int:  # true == 1 and 1.0 == 1, yet neither is a format number
+        raise FleetError(f"{path}: report_version must be an integer, not {type(version).__name__} {version!r}")
     if version != REPORT_VERSION:
         tool = data.get("tool")
         written_by = tool.get("version", "?") if isinstance(tool, dict) else "?"

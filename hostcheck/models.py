@@ -158,6 +158,18 @@ def _iso_date(value: Any) -> dt.date:
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 
 
+def _format_one(value: Any) -> Any:
+    # Literal[1] alone takes True and 1.0 (both == 1); a format number is an integer.
+    if type(value) is not int:
+        shown = f"the boolean {value!r} (a boolean is not a number)" if isinstance(value, bool) else repr(value)
+        raise ValueError(f"must be 1, not {shown}")
+    return value
+
+
+FormatOne = Annotated[Literal[1], BeforeValidator(_format_one)]
+"""The format number 1, as an integer: not true, not 1.0, not "1"."""
+
+
 # ------------------------------------------------------------------ the policy file (YAML)
 
 
@@ -199,7 +211,7 @@ class PolicyDocument(_Strict):
 
     model_config = ConfigDict(title="hostcheck policy, format 1")
 
-    format: Literal[1]
+    format: FormatOne
     id: Text
     title: Text
     platform: Text
@@ -397,7 +409,7 @@ class NetworkFacts(_Open):
 
 
 class FactsMeta(_Open):
-    facts_format: Literal[1]
+    facts_format: FormatOne
 
 
 class Facts(_Open):

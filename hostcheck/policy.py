@@ -7,6 +7,7 @@ keeps its ``start_mark``, and a validation error's field path is looked up among
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -82,7 +83,7 @@ class _Lines:
     def build(self, node: yaml.Node, loc: Loc = ()) -> Any:
         self.node.setdefault(loc, _line_of(node.start_mark))
         if isinstance(node, yaml.ScalarNode):
-            return self._scalars.construct_object(node, deep=True)
+            return self._scalar(node, loc)
         if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ_TAG:
             items = []
             for index, child in enumerate(node.value):
@@ -103,6 +104,19 @@ class _Lines:
             return result
         raise PolicyError(f"line {_line_of(node.start_mark)}: unsupported YAML tag {node.tag}")
 
+    def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> Any:
+        """The scalar's value; one YAML resolves but cannot build (2026-02-30 is read as a date,
+        5000 digits as an int) is an error at its line and field, not a crash."""
+        try:
+            value = self._scalars.construct_object(node, deep=True)
+        except (ValueError, OverflowError, yaml.YAMLError) as exc:
+            raise PolicyError(f"line {_line_of(node.start_mark)}: {_field(loc) or 'policy'}: "
+                              f"{_unbuildable(node, exc)}") from None
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_NUMBER:
+            raise PolicyError(f"line {_line_of(node.start_mark)}: {_field(loc) or 'policy'}: "
+                              f"the integer {_short(node.value)} is out of range (at most {MAX_NUMBER} in magnitude)")
+        return value
+
     def at(self, loc: Loc) -> int | str:
         """The line of the field at ``loc``, or of the nearest enclosing one that exists."""
         for end in range(len(loc), -1, -1):
@@ -112,6 +126,29 @@ class _Lines:
             if prefix in self.node:
                 return self.node[prefix]
         return "?"
+
+
+MAX_NUMBER = 2**53
+"""Largest number a policy may hold: every integer up to it is exact as a float too, and no
+real threshold (MiB, Mbps, watts, days) comes near it."""
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _short(text: str) -> str:
+    return repr(_clip(text))
+
+
+def _unbuildable(node: yaml.ScalarNode, exc: Exception) -> str:
+    if node.tag == _TIMESTAMP_TAG:
+        return f"{_short(node.value)} is not a real date ({exc}); dates are YYYY-MM-DD"
+    if node.tag == _INT_TAG:
+        return f"the integer {_short(node.value)} is out of range (at most {MAX_NUMBER} in magnitude)"
+    return f"{_short(node.value)} cannot be read as {node.tag.rsplit(':', 1)[-1]}: {exc}"
 
 
 def _field(loc: Loc) -> str:
@@ -183,7 +220,13 @@ def _threshold(entry: RequirementEntry, kind: ThresholdKind) -> tuple[Any, str]:
         ThresholdKind.BOOL: isinstance(value, bool),
     }[kind]
     if not ok:
-        return None, f"must be a {kind}, not {type(value).__name__} {value!r}"
+        return None, f"must be a {kind}, not {type(value).__name__} {_clip(repr(value))}"
+    if kind == ThresholdKind.NUMBER and not (math.isfinite(value) and abs(value) <= MAX_NUMBER):
+        return None, f"must be a finite number of at most {MAX_NUMBER} in magnitude, not {value!r}"
+    if kind == ThresholdKind.LIST:
+        for item in value:
+            if not (isinstance(item, str) and item.strip()):
+                return None, f"must be a list of non-empty strings, not one holding {type(item).__name__} {item!r}"
     return (list(value) if isinstance(value, list) else value), ""
 
 

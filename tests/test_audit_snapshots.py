@@ -133,9 +133,10 @@ NVIDIA_ECC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 SHAPES = [
     # (machine, policy, verdict, exact blockers, findings that must be RISK, must be UNKNOWN, the page)
     ("mac-mini-m2-sonoma", "darkbloom", "feasible", [], [], [], DARKBLOOM),  # Apple Silicon, macOS 14+
-    ("mac-mini-m2-sonoma", "tensordock", "not feasible", ["SYS-1140"], [], [], TENSORDOCK),  # Linux KVM hosts only
+    # No NVIDIA driver exists for current macOS (CUDA 10.2 was the last release for it): GPU-1010 fails
+    ("mac-mini-m2-sonoma", "tensordock", "not feasible", ["GPU-1010", "SYS-1140"], [], [], TENSORDOCK),  # Linux KVM hosts only
     ("mac-mini-m2-sonoma", "ionet", "feasible", [], [], [], IONET),  # "or Apple M1-M3"
-    ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1120", "SYS-1050"], [], [], VAST),
+    ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1010", "GPU-1120", "SYS-1050"], [], [], VAST),
     ("macbook-air-m1-ventura", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # macOS 14 minimum
     ("macbook-pro-intel-monterey", "darkbloom", "not feasible", ["SYS-1050", "SYS-1060"], [], [], DARKBLOOM),
     ("macbook-pro-intel-monterey", "ionet", "not feasible", ["GPU-1120"], ["PWR-1010"], [], IONET),
@@ -268,3 +269,12 @@ def test_markdown_report_carries_the_headline() -> None:
     proc = hostcheck("audit", "--facts", snapshot("reference-laptop"), "-f", "markdown")
     assert "**Do not host on this machine as it is" in proc.stdout
     assert "Cannot apply to this machine:" in proc.stdout
+
+
+@pytest.mark.parametrize("machine", ["mac-mini-m2-sonoma", "macbook-air-m1-ventura", "macbook-pro-intel-monterey"])
+def test_a_mac_has_no_working_nvidia_gpu_and_says_why(machine: str) -> None:
+    """Not unknown: NVIDIA ships no macOS driver (CUDA 10.2 was the last release supporting macOS)."""
+    _, report = audit_json("--facts", snapshot(machine), "--policy", "vast")
+    finding = next(f for f in policy_result(report, "vast")["findings"] if f["id"] == "GPU-1010")
+    assert (finding["status"], finding["measured"]) == ("fail", 0)
+    assert "CUDA 10.2" in finding["detail"] and "macOS" in finding["detail"]

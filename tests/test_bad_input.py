@@ -290,21 +290,7 @@ def test_report_of_facts_with_nan_is_valid_json() -> None:
 
 # ============================================================ --output
 
-def test_output_replaces_a_symlink_instead_of_following_it(tmp_path: Path) -> None:
-    target = tmp_path / "precious"
-    target.write_text("keep me")
-    link = tmp_path / "report.json"
-    link.symlink_to(target)
-    dangling = tmp_path / "dangling.json"
-    dangling.symlink_to(tmp_path / "would-be-created")
-    for out in (link, dangling):
-        proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(out))
-        assert proc.returncode in (0, 3, 4), proc.stderr
-        assert not out.is_symlink() and json.loads(out.read_text())["report_version"] == 1
-        assert stat.S_IMODE(out.stat().st_mode) == 0o600  # not redacted: owner only
-    assert target.read_text() == "keep me"
-    assert not (tmp_path / "would-be-created").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.json", "precious", "report.json"]  # no temp left
+# Every kind of target (devices, FIFOs, sockets, symlinks): tests/test_output_targets.py
 
 
 def test_redacted_output_is_shareable_and_unwritable_output_still_prints(tmp_path: Path) -> None:

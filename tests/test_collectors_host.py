@@ -812,7 +812,7 @@ SHAPES = {
     "system": {"cpu_model", "cpu_arch", "os_kernel_name", "cpu_physical_cores", "cpu_logical_cores", "cpu_avx",
                "ram_total_mib", "os_id", "os_version_id", "os_pretty", "kernel", "virtualization",
                "secure_boot", "iommu_enabled", "iommu_groups", "uptime_s", "cpu_virt_ext", "kvm_device",
-               "default_target"},
+               "default_target", "desktop_sessions"},
     "power": {"chassis_type", "chassis_type_code", "battery_present", "on_ac", "batteries", "sleep_targets"},
     "storage": {"filesystems", "root", "home", "docker_root", "swap"},
 }  # fmt: skip

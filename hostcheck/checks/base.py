@@ -72,6 +72,18 @@ class CheckMeta:
     fix: str
     fix_role: str  # "role: variable" in this repo's Ansible profile that fixes it, or ""
     func: Callable[[dict[str, Any], Any], Outcome]
+    shown: Callable[[Any], str] | None = None
+    """How the measured value reads after the title, where the bare value would not say what
+    it is the value of ("SSH password login off: yes" reads as the opposite of the truth)."""
+
+    def says(self, measured: Any) -> str:
+        """The measured value as the report prints it: a statement true by itself."""
+        if self.shown is not None:
+            try:
+                return self.shown(measured)
+            except Exception:  # a value from a foreign report: shown as it is
+                pass
+        return str(measured)
 
     @property
     def family(self) -> str:
@@ -91,6 +103,7 @@ def check(
     why: str,
     fix: str,
     fix_role: str = "",
+    shown: Callable[[Any], str] | None = None,
 ) -> Callable[[Callable[[dict[str, Any], Any], Outcome]], Callable[[dict[str, Any], Any], Outcome]]:
     """Register a check under a stable id (asserted unique and well-formed at import)."""
 
@@ -100,11 +113,47 @@ def check(
         if check_id in REGISTRY:
             raise ValueError(f"check id {check_id} registered twice")
         REGISTRY[check_id] = CheckMeta(
-            check_id, title, Operator(op), unit, ThresholdKind(threshold), why.strip(), fix.strip(), fix_role, func
+            check_id, title, Operator(op), unit, ThresholdKind(threshold), why.strip(), fix.strip(), fix_role, func,
+            shown,
         )
         return func
 
     return register
+
+
+STATE_WORDS = frozenset({
+    "yes", "no", "on", "off", "true", "false", "enabled", "disabled", "none", "present", "absent",
+    "encrypted", "unencrypted", "set", "unset",
+})
+"""Words that say a state without naming what is in it: after a title they read as its answer."""
+_BARE_STATE = re.compile(r"^(\S+)( on GPU [0-9, ]+)?$")
+
+
+def is_bare_state(text: str) -> bool:
+    """'off', 'yes', 'off on GPU 0': a state that does not name its subject."""
+    match = _BARE_STATE.match(text.strip())
+    return match is not None and match.group(1).lower() in STATE_WORDS
+
+
+def state_of(subject: str) -> Callable[[Any], str]:
+    """Name the subject of a bare state: 'off' -> 'Secure Boot off'; phrases stay as they are."""
+
+    def show(value: Any) -> str:
+        text = str(value)
+        return f"{subject} {text}" if is_bare_state(text) else text
+
+    return show
+
+
+def setting(name: str) -> Callable[[Any], str]:
+    """A configuration value as the setting and its value ('PasswordAuthentication yes');
+    a phrase (no single value: 'no sshd installed') stays as it is."""
+
+    def show(value: Any) -> str:
+        text = str(value)
+        return f"{name} {text}" if text and not any(c.isspace() for c in text) else text
+
+    return show
 
 
 class Missing(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, failed, need, pass_if, passed, unknown
+from hostcheck.checks.base import Missing, Outcome, check, failed, need, pass_if, passed, state_of, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
 from hostcheck.facts import Unknown, lookup
 
@@ -94,6 +94,7 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FL
         why=_why,
         fix=_fix,
         fix_role=f"docker_host: {_var}",
+        shown=state_of(_json_key),
     )(_docker_flag(_key, _json_key, _default, _want))
 
 
@@ -105,6 +106,8 @@ for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FL
     why="Without the NVIDIA runtime (nvidia-container-toolkit) containers cannot see the GPU.",
     fix="Install nvidia-container-toolkit and run `nvidia-ctk runtime configure --runtime=docker`.",
     fix_role="docker_host: docker_host_nvidia_runtime",
+    shown=lambda value: "no container runtime listed" if value == "none" else f"runtimes: {value}"
+    if value != "Docker not installed" else str(value),
 )
 def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if (reason := _unreachable(facts)) is not None:
@@ -123,6 +126,7 @@ def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Without user namespaces, root in a container is root on the host if it escapes.",
     fix='"userns-remap": "default" in daemon.json (check your platform supports it) or rootless Docker.',
     fix_role="docker_host: docker_host_daemon_options",
+    shown=state_of("user namespaces"),
 )
 def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
     remap, origin = _docker_setting(facts, "userns_remap", "userns-remap", "")

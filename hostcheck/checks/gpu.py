@@ -22,6 +22,7 @@ from hostcheck.checks.base import (
     pass_if,
     passed,
     skipped,
+    state_of,
     unknown,
     version_tuple,
 )
@@ -41,6 +42,16 @@ def _nvidia_pci_count(facts: dict[str, Any]) -> int | None:
     return sum(1 for a in adapters if isinstance(a, dict) and a.get("vendor") == "nvidia")
 
 
+MACOS_NO_NVIDIA = (
+    "macOS: NVIDIA ships no driver for it (the CUDA 10.2 release notes: 10.2 is the last release "
+    "to support macOS; NVIDIA's last macOS driver was for 10.13 High Sierra), so no NVIDIA GPU can work here"
+)
+"""Why a Mac never has a working NVIDIA GPU: NVIDIA CUDA Toolkit 10.2 release notes, General CUDA,
+https://docs.nvidia.com/cuda/archive/10.2/cuda-toolkit-release-notes/index.html ("CUDA 10.2
+(Toolkit and NVIDIA driver) is the last release to support macOS for developing and running CUDA
+applications")."""
+
+
 @check(
     "GPU-1010",
     title="A working NVIDIA GPU",
@@ -58,6 +69,8 @@ def gpu_present(facts: dict[str, Any], threshold: Any) -> Outcome:
     devices = lookup(facts, "gpu.devices")
     if isinstance(nvml, dict) and nvml.get("available") and isinstance(devices, list):
         return compare(len(devices), ">=", threshold, ", ".join(str(d.get("name")) for d in devices))
+    if lookup(facts, "system.os_kernel_name") == "Darwin":
+        return failed(0, MACOS_NO_NVIDIA)
     on_bus = _nvidia_pci_count(facts)
     why_not = nvml.get("reason") if isinstance(nvml, dict) else getattr(nvml, "reason", "NVML not collected")
     if on_bus is None:
@@ -225,6 +238,7 @@ def same_model(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Active thermal or power slowdown means customers get less than the card's rated speed; "
     "it also shows cooling or power delivery is at its limit.",
     fix="Improve cooling, clean the fans, raise the power cap to default, and re-check under load.",
+    shown=lambda value: {"none": "throttle reasons: none", "throttling": "GPU throttling"}.get(value, str(value)),
 )
 def not_throttling(facts: dict[str, Any], _threshold: Any) -> Outcome:
     serious = {"hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown", "sw_power_cap"}
@@ -261,6 +275,7 @@ def display_inactive(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "on some hosts, lost power settings.",
     fix="Enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`).",
     fix_role="nvidia_host: nvidia_host_persistenced",
+    shown=state_of("persistence mode"),
 )
 def persistence_mode(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off = [str(d.get("index")) for d in known_devices(facts) if not device_field(d, "persistence_mode")]
@@ -370,6 +385,7 @@ def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
     why="A datacenter GPU with ECC switched off returns silently corrupted results after a memory "
     "error; customers' long jobs and the platform's checks rely on ECC catching them.",
     fix="`sudo nvidia-smi -e 1` and reboot (GeForce cards have no ECC: nothing to do there).",
+    shown=state_of("ECC"),
 )
 def ecc_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off, unclear, on = [], [], []

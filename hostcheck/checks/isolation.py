@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
+from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 
@@ -78,6 +78,7 @@ def no_docker_humans(facts: dict[str, Any], _threshold: Any) -> Outcome:
     threshold="none",
     why="Docker's default AppArmor profile is one of the layers between a container and the host.",
     fix="Enable AppArmor (Debian/Ubuntu: on by default; `apparmor=1 security=apparmor` on the kernel command line).",
+    shown=state_of("AppArmor"),
 )
 def apparmor(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed("enabled") if need(facts, "isolation.apparmor_enabled") else failed("disabled")
@@ -114,6 +115,7 @@ def no_credentials(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="A host others rent is a host others may touch (repairs, theft, a colocation space); "
     "unencrypted personal data on it is readable by whoever holds the disk.",
     fix="Keep personal data off the host; or use full-disk encryption (LUKS) for root and home.",
+    shown=state_of("personal data"),
 )
 def personal_data_encrypted(facts: dict[str, Any], _threshold: Any) -> Outcome:
     personal = _credentials(facts)
@@ -134,6 +136,7 @@ def personal_data_encrypted(facts: dict[str, Any], _threshold: Any) -> Outcome:
     threshold="none",
     why="Memory of the owner's programs and of customers' jobs is written to swap in the clear.",
     fix="Use an encrypted swap (cryptswap) or none.",
+    shown=state_of("swap"),
 )
 def swap_encrypted(facts: dict[str, Any], _threshold: Any) -> Outcome:
     swaps = need(facts, "storage.swap")

@@ -13,6 +13,7 @@ from hostcheck.checks.base import (
     known_devices,
     need,
     passed,
+    state_of,
     unknown,
     version_tuple,
 )
@@ -163,6 +164,7 @@ def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="With Secure Boot on, unsigned NVIDIA kernel modules do not load after a driver update "
     "unless a MOK key is enrolled; Vast's stricter draft requires it off.",
     fix="Disable Secure Boot in the firmware setup, or enrol a MOK key for DKMS modules.",
+    shown=state_of("Secure Boot"),
 )
 def secure_boot_off(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("on") if need(facts, "system.secure_boot") else passed("off")
@@ -281,17 +283,28 @@ def bare_metal(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "multi-user.target`, then remove the desktop packages and display manager).",
 )
 def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    target = lookup(facts, "system.default_target")
+    # Not the default target: systemd ships default.target -> graphical.target, so stock Debian
+    # and Ubuntu servers boot to it. A desktop is what a desktop installs or runs.
     manager = lookup(facts, "isolation.display_manager")
-    if target == "graphical.target":
-        return failed("desktop", "boots to graphical.target (a desktop install)")
+    sessions = lookup(facts, "system.desktop_sessions")
+    running = lookup(facts, "isolation.graphical_session")
+    evidence = []
     if isinstance(manager, str) and manager:
-        return failed("desktop", f"display manager {manager} installed")
-    if isinstance(target, Unknown):
-        raise Missing("system.default_target", target.reason)
+        evidence.append(f"display manager {manager} installed")
+    if isinstance(sessions, list) and sessions:
+        evidence.append(f"desktop sessions installed: {', '.join(map(str, sessions[:5]))}")
+    if running is True:
+        evidence.append("a graphical session is running")
+    if evidence:
+        return failed("desktop", "; ".join(evidence))
+    if isinstance(sessions, Unknown) or not isinstance(sessions, list):
+        reason = sessions.reason if isinstance(sessions, Unknown) else "not a list"
+        raise Missing("system.desktop_sessions", reason)
     if isinstance(manager, Unknown):
         raise Missing("isolation.display_manager", manager.reason)
-    return passed("server", f"boots to {target}, no display manager")
+    target = lookup(facts, "system.default_target")
+    boots = f"; boots to {target}" if isinstance(target, str) else ""
+    return passed("server", f"no display manager, no desktop session installed or running{boots}")
 
 
 @check(

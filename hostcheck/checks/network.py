@@ -260,6 +260,7 @@ def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="IPv6 is the usual way around CGNAT: a global IPv6 address can be reachable where IPv4 is not "
     "(platforms still need IPv4 today; IPv6-only is unsupported on Vast).",
     fix="Enable IPv6 on the router if the ISP offers it.",
+    shown=lambda value: {"yes": "a global IPv6 address", "no": "no global IPv6 address"}.get(value, str(value)),
 )
 def ipv6_global(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed("yes") if need(facts, "network.ipv6_global") else failed("no")

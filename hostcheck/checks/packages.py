@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped
+from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of
 
 
 @check(
@@ -17,6 +17,7 @@ from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped
     "turns them off; hostcheck follows the security page and holds the NVIDIA driver instead.)",
     fix="`apt install unattended-upgrades` and enable it (security origin only); hold NVIDIA packages.",
     fix_role="host_baseline: host_baseline_security_updates",
+    shown="unattended-upgrades {}".format,
 )
 def security_updates(facts: dict[str, Any], _threshold: Any) -> Outcome:
     state = need(facts, "packages.unattended_upgrades")
@@ -55,6 +56,7 @@ def nvidia_held(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Add the security suite to the APT sources (Debian 12: `deb http://deb.debian.org/debian-security "
     "bookworm-security main`; Ubuntu: `<codename>-security`), then `apt update`.",
     fix_role="host_baseline: host_baseline_security_updates",
+    shown=state_of("security source"),
 )
 def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
     state = need(facts, "packages.unattended_upgrades")

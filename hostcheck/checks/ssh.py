@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed
+from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed, setting
 from hostcheck.facts import Unknown, lookup
 
 SAFE_ROOT_LOGIN = {"no", "prohibit-password", "without-password", "forced-commands-only"}
@@ -49,5 +49,12 @@ SSH_RULES = [
      "`KbdInteractiveAuthentication no`", "ssh_hardening: ssh_hardening_enabled"),
 ]
 
+SSHD_NAMES = {
+    "passwordauthentication": "PasswordAuthentication", "permitrootlogin": "PermitRootLogin",
+    "permitemptypasswords": "PermitEmptyPasswords", "kbdinteractiveauthentication": "KbdInteractiveAuthentication",
+}
+"""sshd -T prints keys in lower case; the report names them as sshd_config(5) spells them."""
+
 for _id, _title, _key, _good, _why, _fix, _role in SSH_RULES:
-    check(_id, title=_title, op="in", threshold="none", why=_why, fix=_fix, fix_role=_role)(_ssh_rule(_key, _good))
+    check(_id, title=_title, op="in", threshold="none", why=_why, fix=_fix, fix_role=_role,
+          shown=setting(SSHD_NAMES[_key]))(_ssh_rule(_key, _good))

@@ -28,6 +28,8 @@ GRAPHICAL_PROCESSES = frozenset(
 )
 DISPLAY_MANAGER_PROCESSES = ("gdm", "gdm3", "sddm", "lightdm", "lxdm", "xdm", "slim", "greetd", "ly")
 DISPLAY_MANAGER_UNIT = "/etc/systemd/system/display-manager.service"
+DEFAULT_DISPLAY_MANAGER = "/etc/X11/default-display-manager"
+"""Debian's record of the chosen display manager (the path of its binary, e.g. /usr/sbin/gdm3)."""
 
 # (kind, path relative to a home); directories count as present when they exist.
 CREDENTIAL_PATHS: tuple[tuple[str, str], ...] = (
@@ -223,13 +225,19 @@ def graphical_session(comms: list[str]) -> bool | Unknown:
     return False
 
 
-def display_manager(comms: list[str]) -> str | None:
+def display_manager(comms: list[str], root: str = "/") -> str | None:
+    """The display manager enabled (systemd's display-manager.service alias, or Debian's
+    /etc/X11/default-display-manager) or running; ``root`` reads another tree's files."""
     try:
-        target = os.readlink(DISPLAY_MANAGER_UNIT)
+        target = os.readlink(os.path.join(root, DISPLAY_MANAGER_UNIT.lstrip("/")))
     except OSError:
         target = ""
     if target and target != "/dev/null":
         name = os.path.basename(target).removesuffix(".service")
+        return "gdm" if name == "gdm3" else name
+    chosen = read_text(os.path.join(root, DEFAULT_DISPLAY_MANAGER.lstrip("/")), limit=4096)
+    if not isinstance(chosen, Unknown) and chosen.strip():
+        name = os.path.basename(chosen.strip().splitlines()[0])[:64]
         return "gdm" if name == "gdm3" else name
     for name in DISPLAY_MANAGER_PROCESSES:
         if name in comms:

@@ -242,6 +242,7 @@ def collect(ctx: Any) -> dict[str, Any]:
         "cpu_virt_ext": cpu["cpu_virt_ext"],
         "kvm_device": kvm_device(platform.system()),
         "default_target": default_target(),
+        "desktop_sessions": desktop_sessions(platform.system()),
     }
     if platform.system() == "Darwin":
         facts.update(macos_facts())
@@ -249,7 +250,8 @@ def collect(ctx: Any) -> dict[str, Any]:
 
 
 def default_target() -> str | Unknown:
-    """systemd's boot target: 'graphical.target' on desktop installs, 'multi-user.target' on servers."""
+    """systemd's boot target. Not a sign of a desktop: systemd ships default.target linked to
+    graphical.target, so stock Debian and Ubuntu servers report it too."""
     res = run_command(["systemctl", "get-default"], timeout=1.0)
     if isinstance(res, Unknown):
         return res
@@ -257,6 +259,30 @@ def default_target() -> str | Unknown:
     if res.returncode != 0 or not answer.endswith(".target"):
         return Unknown(f"systemctl get-default: {(res.stderr or answer).strip()[:120] or 'no answer'}")
     return answer
+
+
+SESSION_DIRS = ("/usr/share/xsessions", "/usr/share/wayland-sessions")
+"""Where desktop environments install the sessions a display manager offers (freedesktop.org
+convention; gnome-session, plasma-workspace, xfce4-session... each ship a .desktop entry)."""
+MAX_SESSIONS = 32
+
+
+def desktop_sessions(kernel: str, root: str = "/") -> list[str] | Unknown:
+    """The desktop sessions installed (names of the .desktop entries): a desktop environment's
+    packages, whether or not anyone logs in. ``root`` reads another tree (a container's rootfs)."""
+    if kernel != "Linux":
+        return Unknown(f"{kernel}: desktop sessions are X11/Wayland entries of Linux desktops; none to list here")
+    found: set[str] = set()
+    for directory in SESSION_DIRS:
+        path = os.path.join(root, directory.lstrip("/"))
+        try:
+            names = os.listdir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            return Unknown(f"cannot list {directory}: {exc.strerror or exc}")
+        found.update(name.removesuffix(".desktop")[:64] for name in names if name.endswith(".desktop"))
+    return sorted(found)[:MAX_SESSIONS]
 
 
 def kvm_device(kernel: str, path: str = KVM_DEVICE) -> bool | Unknown:

@@ -24,9 +24,16 @@ def _with_unit(value: Any, unit: str) -> str:
 
 
 def measured_text(finding: dict[str, Any]) -> str:
+    """The measured value as it follows the title: a statement true by itself, whatever the
+    value ("PasswordAuthentication yes", never a bare "yes" after "SSH password login off")."""
     measured = finding.get("measured")
     if measured is None or isinstance(measured, dict):
         return ""
+    from hostcheck.checks import load_registry
+
+    meta = load_registry().get(str(finding.get("id")))
+    if meta is not None and meta.shown is not None:
+        return meta.says(measured)
     return _with_unit(measured, finding.get("unit", ""))
 
 
@@ -69,5 +76,6 @@ def needs_attention(finding: dict[str, Any]) -> bool:
 def risk_row_text(row: dict[str, Any]) -> str:
     """One owner-risk line: what was measured and the evidence, whichever exist."""
     measured = row.get("measured")
-    parts = [str(measured) if measured not in (None, "") and not isinstance(measured, dict) else "", row.get("detail") or ""]
+    shown = measured_text({"id": row.get("id"), "measured": measured}) if measured != "" else ""
+    parts = [shown, row.get("detail") or ""]
     return f"{row['id']} {row['title']}: " + " — ".join(p for p in parts if p)

@@ -1,0 +1,173 @@
+"""Every finding's first line reads true as a sentence, whatever was measured.
+
+The bug this guards against: "SSH password login off: yes" for `PasswordAuthentication yes`.
+A title states the requirement; the value after it must name what it is the value of, or a
+bare "yes", "off" or "enabled" reads as the title's answer, which is the opposite of the truth
+whenever the requirement is not met. The rule is written out here, independently of the code:
+the measured part of a pass/fail/warn line is never a bare state word (optionally "on GPU N").
+It is applied to every check over every snapshot, and again with every boolean fact and every
+sshd setting of the snapshots flipped, so the failing values (absent from most snapshots) are
+rendered too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostcheck.facts import load_snapshot
+from hostcheck.policy import load_shipped, shipped_policy_names
+from hostcheck.render import render
+from hostcheck.render.text import headline, measured_text, risk_row_text
+from hostcheck.report import build_report
+from tests.helpers import SNAPSHOTS, hostcheck
+
+BARE_STATES = {
+    "yes", "no", "on", "off", "true", "false", "enabled", "disabled", "none", "present", "absent",
+    "encrypted", "unencrypted", "set", "unset",
+}
+BARE = re.compile(r"^(?P<word>\S+)( on GPU [0-9, ]+)?$")
+JUDGED = {"pass", "fail", "warn"}
+SNAPSHOT_FILES = sorted(SNAPSHOTS.glob("*.json"))
+
+
+def reads_as_answer(shown: str) -> bool:
+    match = BARE.match(shown.strip())
+    return bool(match) and match.group("word").lower() in BARE_STATES
+
+
+@cache
+def policies() -> list[Any]:
+    return [load_shipped(name) for name in shipped_policy_names() if name != "owner-risk"]
+
+
+def report_of(facts: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(render(build_report(facts, policies()), "json")))
+
+
+def lines_of(report: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
+    """(finding, its measured text, its first line) for every judged finding and owner-risk row."""
+    out = []
+    for policy in report["policies"]:
+        for finding in policy["findings"]:
+            if finding["status"] in JUDGED and measured_text(finding):
+                out.append((finding, measured_text(finding), headline(finding)))
+    for row in report["owner_risk"]["findings"]:
+        if row.get("measured") not in (None, "") and not isinstance(row.get("measured"), dict):
+            out.append((row, measured_text(row), risk_row_text(row)))
+    return out
+
+
+def assert_lines_read_true(report: dict[str, Any], where: str) -> int:
+    checked = 0
+    for finding, shown, line in lines_of(report):
+        assert not reads_as_answer(shown), f"{where}: {line!r} reads as the answer to its title"
+        assert str(finding["measured"]) in shown, f"{where}: {line!r} does not show the value as measured"
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOT_FILES, ids=[p.stem for p in SNAPSHOT_FILES])
+def test_every_first_line_names_what_it_measured(snapshot: Path) -> None:
+    assert assert_lines_read_true(report_of(load_snapshot(snapshot)), snapshot.stem) > 0
+
+
+def _flips(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
+    """Every boolean leaf flipped, every sshd setting given the other answer."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    if isinstance(node, bool):
+        found.append((path, not node))
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            found += _flips(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _flips(value, (*path, index))
+    elif path[:2] == ("ssh", "settings") and isinstance(node, str):
+        found.append((path, "no" if node == "yes" else "yes"))
+    return found
+
+
+def test_every_registered_check_reads_true_on_every_snapshot_and_flip() -> None:
+    """Checks no shipped policy uses (a user's policy may) are held to the same rule: each one
+    without a threshold is run directly on every snapshot, and on the flips of one of them."""
+    from hostcheck.checks import load_registry
+    from hostcheck.judge import run_check
+    from hostcheck.models import ThresholdKind
+
+    metas = [m for m in load_registry().values() if m.threshold_kind == ThresholdKind.NONE]
+    facts_list = [load_snapshot(p) for p in SNAPSHOT_FILES]
+    base = load_snapshot(SNAPSHOTS / "dedicated-4090.json")
+    for path, value in _flips(base):
+        mutated = copy.deepcopy(base)
+        parent = mutated
+        for part in path[:-1]:
+            parent = parent[part]
+        parent[path[-1]] = value
+        facts_list.append(mutated)
+    judged = 0
+    for facts in facts_list:
+        for meta in metas:
+            outcome = run_check(meta, facts, None)
+            if str(outcome.status) not in JUDGED or outcome.measured in (None, "") or isinstance(outcome.measured, dict):
+                continue
+            shown = measured_text({"id": meta.id, "measured": outcome.measured, "unit": meta.unit})
+            assert not reads_as_answer(shown), f"{meta.id} {meta.title}: {shown!r} reads as the answer to its title"
+            judged += 1
+    assert judged > 100
+
+
+FLIPPED = ["dedicated-4090.json", "reference-laptop.json"]  # a server with Docker and sshd; a personal laptop
+
+
+@pytest.mark.parametrize("name", FLIPPED)
+def test_first_lines_read_true_with_every_boolean_fact_flipped(name: str) -> None:
+    facts = load_snapshot(SNAPSHOTS / name)
+    flips = _flips(facts)
+    assert len(flips) > 10
+    for path, value in flips:
+        mutated = copy.deepcopy(facts)
+        parent = mutated
+        for part in path[:-1]:
+            parent = parent[part]
+        parent[path[-1]] = value
+        assert_lines_read_true(report_of(mutated), f"{name} with {'.'.join(map(str, path))} = {value!r}")
+
+
+SSHD = {"passwordauthentication": "yes", "permitrootlogin": "yes", "permitemptypasswords": "yes",
+        "kbdinteractiveauthentication": "yes"}
+
+
+def test_the_issue_case_names_password_authentication_yes(tmp_path: Path) -> None:
+    data = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    data["ssh"]["settings"].update(SSHD)
+    data["docker"].update({"icc": True, "userland_proxy": True, "no_new_privileges": False})
+    path = tmp_path / "open-sshd.json"
+    path.write_text(json.dumps(data))
+    table = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "table").stdout
+    markdown = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "markdown").stdout
+    for expected in ("SSH-1010 SSH password login off: PasswordAuthentication yes",
+                     "SSH-1020 No root login with a password: PermitRootLogin yes",
+                     "SSH-1030 No empty SSH passwords: PermitEmptyPasswords yes",
+                     "SSH-1040 SSH keyboard-interactive login off: KbdInteractiveAuthentication yes",
+                     "DOC-1040 Inter-container traffic off (icc): icc on",
+                     "DOC-1050 Userland proxy off: userland-proxy on",
+                     "DOC-1020 Containers cannot gain privileges (no-new-privileges): no-new-privileges off"):
+        assert expected in table, expected
+    assert "| SSH-1010 | SSH password login off | PasswordAuthentication yes |" in markdown
+    assert "login off: yes" not in table and "| yes |" not in markdown
+    report = json.loads(hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "json").stdout)
+    ssh = next(f for f in report["policies"][0]["findings"] if f["id"] == "SSH-1010")
+    assert (ssh["status"], ssh["measured"]) == ("fail", "yes")  # the JSON keeps the raw value
+
+
+def test_a_phrase_is_left_as_it_is() -> None:
+    """'no sshd installed' is a statement already; naming the setting in front would garble it."""
+    line = headline({"id": "SSH-1010", "title": "SSH password login off", "measured": "no sshd installed", "op": "in"})
+    assert line == "SSH-1010 SSH password login off: no sshd installed"
