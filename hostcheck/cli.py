@@ -269,13 +269,17 @@ def audit(
     except (PolicyError, FactsError, UsageError) as exc:
         _die(str(exc))
     report = build_report(facts, policies)
+    code = exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk)
     if redact_output:
-        from hostcheck.redact import redact
+        from hostcheck.redact import redacted_report
 
-        report = redact(report)
+        report, changed = redacted_report(facts, policies, report)
+        if changed:
+            typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
+                       "judge the unredacted facts for the real verdicts", err=True)
     color = fmt == "table" and output is None and sys.stdout.isatty()
     _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
-    raise typer.Exit(exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk))
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -302,9 +306,9 @@ def facts(
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
     if redact_output:
-        from hostcheck.redact import redact
+        from hostcheck.redact import redact_facts
 
-        data = redact({"host": {"hostname": data["meta"].get("hostname")}, "facts": data})["facts"]
+        data = redact_facts(data)
     _emit(dumps(data, indent=2) + "\n", output, private=not redact_output)
 
 
