@@ -141,6 +141,28 @@ def load_fleet(paths: list[Path]) -> list[HostEntry]:
     return entries
 
 
+def redact_entries(entries: list[HostEntry]) -> Any:
+    """``entries`` with every host name, address, user name... replaced, the same value by the
+    same placeholder across all of them (old and new audits of ``fleet diff`` together); returns
+    the redactor, for messages about them."""
+    from hostcheck.redact import Redactor, redact
+
+    redactor = Redactor()
+    for entry in entries:
+        redactor.learn_host(entry.host, own=True)
+        if entry.report is not None and isinstance(entry.report.get("facts"), dict):
+            redactor.learn(entry.report["facts"])
+    for entry in entries:
+        entry.host = redactor.host(entry.host)
+        entry.path = redactor.scrub(entry.path)
+        if entry.unreachable is not None:
+            entry.unreachable = redactor.scrub(entry.unreachable)
+        if entry.report is not None:
+            entry.report = redact(entry.report, redactor)
+            entry.policies = {p["id"]: p for p in entry.report.get("policies", [])}
+    return redactor
+
+
 def errors(entries: list[HostEntry]) -> list[str]:
     """Why each unusable report could not be read."""
     return [e.unreachable or "" for e in entries if e.error]

@@ -51,7 +51,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Blocks whose members keep their block (and their shared prefixes) under a keyed permutation.
 _PERMUTED_BLOCKS = tuple(ipaddress.ip_network(n) for n in (
-    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "fc00::/7", "fe80::/10",
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "fc00::/7", "fe80::/64", "fe80::/10",
 ))
 _GLOBAL_V4_BLOCKS = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "198.18.0.0/15"))
 _GLOBAL_V6_BLOCK = ipaddress.ip_network("2001:db8::/32")
@@ -210,15 +210,18 @@ class Redactor:
         return self.host(text)
 
     # ---------------------------------------------------------------- host names
-    def learn_host(self, name: str) -> None:
+    def learn_host(self, name: str, own: bool = False) -> None:
+        """A host name, replaced wherever it appears as labels of text. ``own``: this machine's
+        name, whose short name and domain go too (other machines' names go whole)."""
         name = name.strip().strip(".").lower()
         if not name or _address(name) is not None or not re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*", name):
             return
         self.hosts.setdefault(name, "host")
         short, _, domain = name.partition(".")
-        self.hosts.setdefault(short, "host")
-        if domain and domain not in COMMON_DOMAINS:
-            self.hosts.setdefault(domain, "domain")
+        if own:
+            self.hosts.setdefault(short, "host")
+            if domain and domain not in COMMON_DOMAINS:
+                self.hosts.setdefault(domain, "domain")
         self._hosts_re = None
 
     def host(self, name: str) -> str:
@@ -305,7 +308,8 @@ class Redactor:
                 self.learn_host(match.group("url_host"))
 
     # ---------------------------------------------------------------- by kind
-    def value(self, kind: str, text: str, path: str) -> str:
+    def value(self, kind: str, text: str, keyword: str = "") -> str:
+        """One string of kind ``kind``; ``keyword``: the key the data chose above it (an sshd keyword)."""
         if kind == "host":
             return self.address_text(text) if _address(text.rsplit(":", 1)[0].strip("[]")) is not None else self.host_port(text)
         if kind == "addr":
@@ -319,7 +323,7 @@ class Redactor:
         if kind in ("serial", "uuid", "container"):
             return self.placeholder(kind, text) if text.strip() else text
         if kind == "sshd":
-            keyword = path.rsplit(".", 1)[-1]
+            keyword = keyword.lower()
             if keyword in ("allowusers", "denyusers", "allowgroups", "denygroups"):
                 return " ".join(self._user_entry(word) for word in text.split(" "))
             if keyword == "listenaddress":
@@ -329,7 +333,7 @@ class Redactor:
             return self.scrub(text, names=False)
         if kind in ("path", "uri", "value"):
             return self._path(text) if kind == "path" else self.scrub(text, names=False)
-        return self.scrub(text, versions="version" in path)
+        return self.scrub(text, versions="version" in keyword)
 
     def host_port(self, text: str) -> str:
         if text.count(":") == 1 and text.partition(":")[2].isdigit():
@@ -368,13 +372,13 @@ class Redactor:
                     self.public_ranges.append(ipaddress.ip_network(str(item), strict=False))
                 except ValueError:
                     continue
-        self._visit(facts, "", lambda kind, text, where: self._learn_one(kind, text))
+        self._visit(facts, "", self._learn_one)
 
-    def _learn_one(self, kind: str, text: str) -> None:
+    def _learn_one(self, kind: str, text: str, path: str) -> None:
         if kind == "host":
             host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
             if _address(host) is None:
-                self.learn_host(host)
+                self.learn_host(host, own=path == "meta.hostname")
         elif kind in ("serial", "uuid", "container"):
             self.learn_exact(kind, text)
         elif kind in ("text", "path"):
@@ -400,7 +404,7 @@ class Redactor:
         elif isinstance(value, str):
             on_string(kind_of(path), value, path)
 
-    def redact(self, value: Any, path: str = "") -> Any:
+    def redact(self, value: Any, path: str = "", keyword: str = "") -> Any:
         """Second pass: ``value`` (facts, or a part of them at ``path``) rewritten by kind."""
         if isinstance(value, dict):
             if set(value) == {UNKNOWN_KEY}:
@@ -413,14 +417,14 @@ class Redactor:
                 if child == "network.path.public_ranges" and isinstance(item, list):
                     out[name] = list(SUBSTITUTE_PUBLIC_RANGES)
                     continue
-                out[name] = self.redact(item, child)
+                out[name] = self.redact(item, child, str(key) if is_data else keyword)
             if path == "network.path" and "public_ranges" not in out:
                 out["public_ranges"] = list(SUBSTITUTE_PUBLIC_RANGES)
             return out
         if isinstance(value, list):
-            return [self.redact(item, f"{path}.*") for item in value]
+            return [self.redact(item, f"{path}.*", keyword) for item in value]
         if isinstance(value, str):
-            return self.value(kind_of(path), value, path)
+            return self.value(kind_of(path), value, keyword)
         return value
 
 
