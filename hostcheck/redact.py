@@ -122,7 +122,7 @@ class Redactor:
         self.hosts: dict[str, str] = {}  # lower-case label sequence -> kind ("host", "domain")
         self.public_ranges: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         self._exact_re: re.Pattern[str] | None = None
-        self._hosts_re: re.Pattern[str] | None = None
+        self._hosts_re: dict[bool, re.Pattern[str] | None] | None = None
 
     # ---------------------------------------------------------------- placeholders
     def placeholder(self, kind: str, value: str) -> str:
@@ -220,8 +220,12 @@ class Redactor:
         short, _, domain = name.partition(".")
         if own:
             self.hosts.setdefault(short, "host")
-            if domain and domain not in COMMON_DOMAINS:
-                self.hosts.setdefault(domain, "domain")
+            labels = domain.split(".") if domain else []
+            # The domain and each parent with two labels or more (the organisation's own name).
+            for start in range(0, max(len(labels) - 1, 1)):
+                parent = ".".join(labels[start:])
+                if parent and parent not in COMMON_DOMAINS:
+                    self.hosts.setdefault(parent, "domain")
         self._hosts_re = None
 
     def host(self, name: str) -> str:
@@ -233,14 +237,19 @@ class Redactor:
         self.learn_host(name)
         return self._replace_hosts(name)
 
-    def _host_pattern(self) -> re.Pattern[str] | None:
-        if self._hosts_re is None and self.hosts:
-            names = sorted(self.hosts, key=len, reverse=True)
-            self._hosts_re = re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])")
-        return self._hosts_re
+    def _host_pattern(self, dotted: bool) -> re.Pattern[str] | None:
+        if self._hosts_re is None:
+            self._hosts_re = {}
+        if dotted not in self._hosts_re:
+            names = sorted((n for n in self.hosts if "." in n or not dotted), key=len, reverse=True)
+            self._hosts_re[dotted] = (
+                re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])") if names else None)
+        return self._hosts_re[dotted]
 
-    def _replace_hosts(self, text: str) -> str:
-        pattern = self._host_pattern()
+    def _replace_hosts(self, text: str, dotted: bool = False) -> str:
+        """Learned host names replaced as labels of ``text``; ``dotted``: only names of two labels
+        or more (a single label could be a word of a value the checks compare)."""
+        pattern = self._host_pattern(dotted)
         if pattern is None:
             return text
 
@@ -274,14 +283,16 @@ class Redactor:
             value = match.group()
             if kind == "url":
                 host = match.group("url_host")
-                host = self.address_text(host) if _address(host) is not None else (self.host(host) if names else host)
+                host = self.address_text(host) if _address(host) is not None else (
+                    self.host(host) if names else self._replace_hosts(host, dotted=True))
                 path = self.scrub(match.group("url_path") or "", names=names)
                 return f"{match.group('url_scheme')}{host}{match.group('url_port') or ''}{path}"
             if kind == "home":
                 return value[: match.start("home_user") - match.start()] + self.user(match.group("home_user"))
             if kind == "userhost":
                 host = match.group("uh_host")
-                host = self.address_text(host) if _address(host) is not None else (self.host(host) if names else host)
+                host = self.address_text(host) if _address(host) is not None else (
+                    self.host(host) if names else self._replace_hosts(host, dotted=True))
                 return f"{self.user(match.group('uh_user'))}@{host}"
             if kind == "mac_iface":
                 return f"{match.group('mac_iface_prefix')}x{self.mac(match.group('mac_iface_hex'))}"
@@ -297,7 +308,7 @@ class Redactor:
 
         out = _PATTERN_RE.sub(replace, text)
         out = self._replace_exact(out)
-        return self._replace_hosts(out) if names else out
+        return self._replace_hosts(out, dotted=not names)
 
     def learn_text(self, text: str) -> None:
         """Host names written as ``host:port`` or in a URL of free text are host names."""
@@ -331,8 +342,10 @@ class Redactor:
             return self.scrub(text, names=False)
         if kind == "iface":
             return self.scrub(text, names=False)
-        if kind in ("path", "uri", "value"):
-            return self._path(text) if kind == "path" else self.scrub(text, names=False)
+        if kind == "path":
+            return self._path(text)
+        if kind == "value":
+            return self.scrub(text, names=False)
         return self.scrub(text, versions="version" in keyword)
 
     def host_port(self, text: str) -> str:
@@ -381,7 +394,7 @@ class Redactor:
                 self.learn_host(host, own=path == "meta.hostname")
         elif kind in ("serial", "uuid", "container"):
             self.learn_exact(kind, text)
-        elif kind in ("text", "path"):
+        elif kind in ("text", "path", "value", "uri"):
             self.learn_text(text)
             remote = re.match(r"^//([^/]+)/|^([^/:\s][^:/\s]*):/", text)
             if kind == "path" and remote:
