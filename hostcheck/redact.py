@@ -216,6 +216,7 @@ class Redactor:
         name = name.strip().strip(".").lower()
         if not name or _address(name) is not None or not re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*", name):
             return
+        before = len(self.hosts)
         self.hosts.setdefault(name, "host")
         short, _, domain = name.partition(".")
         if own:
@@ -226,7 +227,8 @@ class Redactor:
                 parent = ".".join(labels[start:])
                 if parent and parent not in COMMON_DOMAINS:
                     self.hosts.setdefault(parent, "domain")
-        self._hosts_re = None
+        if len(self.hosts) != before:
+            self._hosts_re = None
 
     def host(self, name: str) -> str:
         """A host-name value, whole: its labels replaced (a public suffix of a common domain stays)."""
@@ -261,8 +263,8 @@ class Redactor:
 
     # ---------------------------------------------------------------- exact values
     def learn_exact(self, kind: str, value: str) -> None:
-        if value.strip() and len(value.strip()) >= 3:
-            self.exact.setdefault(value.strip(), kind)
+        if len(value.strip()) >= 3 and value.strip() not in self.exact:
+            self.exact[value.strip()] = kind
             self._exact_re = None
 
     def _replace_exact(self, text: str) -> str:

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from hostcheck.cli import app
-from hostcheck.facts import from_jsonable, load_snapshot, to_jsonable
 from hostcheck.fact_paths import declared_child
+from hostcheck.facts import from_jsonable, load_snapshot, to_jsonable
 from hostcheck.policy import load_shipped, resolve_policies
 from hostcheck.redact import Redactor, kind_of, outcomes, redact_facts, redacted_report
 from hostcheck.render import render
@@ -43,6 +43,11 @@ SETTINGS = settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phas
 @cache
 def _policies() -> list[Any]:
     return resolve_policies([])
+
+
+@cache
+def _vast() -> list[Any]:
+    return [load_shipped("vast")]
 
 
 @cache
@@ -186,7 +191,8 @@ COMMON_USERS = st.sampled_from(["x", "ubuntu", "pi", "admin", "user", "a", "debi
 
 
 def _public(v: int) -> st.SearchStrategy[Any]:
-    return st.ip_addresses(v=v).filter(lambda a: a.is_global and not a.is_multicast)
+    # (IPv4-mapped IPv6 addresses are planted from the IPv4 ones: ::ffff:v4.)
+    return st.ip_addresses(v=v).filter(lambda a: a.is_global and not a.is_multicast and getattr(a, "ipv4_mapped", None) is None)
 
 
 PRIVATE_V4 = st.sampled_from(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"]).flatmap(
@@ -341,7 +347,7 @@ def test_planted_values_never_reach_any_format(ids: dict[str, Any], path: Path) 
     assert _leaks(json.dumps(redact_facts(facts)), ids) == []  # hostcheck facts --redact
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=5)
 @given(st.lists(identities(), min_size=3, max_size=3), st.lists(st.sampled_from(SNAPSHOT_FILES), min_size=3, max_size=3))
 def test_fleet_redact_over_several_hosts(hosts: list[dict[str, Any]], paths: list[Path]) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -350,7 +356,7 @@ def test_fleet_redact_over_several_hosts(hosts: list[dict[str, Any]], paths: lis
             directory.mkdir()
             for ids, snapshot in zip(hosts[:2], paths, strict=False):
                 facts = _plant(json.loads(_snapshot(snapshot)), ids)
-                report = build_report(from_jsonable(facts), [load_shipped("vast")])
+                report = build_report(from_jsonable(facts), _vast())
                 (directory / f"{ids['fqdn']}.json").write_text(json.dumps(report))
             unreachable = hosts[2]
             (directory / "index.json").write_text(json.dumps([{
