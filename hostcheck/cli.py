@@ -520,7 +520,7 @@ def fleet(
             if redact_output:
                 redact_entries(entries)
     except FleetError as exc:
-        _die(_redacted_message(str(exc)) if redact_output else str(exc))
+        _die(_redacted_message(str(exc), paths) if redact_output else str(exc))
     if not is_diff:
         ids = list(policy) or all_policy_ids(entries)
         rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
@@ -534,10 +534,16 @@ def fleet(
         _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
 
 
-def _redacted_message(text: str) -> str:
+def _redacted_message(text: str, paths: list[Path]) -> str:
+    """A fleet error about reports not read yet: the host names are those of the report files."""
     from hostcheck.redact import Redactor
 
-    return Redactor().scrub(text)
+    redactor = Redactor()
+    for path in paths:
+        for report in (sorted(path.glob("*.json"))[:10000] if path.is_dir() else [path]):
+            if report.name != "index.json":
+                redactor.learn_host(report.stem, own=True)
+    return redactor.scrub(text)
 
 
 def main() -> None:

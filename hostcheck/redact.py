@@ -184,23 +184,21 @@ class Redactor:
         return type(address)(out)
 
     def address_text(self, text: str) -> str:
-        """An address written as text (``[v6]:port``, ``v4:port``, ``v6%zone``, ``addr/len``), or
-        None when ``text`` holds no address."""
+        """An address written as text (``[v6]:port``, ``v4:port``, ``v6%zone``, ``addr/len``)
+        replaced; anything else in an address field is taken as a host name (``host:port``)."""
         match = re.fullmatch(r"(\[)?([0-9A-Fa-f:.]+)(%[\w.-]+)?(\])?(:\d{1,5}|/\d{1,3})?", text.strip())
         if match and bool(match.group(1)) == bool(match.group(4)):
             address = _address(match.group(2))
             if address is not None:
                 zone = self.scrub(match.group(3) or "", names=False)
                 suffix = match.group(5) or ""
-                if suffix.startswith("/"):
-                    network = ipaddress.ip_network(f"{address}{suffix}", strict=False)
-                    if network.prefixlen < address.max_prefixlen and self.address(network.network_address) != network.network_address:
-                        replaced = self.address(address)
-                        cut = ipaddress.ip_network(f"{replaced}{suffix}", strict=False)
-                        host_bits = int(address) & int(network.hostmask)
-                        inner = ipaddress.ip_address(int(cut.network_address) | host_bits) if host_bits else cut.network_address
-                        return f"{inner}{suffix}"
                 replaced = self.address(address)
+                length = int(suffix[1:]) if suffix.startswith("/") else address.max_prefixlen
+                if length < address.max_prefixlen and replaced != address:
+                    # A network stays a network: the host bits of its address stay zero.
+                    network = ipaddress.ip_network(f"{address}/{length}", strict=False)
+                    if address == network.network_address:
+                        replaced = ipaddress.ip_network(f"{replaced}/{length}", strict=False).network_address
                 body = f"{replaced}{zone}"
                 return f"[{body}]{suffix}" if match.group(1) else f"{body}{suffix}"
         if text.count(":") == 1:  # host:port
@@ -236,6 +234,8 @@ class Redactor:
             return name
         if _address(name) is not None:
             return self.address_text(name)
+        if not re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*\.?", name.strip()):
+            return self.placeholder("host", name)  # not a host name, but in a host field: whole
         self.learn_host(name)
         return self._replace_hosts(name)
 
