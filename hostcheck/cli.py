@@ -273,7 +273,7 @@ def audit(
     if redact_output:
         from hostcheck.redact import redacted_report
 
-        report, changed = redacted_report(facts, policies, report)
+        report, changed = redacted_report(facts, policies, report, servers=[*([probe] if probe else []), *stun_server])
         if changed:
             typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
                        "judge the unredacted facts for the real verdicts", err=True)
@@ -306,9 +306,12 @@ def facts(
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
     if redact_output:
-        from hostcheck.redact import redact_facts
+        from hostcheck.redact import Redactor, redact_facts
 
-        data = redact_facts(data)
+        redactor = Redactor()
+        for server in [*([probe] if probe else []), *stun_server]:
+            redactor.learn_server(server)
+        data = redact_facts(data, redactor)
     _emit(dumps(data, indent=2) + "\n", output, private=not redact_output)
 
 

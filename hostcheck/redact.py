@@ -312,6 +312,12 @@ class Redactor:
         out = self._replace_exact(out)
         return self._replace_hosts(out, dotted=not names)
 
+    def learn_server(self, text: str) -> None:
+        """A server the user named (URL or HOST[:PORT]): its name goes wherever it appears."""
+        url = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/@]*@)?(\[[^\]]*\]|[^/:?#]+)", text.strip())
+        host = url.group(1) if url else text.strip().rsplit(":", 1)[0] if text.count(":") == 1 else text.strip()
+        self.learn_host(host)
+
     def learn_text(self, text: str) -> None:
         """Host names written as ``host:port`` or in a URL of free text are host names."""
         for match in _HOSTPORT.finditer(text):
@@ -323,6 +329,8 @@ class Redactor:
     # ---------------------------------------------------------------- by kind
     def value(self, kind: str, text: str, keyword: str = "") -> str:
         """One string of kind ``kind``; ``keyword``: the key the data chose above it (an sshd keyword)."""
+        if kind == "host" and "://" in text:
+            return self.scrub(text)
         if kind == "host":
             return self.address_text(text) if _address(text.rsplit(":", 1)[0].strip("[]")) is not None else self.host_port(text)
         if kind == "addr":
@@ -390,7 +398,9 @@ class Redactor:
         self._visit(facts, "", self._learn_one)
 
     def _learn_one(self, kind: str, text: str, path: str) -> None:
-        if kind == "host":
+        if kind == "host" and "://" in text:
+            self.learn_server(text)
+        elif kind == "host":
             host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
             if _address(host) is None:
                 self.learn_host(host, own=path == "meta.hostname")
@@ -485,14 +495,18 @@ def outcomes(report: dict[str, Any]) -> dict[str, Any]:
             for p in report.get("policies", [])}
 
 
-def redacted_report(facts: dict[str, Any], policies: list[Any], original: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def redacted_report(facts: dict[str, Any], policies: list[Any], original: dict[str, Any],
+                    servers: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The report of the redacted ``facts`` (judged afresh, so policy text is untouched and every
     measured value comes from redacted facts), and the policies whose outcome redaction changed
     (none: a test holds every snapshot to it; named so that the CLI can say so if it happens)."""
     from hostcheck.facts import from_jsonable, to_jsonable
     from hostcheck.report import build_report
 
-    redacted_facts = redact_facts(to_jsonable(facts))
+    redactor = Redactor()
+    for server in servers or []:  # --probe URL, --stun-server HOST[:PORT]: named in error texts too
+        redactor.learn_server(server)
+    redacted_facts = redact_facts(to_jsonable(facts), redactor)
     report = build_report(from_jsonable(redacted_facts), policies)
     report["redacted"] = True
     before, after = outcomes(original), outcomes(report)

@@ -392,3 +392,15 @@ def test_same_value_same_placeholder_across_fleet() -> None:
     b = redact_facts(to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json")), redactor)
     assert a == b
     assert copy.deepcopy(a)["network"]["path"]["public_ranges"] == redactor_public()
+
+
+def test_servers_the_user_named_go_from_error_texts() -> None:
+    facts = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    facts["network"]["inbound"] = {"probed": False, "ports": [], "reason": (
+        "probe server not reachable: certificate is not valid for 'qprobe.corp.example'")}
+    facts["network"]["bandwidth"] = {"measured": False, "server": "https://qprobe.corp.example:8443",
+                                     "reason": "the server at https://qprobe.corp.example:8443 does not accept connections"}
+    original = build_report(from_jsonable(facts), _vast())
+    report, changed = redacted_report(from_jsonable(facts), _vast(), original, servers=["https://qprobe.corp.example:8443"])
+    assert changed == [] and "qprobe" not in json.dumps(report)
+    assert "'[host-" in report["facts"]["network"]["inbound"]["reason"]
