@@ -82,7 +82,7 @@ network.listening.*.proto network.listening.*.address=addr network.listening.*.p
 network.listening.*.exposure
 network.firewall.backend network.firewall.readable network.firewall.input_policy network.firewall.forward_policy
 network.firewall.rule_count network.firewall.docker_user_chain_filters
-network.firewall.nftables=text network.firewall.iptables.filter=text network.firewall.iptables.rule_count
+network.firewall.nftables network.firewall.iptables.filter network.firewall.iptables.rule_count
 network.container_egress.bridges_v6 network.container_egress.legacy_iptables_tables
 network.container_egress.bridges network.container_egress.bridges_assumed
 network.container_egress.probes.*.name network.container_egress.probes.*.destination=addr
