@@ -229,15 +229,17 @@ class Redactor:
             self._hosts_re = None
 
     def host(self, name: str) -> str:
-        """A host-name value, whole: its labels replaced (a public suffix of a common domain stays)."""
+        """A host-name value, whole: one placeholder per name (any case), an address by its own kind."""
         if not name.strip():
             return name
         if _address(name) is not None:
             return self.address_text(name)
+        if re.fullmatch(r"\[(?:host|domain)-\d+\]", name.strip()):
+            return name  # redacted already (a redacted report in a fleet)
         if not re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*\.?", name.strip()):
             return self.placeholder("host", name)  # not a host name, but in a host field: whole
         self.learn_host(name)
-        return self._replace_hosts(name)
+        return self.placeholder("host", name.strip().strip(".").lower())
 
     def _host_pattern(self, dotted: bool) -> re.Pattern[str] | None:
         if self._hosts_re is None:
@@ -480,13 +482,35 @@ def redact(report: dict[str, Any], redactor: Redactor | None = None) -> dict[str
     """A finished report with its facts redacted and the host name replaced. Verdicts and
     findings stay as they are: :func:`redacted_report` judges the redacted facts afresh instead
     (what ``--redact`` prints)."""
+    redactor = redactor or Redactor()
     out = dict(report)
     out["facts"] = redact_facts(report.get("facts") or {}, redactor)
+    # What a finding measured came from the facts: what is shaped like an identifier, and the
+    # names learned from the facts, go from it too (the fleet view shows verdicts, not these).
+    policies = report.get("policies")
+    if isinstance(policies, list):
+        out["policies"] = [
+            {**p, "findings": [_scrub_finding(f, redactor) for f in p.get("findings") or []]} if isinstance(p, dict) else p
+            for p in policies]
     meta = out["facts"].get("meta")
     hostname = meta.get("hostname") if isinstance(meta, dict) else None
     out["host"] = {"hostname": hostname if isinstance(hostname, str) else None}
     out["redacted"] = True
     return out
+
+
+def _scrub_finding(finding: Any, redactor: Redactor) -> Any:
+    if not isinstance(finding, dict):
+        return finding
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return redactor.scrub(value)
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    return {**finding, "measured": scrub(finding.get("measured")), "detail": scrub(finding.get("detail"))}
 
 
 def outcomes(report: dict[str, Any]) -> dict[str, Any]:
