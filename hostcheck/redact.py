@@ -84,6 +84,7 @@ _PATTERNS = [
     ("ipv4", rf"(?<![\w.]){_V4}(?:/\d{{1,2}})?(?![\w]|\.\d)"),
 ]
 _PATTERN_RE = re.compile("|".join(f"(?P<{kind}>{regex})" for kind, regex in _PATTERNS))
+_LABELS = re.compile(rf"(?<![\w-]){_LABEL}(?:\.{_LABEL})*(?![\w-])")
 _HOSTPORT = re.compile(rf"(?<![\w.@/-])(?P<host>{_LABEL}(?:\.{_LABEL})+):\d{{1,5}}(?!\d)")
 
 
@@ -122,7 +123,6 @@ class Redactor:
         self.hosts: dict[str, str] = {}  # lower-case label sequence -> kind ("host", "domain")
         self.public_ranges: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         self._exact_re: re.Pattern[str] | None = None
-        self._hosts_re: dict[bool, re.Pattern[str] | None] | None = None
 
     # ---------------------------------------------------------------- placeholders
     def placeholder(self, kind: str, value: str) -> str:
@@ -214,7 +214,6 @@ class Redactor:
         name = name.strip().strip(".").lower()
         if not name or _address(name) is not None or not re.fullmatch(rf"{_LABEL}(?:\.{_LABEL})*", name):
             return
-        before = len(self.hosts)
         self.hosts.setdefault(name, "host")
         short, _, domain = name.partition(".")
         if own:
@@ -225,8 +224,7 @@ class Redactor:
                 parent = ".".join(labels[start:])
                 if parent and parent not in COMMON_DOMAINS:
                     self.hosts.setdefault(parent, "domain")
-        if len(self.hosts) != before:
-            self._hosts_re = None
+
 
     def host(self, name: str) -> str:
         """A host-name value, whole: one placeholder per name (any case), an address by its own kind."""
@@ -241,27 +239,31 @@ class Redactor:
         self.learn_host(name)
         return self.placeholder("host", name.strip().strip(".").lower())
 
-    def _host_pattern(self, dotted: bool) -> re.Pattern[str] | None:
-        if self._hosts_re is None:
-            self._hosts_re = {}
-        if dotted not in self._hosts_re:
-            names = sorted((n for n in self.hosts if "." in n or not dotted), key=len, reverse=True)
-            self._hosts_re[dotted] = (
-                re.compile(r"(?i)(?<![\w-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])") if names else None)
-        return self._hosts_re[dotted]
-
     def _replace_hosts(self, text: str, dotted: bool = False) -> str:
-        """Learned host names replaced as labels of ``text``; ``dotted``: only names of two labels
-        or more (a single label could be a word of a value the checks compare)."""
-        pattern = self._host_pattern(dotted)
-        if pattern is None:
+        """Learned host names replaced as labels of ``text`` (never inside another word), the
+        longest known run of labels first; ``dotted``: only names of two labels or more (a
+        single label could be a word of a value the checks compare)."""
+        if not self.hosts:
             return text
 
         def replace(match: re.Match[str]) -> str:
-            value = match.group().lower()
-            return self.placeholder(self.hosts[value], value)
+            labels = match.group().split(".")
+            out: list[str] = []
+            i = 0
+            while i < len(labels):
+                for j in range(len(labels), i, -1):
+                    name = ".".join(labels[i:j]).lower()
+                    kind = self.hosts.get(name)
+                    if kind is not None and (not dotted or "." in name):
+                        out.append(self.placeholder(kind, name))
+                        i = j
+                        break
+                else:
+                    out.append(labels[i])
+                    i += 1
+            return ".".join(out)
 
-        return pattern.sub(replace, text)
+        return _LABELS.sub(replace, text)
 
     # ---------------------------------------------------------------- exact values
     def learn_exact(self, kind: str, value: str) -> None:
