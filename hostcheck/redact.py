@@ -47,6 +47,10 @@ UNIVERSAL_USERS = frozenset({"root"})
 # Domains that name no organisation (the default of home routers and mDNS).
 COMMON_DOMAINS = frozenset({"lan", "local", "home", "localdomain", "internal", "home.arpa", "localhost", "intranet"})
 
+# What firmware and drivers write where they have no serial: the same on every machine.
+NON_VALUES = frozenset({"n/a", "[n/a]", "na", "none", "null", "unknown", "not specified", "not available", "default string",
+                        "to be filled by o.e.m.", "system serial number", "0", "123456789", "0123456789"})
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Blocks whose members keep their block (and their shared prefixes) under a keyed permutation.
@@ -74,7 +78,7 @@ _PATTERNS = [
     # scheme://[user[:password]@]host[:port][/path][?query][#fragment]
     ("url", r"(?P<url_scheme>[A-Za-z][A-Za-z0-9+.-]{1,15}://)(?:[^\s/@?#]*@)?(?P<url_host>\[[0-9A-Fa-f:.%\w]+\]|[^\s/:?#]+)"
             r"(?P<url_port>:\d{1,5})?(?P<url_path>/[^\s?#]*)?(?:[?#][^\s]*)?"),
-    ("gpu", r"(?<![\w-])(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}(?!\w)"),
+    ("gpu", r"(?<![\w-])(?i:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}(?!\w)"),
     ("uuid", r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}(?![0-9A-Fa-f])"),
     ("mac_iface", rf"(?<![A-Za-z0-9]){_MAC_IFACE}(?![A-Za-z0-9])"),
     ("mac", r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?::[0-9A-Fa-f]{2}){5}|(?:-[0-9A-Fa-f]{2}){5})(?![\w:-])"),
@@ -267,7 +271,7 @@ class Redactor:
 
     # ---------------------------------------------------------------- exact values
     def learn_exact(self, kind: str, value: str) -> None:
-        if len(value.strip()) >= 3 and value.strip() not in self.exact:
+        if len(value.strip()) >= 3 and value.strip().lower() not in NON_VALUES and value.strip() not in self.exact:
             self.exact[value.strip()] = kind
             self._exact_re = None
 
@@ -277,7 +281,12 @@ class Redactor:
         if self._exact_re is None:
             values = sorted(self.exact, key=len, reverse=True)
             self._exact_re = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(v) for v in values) + r")(?![\w])")
-        return self._exact_re.sub(lambda m: self.placeholder(self.exact[m.group()], m.group()), text)
+        def replace(match: re.Match[str]) -> str:
+            kind = self.exact[match.group()]
+            gpu = kind == "uuid" and re.match(r"(?i)(?:GPU|MIG)-", match.group())
+            return self.placeholder("gpu" if gpu else kind, match.group())
+
+        return self._exact_re.sub(replace, text)
 
     # ---------------------------------------------------------------- free text
     def scrub(self, text: str, names: bool = True, versions: bool = False) -> str:
@@ -346,7 +355,11 @@ class Redactor:
         if kind == "mac":
             return self.mac(text) if re.search(r"[0-9A-Fa-f]", text) else text
         if kind in ("serial", "uuid", "container"):
-            return self.placeholder(kind, text) if text.strip() else text
+            if not text.strip() or text.strip().lower() in NON_VALUES:
+                return text
+            if kind == "uuid" and re.match(r"(?i)(?:GPU|MIG)-", text):
+                kind = "gpu"  # the placeholder free text gives it
+            return self.placeholder(kind, text)
         if kind == "sshd":
             keyword = keyword.lower()
             if keyword in ("allowusers", "denyusers", "allowgroups", "denygroups"):

@@ -405,3 +405,15 @@ def test_servers_the_user_named_go_from_error_texts() -> None:
     report, changed = redacted_report(from_jsonable(facts), _vast(), original, servers=["https://qprobe.corp.example:8443"])
     assert changed == [] and "qprobe" not in json.dumps(report)
     assert "'[host-" in report["facts"]["network"]["inbound"]["reason"]
+
+
+def test_a_gpu_uuid_reads_the_same_in_its_field_and_in_text() -> None:
+    facts = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    gpu_uuid = "GPU-3f2a9c41-1111-2222-3333-444455556666"
+    facts["gpu"]["devices"][0]["uuid"] = gpu_uuid
+    facts["gpu"]["devices"][0]["serial"] = "[N/A]"  # what nvidia-smi writes on GeForce cards: identifies nothing
+    facts["gpu"]["nvml"]["reason"] = f"device {gpu_uuid.lower()} busy"
+    out = redact_facts(facts)
+    placeholder = out["gpu"]["devices"][0]["uuid"]
+    assert re.fullmatch(r"\[gpu-\d+\]", placeholder) and out["gpu"]["nvml"]["reason"] == f"device {placeholder} busy"
+    assert out["gpu"]["devices"][0]["serial"] == "[N/A]"
