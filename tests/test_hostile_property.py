@@ -169,10 +169,15 @@ NAMES = st.text("qxzjk", min_size=1, max_size=8)
 HOSTS = st.builds(lambda a, b: f"zq{a}-{b}", st.text("qxzjk", min_size=1, max_size=5), st.integers(0, 99))
 
 
+BLOCK_NAMES = {"10.0.0.0", "172.16.0.0", "192.168.0.0", "100.64.0.0", "169.254.0.0", "fc00::", "fe80::"}
+
+
 def _identifies(address: Any) -> bool:
     """Loopback, unspecified, multicast and broadcast addresses (in any notation) are kept by design:
     every host has them or every network uses them alike."""
     mapped = getattr(address, "ipv4_mapped", None)
+    if str(address) in BLOCK_NAMES:  # policy text names these blocks (100.64.0.0/10): not this host's
+        return False
     return not (address.is_loopback or address.is_unspecified or address.is_multicast
                 or str(address) == "255.255.255.255" or (mapped is not None and not _identifies(mapped)))
 
