@@ -289,9 +289,11 @@ class Redactor:
         return self._exact_re.sub(replace, text)
 
     # ---------------------------------------------------------------- free text
-    def scrub(self, text: str, names: bool = True, versions: bool = False) -> str:
+    def scrub(self, text: str, names: bool = True, versions: bool = False, url_hosts: bool = True) -> str:
         """``text`` with every identifying value replaced. ``names``: also the learned host labels
-        (free text; not values the checks compare). ``versions``: dotted quads are versions."""
+        (free text; not values the checks compare). ``versions``: dotted quads are versions.
+        ``url_hosts``: a URL's host is another machine's name (False: only a learned name goes,
+        as in APT sources, whose hosts are public mirrors)."""
 
         def replace(match: re.Match[str]) -> str:
             kind = match.lastgroup or ""
@@ -299,7 +301,7 @@ class Redactor:
             if kind == "url":
                 host = match.group("url_host")
                 host = self.address_text(host) if _address(host) is not None else (
-                    self.host(host) if names else self._replace_hosts(host, dotted=True))
+                    self.host(host) if names and url_hosts else self._replace_hosts(host, dotted=not names))
                 path = self.scrub(match.group("url_path") or "", names=names)
                 return f"{match.group('url_scheme')}{host}{match.group('url_port') or ''}{path}"
             if kind == "home":
@@ -373,6 +375,8 @@ class Redactor:
             return self._path(text)
         if kind == "value":
             return self.scrub(text, names=False)
+        if kind == "uri":
+            return self.scrub(text, url_hosts=False)
         return self.scrub(text, versions="version" in keyword)
 
     def host_port(self, text: str) -> str:
@@ -423,7 +427,7 @@ class Redactor:
                 self.learn_host(host, own=path == "meta.hostname")
         elif kind in ("serial", "uuid", "container"):
             self.learn_exact(kind, text)
-        elif kind in ("text", "path", "value", "uri"):
+        elif kind in ("text", "path"):
             self.learn_text(text)
             remote = re.match(r"^//([^/]+)/|^([^/:\s][^:/\s]*):/", text)
             if kind == "path" and remote:

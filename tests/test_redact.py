@@ -299,6 +299,7 @@ def _plant(facts: Any, ids: dict[str, Any]) -> Any:
 
     planted = walk(facts, "")
     planted["meta"]["hostname"] = ids["fqdn"]
+    planted["meta"]["description"] = f"probe {ids['server']}:8443 for {ids['short']}"  # free text names the server
     planted["isolation"]["human_accounts"] = [
         {"name": ids["user"], "uid": 1000, "home": f"/home/{ids['user']}", "shell": "/bin/sh"},
         {"name": ids["common_user"], "uid": 1001, "home": f"/home/{ids['common_user']}", "shell": "/bin/sh"},
