@@ -6,10 +6,11 @@ Redaction works on the facts, by kind. Each fact path declares its kind in
 say it is a user name (account fields, the name after ``/home/``, the user part of ``user@host``
 and of URL credentials), never as a word of unrelated text; the host's name is replaced by its
 labels (the full name, the short name, the domain) in free text; values the checks compare
-(``system.os_id``, GPU model names, verdict words) are never rewritten by learned names, so a
-user called ``ubuntu`` stays out of ``os_id: ubuntu``.
+(``system.os_id``, GPU model names, verdict words) lose only what is shaped like an identifier
+and dotted names, never a learned single word, so a user (or a host) called ``ubuntu`` leaves
+``os_id: ubuntu`` alone.
 
-The redacted report is then judged again from the redacted facts (see :func:`redact_report`), so
+The redacted report is then judged again from the redacted facts (see :func:`redacted_report`), so
 policy text (titles, why, fix) is never touched and every measured value comes from redacted
 facts. Addresses are replaced by addresses of the same scope, so the checks that classify them
 (CGNAT, double NAT, IPv4/IPv6) judge the redacted facts as they judged the originals:
