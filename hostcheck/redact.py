@@ -127,6 +127,7 @@ class Redactor:
         self.exact: dict[str, str] = {}  # value -> kind, replaced wherever it occurs
         self.hosts: dict[str, str] = {}  # lower-case label sequence -> kind ("host", "domain")
         self.public_ranges: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        self.substitute_blocks: set[str] = set()  # documentation blocks handed out as public addresses
         self._exact_re: re.Pattern[str] | None = None
 
     # ---------------------------------------------------------------- placeholders
@@ -167,12 +168,15 @@ class Redactor:
         number = self.counts[count_key]
         if address.version == 6:
             block6 = _GLOBAL_V6_BLOCK if scope_global else _OTHER_V6_BLOCK
+            if scope_global:
+                self.substitute_blocks.add(str(block6))
             return ipaddress.IPv6Address(int(block6.network_address) + number)
         if not scope_global:
             return ipaddress.IPv4Address(int(_OTHER_V4_BLOCK.network_address) + number)
         for block4 in _GLOBAL_V4_BLOCKS:  # skip each block's network and broadcast address
             usable = block4.num_addresses - 2
             if number <= usable:
+                self.substitute_blocks.add(str(block4))
                 return ipaddress.IPv4Address(int(block4.network_address) + number)
             number -= usable
         return ipaddress.IPv4Address(int(_OTHER_V4_BLOCK.network_address) + number)  # beyond 131k addresses
@@ -461,12 +465,10 @@ class Redactor:
             for key, item in value.items():
                 child, is_data = declared_child(path, str(key))
                 name = self.scrub(str(key), names=kind_of(child) == "text") if is_data else str(key)
-                if child == "network.path.public_ranges" and isinstance(item, list):
-                    out[name] = list(SUBSTITUTE_PUBLIC_RANGES)
+                if child == "network.path.public_ranges":
+                    out[name] = []  # filled in once every address is replaced: see redact_facts
                     continue
                 out[name] = self.redact(item, child, str(key) if is_data else keyword)
-            if path == "network.path" and "public_ranges" not in out:
-                out["public_ranges"] = list(SUBSTITUTE_PUBLIC_RANGES)
             return out
         if isinstance(value, list):
             return [self.redact(item, f"{path}.*", keyword) for item in value]
@@ -495,6 +497,11 @@ def redact_facts(facts: dict[str, Any], redactor: Redactor | None = None) -> dic
     redactor.learn(facts)
     redacted = redactor.redact(facts)
     assert isinstance(redacted, dict)
+    network = redacted.get("network")
+    path = network.get("path") if isinstance(network, dict) else None
+    if isinstance(path, dict):
+        # The blocks public addresses were replaced from count as public, as the originals did.
+        path["public_ranges"] = [block for block in SUBSTITUTE_PUBLIC_RANGES if block in redactor.substitute_blocks]
     return redacted
 
 

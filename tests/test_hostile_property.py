@@ -169,7 +169,10 @@ NAMES = st.text("qxzjk", min_size=1, max_size=8)
 HOSTS = st.builds(lambda a, b: f"zq{a}-{b}", st.text("qxzjk", min_size=1, max_size=5), st.integers(0, 99))
 
 
-BLOCK_NAMES = {"10.0.0.0", "172.16.0.0", "192.168.0.0", "100.64.0.0", "169.254.0.0", "fc00::", "fe80::"}
+# Blocks named in policy text (100.64.0.0/10) or, as the public blocks of redacted facts, in
+# network.path.public_ranges (192.0.2.0/24, 2001:db8::/32): these names are not this host's.
+BLOCK_NAMES = {"10.0.0.0", "172.16.0.0", "192.168.0.0", "100.64.0.0", "169.254.0.0", "fc00::", "fe80::",
+               "192.0.2.0", "198.51.100.0", "203.0.113.0", "198.18.0.0", "2001:db8::"}
 
 
 def _identifies(address: Any) -> bool:
