@@ -542,8 +542,12 @@ def _redacted_message(text: str, paths: list[Path]) -> str:
     from hostcheck.redact import Redactor
 
     redactor = Redactor()
-    for path in paths:
-        for report in (sorted(path.glob("*.json"))[:10000] if path.is_dir() else [path]):
+    for path in paths[1:] if paths and str(paths[0]) == "diff" else paths:
+        try:
+            reports = sorted(path.glob("*.json"))[:10000] if path.is_dir() else [path]
+        except OSError:
+            reports = [path]
+        for report in reports:
             if report.name != "index.json":
                 redactor.learn_host(report.stem, own=True)
     return redactor.scrub(text)

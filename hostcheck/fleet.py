@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hostcheck import safeio
 from hostcheck.facts import Unknown, from_jsonable, lookup
 from hostcheck.models import REPORT_VERSION, Status, Verdict
+
+if TYPE_CHECKING:
+    from hostcheck.redact import Redactor
 
 INDEX_NAME = "index.json"
 # How bad a change is: a rise in rank is a regression.
@@ -141,7 +144,7 @@ def load_fleet(paths: list[Path]) -> list[HostEntry]:
     return entries
 
 
-def redact_entries(entries: list[HostEntry]) -> Any:
+def redact_entries(entries: list[HostEntry]) -> Redactor:
     """``entries`` with every host name, address, user name... replaced, the same value by the
     same placeholder across all of them (old and new audits of ``fleet diff`` together); returns
     the redactor, for messages about them."""
