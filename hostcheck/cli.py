@@ -287,13 +287,17 @@ def audit(
     except (PolicyError, FactsError, UsageError) as exc:
         _die(str(exc))
     report = build_report(facts, policies)
+    code = exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk)
     if redact_output:
-        from hostcheck.redact import redact
+        from hostcheck.redact import redacted_report
 
-        report = redact(report)
+        report, changed = redacted_report(facts, policies, report, servers=[*([probe] if probe else []), *stun_server])
+        if changed:
+            typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
+                       "judge the unredacted facts for the real verdicts", err=True)
     color = fmt == "table" and output is None and sys.stdout.isatty()
     _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
-    raise typer.Exit(exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk))
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -321,9 +325,12 @@ def facts(
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
     if redact_output:
-        from hostcheck.redact import redact
+        from hostcheck.redact import Redactor, redact_facts
 
-        data = redact({"host": {"hostname": data["meta"].get("hostname")}, "facts": data})["facts"]
+        redactor = Redactor()
+        for server in [*([probe] if probe else []), *stun_server]:
+            redactor.learn_server(server)
+        data = redact_facts(data, redactor)
     _emit(dumps(data, indent=2) + "\n", output, private=not redact_output)
 
 
@@ -498,10 +505,20 @@ def fleet(
     sort: Annotated[str, typer.Option("--sort", help="host | score | vram (after failing hosts).")] = "host",
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
     output: OutputOpt = None,
+    redact_output: Annotated[bool, typer.Option("--redact", help="Replace host names (the host column too), addresses and user names, as `audit --redact` does.")] = False,
 ) -> None:
     """One table across many hosts' reports (`hostcheck fleet DIR`), or drift between two audits
     (`hostcheck fleet diff OLD_DIR NEW_DIR`)."""
-    from hostcheck.fleet import FleetError, all_policy_ids, diff_fleets, errors, fleet_rows, load_fleet, sort_rows
+    from hostcheck.fleet import (
+        FleetError,
+        all_policy_ids,
+        diff_fleets,
+        errors,
+        fleet_rows,
+        load_fleet,
+        redact_entries,
+        sort_rows,
+    )
     from hostcheck.render.fleet import drift_text, fleet_table
     from hostcheck.safeio import dumps
 
@@ -519,25 +536,45 @@ def fleet(
             if len(paths) != 3:
                 _die("usage: hostcheck fleet diff OLD_DIR NEW_DIR")
             old, new = load_fleet([paths[1]]), load_fleet([paths[2]])
+            if redact_output:
+                redact_entries(old + new)
             changes = diff_fleets(old, new)
             text = dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
-            _emit(text, output)
+            _emit(text, output, private=not redact_output)
             entries = old + new
         else:
             entries = load_fleet(paths)
+            if redact_output:
+                redact_entries(entries)
     except FleetError as exc:
-        _die(str(exc))
+        _die(_redacted_message(str(exc), paths) if redact_output else str(exc))
     if not is_diff:
         ids = list(policy) or all_policy_ids(entries)
         rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
         if fmt == "json":
-            _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output)
+            _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output, private=not redact_output)
         else:
-            _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output)
+            _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output, private=not redact_output)
     problems = errors(entries)
     if problems:
         # The view is complete for every other host; the exit code still says input was bad.
         _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
+
+
+def _redacted_message(text: str, paths: list[Path]) -> str:
+    """A fleet error about reports not read yet: the host names are those of the report files."""
+    from hostcheck.redact import Redactor
+
+    redactor = Redactor()
+    for path in paths[1:] if paths and str(paths[0]) == "diff" else paths:
+        try:
+            reports = sorted(path.glob("*.json"))[:10000] if path.is_dir() else [path]
+        except OSError:
+            reports = [path]
+        for report in reports:
+            if report.name != "index.json":
+                redactor.learn_host(report.stem, own=True)
+    return redactor.scrub(text)
 
 
 def main() -> None:

@@ -6,6 +6,16 @@ a check is an ``error`` finding and a failing table test, never a quiet ``unknow
 
 ``*`` stands for a list index or a key chosen by the data (a sshd keyword, a systemd target);
 the parents of a declared path are declared too.
+
+``PATH=KIND`` also says what the value is, for ``--redact`` (:mod:`hostcheck.redact`): ``host``
+(a host name, or HOST:PORT), ``addr`` (an address, maybe with a port, zone or prefix length),
+``user`` / ``users`` (account names; ``users``: a list of them), ``path`` (a file or device path,
+a remote mount source), ``mac``, ``iface`` (an interface name), ``serial``, ``uuid``,
+``container``, ``uri``, ``sshd`` (an sshd setting, by keyword), ``text`` (free text: every
+identifier in it goes, the host's name included). A path without a kind (and its children) is a
+value the checks compare (``system.os_id``, a GPU model name, a verdict word): only what is
+shaped like an identifier (an address, a MAC, a UUID, a home path, URL credentials) is replaced
+there, never a learned name. A kind declared on a parent covers its children.
 """
 
 from __future__ import annotations
@@ -13,18 +23,18 @@ from __future__ import annotations
 from functools import cache
 
 _DECLARED = """
-meta.facts_format meta.hostcheck_version meta.hostname meta.collected_at meta.offline meta.duration_s
-meta.collector_timings_s.* meta.source meta.description
+meta.facts_format meta.hostcheck_version meta.hostname=host meta.collected_at meta.offline meta.duration_s
+meta.collector_timings_s.* meta.source meta.description=text
 
-gpu.nvml.available gpu.nvml.reason gpu.driver_version gpu.cuda_driver_version gpu.nvml_version
-gpu.devices.*.index gpu.devices.*.name gpu.devices.*.uuid gpu.devices.*.serial gpu.devices.*.pci_bus_id
+gpu.nvml.available gpu.nvml.reason=text gpu.driver_version gpu.cuda_driver_version gpu.nvml_version
+gpu.devices.*.index gpu.devices.*.name gpu.devices.*.uuid=uuid gpu.devices.*.serial=serial gpu.devices.*.pci_bus_id
 gpu.devices.*.vram_total_mib gpu.devices.*.vram_used_mib
 gpu.devices.*.power_limit_w gpu.devices.*.power_default_w gpu.devices.*.power_min_w gpu.devices.*.power_max_w
 gpu.devices.*.power_draw_w gpu.devices.*.temperature_c gpu.devices.*.slowdown_temp_c
 gpu.devices.*.pcie_gen_current gpu.devices.*.pcie_gen_max gpu.devices.*.pcie_width_current
 gpu.devices.*.pcie_width_max gpu.devices.*.ecc_enabled gpu.devices.*.persistence_mode
 gpu.devices.*.display_active gpu.devices.*.throttle_reasons gpu.devices.*.mig_mode gpu.devices.*.is_laptop
-gpu.devices.*.laptop_evidence gpu.devices.*.architecture gpu.devices.*.compute_capability
+gpu.devices.*.laptop_evidence=text gpu.devices.*.architecture gpu.devices.*.compute_capability
 gpu.display_adapters.*.pci_address gpu.display_adapters.*.vendor_id gpu.display_adapters.*.vendor
 gpu.display_adapters.*.device_id gpu.display_adapters.*.driver
 
@@ -36,72 +46,75 @@ system.cpu_virt_ext system.kvm_device system.default_target system.desktop_sessi
 power.chassis_type power.chassis_type_code power.battery_present power.on_ac
 power.batteries.*.name power.batteries.*.capacity_pct power.batteries.*.status power.sleep_targets.*
 
-storage.filesystems.*.mountpoint storage.filesystems.*.device storage.filesystems.*.fstype
+storage.filesystems.*.mountpoint=path storage.filesystems.*.device=path storage.filesystems.*.fstype
 storage.filesystems.*.size_gib storage.filesystems.*.free_gib storage.filesystems.*.encrypted
 storage.filesystems.*.rotational
 storage.root.free_gib storage.root.size_gib storage.root.fstype storage.root.encrypted storage.root.rotational
-storage.root.device storage.home.mountpoint storage.home.encrypted
-storage.docker_root.path storage.docker_root.exists storage.docker_root.free_gib storage.docker_root.fstype
+storage.root.device=path storage.home.mountpoint=path storage.home.encrypted
+storage.docker_root.path=path storage.docker_root.exists storage.docker_root.free_gib storage.docker_root.fstype
 storage.docker_root.xfs_project_quota storage.docker_root.separate_mount storage.docker_root.encrypted
-storage.docker_root.rotational storage.swap.*.device storage.swap.*.encrypted
+storage.docker_root.rotational storage.swap.*.device=path storage.swap.*.encrypted
 
 isolation.graphical_session isolation.display_manager
-isolation.human_accounts.*.name isolation.human_accounts.*.uid isolation.human_accounts.*.home
-isolation.human_accounts.*.shell isolation.docker_group_members isolation.sudo_group_members
-isolation.credentials.*.kind isolation.credentials.*.user isolation.credentials.*.path
-isolation.unreadable_homes isolation.apparmor_enabled
+isolation.human_accounts.*.name=user isolation.human_accounts.*.uid isolation.human_accounts.*.home=path
+isolation.human_accounts.*.shell isolation.docker_group_members=users isolation.sudo_group_members=users
+isolation.credentials.*.kind isolation.credentials.*.user=user isolation.credentials.*.path=path
+isolation.unreadable_homes=path isolation.apparmor_enabled
 
-docker.reachable docker.unreachable_reason docker.version docker.runtimes docker.default_runtime
+docker.reachable docker.unreachable_reason=text docker.version docker.runtimes docker.default_runtime
 docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.apparmor
-docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root
-docker.published_ports.*.container docker.published_ports.*.host_ip docker.published_ports.*.host_port
+docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root=path
+docker.published_ports.*.container=container docker.published_ports.*.host_ip=addr docker.published_ports.*.host_port
 docker.published_ports.*.proto docker.daemon_json.*
 
-ssh.installed ssh.running ssh.source ssh.settings.* ssh.files_read
+ssh.installed ssh.running ssh.source ssh.settings.*=sshd ssh.files_read=path
 
 packages.unattended_upgrades.installed packages.unattended_upgrades.enabled packages.nvidia_packages
-packages.nvidia_held packages.apt_sources.sources.*.type packages.apt_sources.sources.*.uri
+packages.nvidia_held packages.apt_sources.sources.*.type packages.apt_sources.sources.*.uri=uri
 packages.apt_sources.sources.*.suite packages.apt_sources.security
 
-network.interfaces.*.name network.interfaces.*.kind network.interfaces.*.up network.interfaces.*.mac
-network.interfaces.*.addresses.*.address network.interfaces.*.addresses.*.family
+network.interfaces.*.name=iface network.interfaces.*.kind network.interfaces.*.up network.interfaces.*.mac=mac
+network.interfaces.*.addresses.*.address=addr network.interfaces.*.addresses.*.family
 network.interfaces.*.addresses.*.prefixlen network.interfaces.*.addresses.*.scope
-network.default_route.interface network.default_route.gateway network.default_route.kind
+network.default_route.interface=iface network.default_route.gateway=addr network.default_route.kind
 network.ipv6_global
-network.listening.*.proto network.listening.*.address network.listening.*.port network.listening.*.process
+network.listening.*.proto network.listening.*.address=addr network.listening.*.port network.listening.*.process=text
 network.listening.*.exposure
 network.firewall.backend network.firewall.readable network.firewall.input_policy network.firewall.forward_policy
 network.firewall.rule_count network.firewall.docker_user_chain_filters
 network.firewall.nftables network.firewall.iptables.filter network.firewall.iptables.rule_count
 network.container_egress.bridges_v6 network.container_egress.legacy_iptables_tables
 network.container_egress.bridges network.container_egress.bridges_assumed
-network.container_egress.probes.*.name network.container_egress.probes.*.destination
-network.container_egress.probes.*.interface network.container_egress.probes.*.verdict
-network.container_egress.probes.*.evidence
-network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address
-network.nat.mapped_port network.nat.mapped_address_v6 network.nat.local_address network.nat.other_address
-network.nat.server network.nat.hairpinning network.nat.reason network.nat.packets_sent network.nat.duration_s
+network.container_egress.probes.*.name network.container_egress.probes.*.destination=addr
+network.container_egress.probes.*.interface=iface network.container_egress.probes.*.verdict
+network.container_egress.probes.*.evidence=text
+network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address=addr
+network.nat.mapped_port network.nat.mapped_address_v6=addr network.nat.local_address=addr network.nat.other_address=addr
+network.nat.server=host network.nat.hairpinning network.nat.reason=text network.nat.packets_sent network.nat.duration_s
 network.nat.tests
-network.path.public_ranges network.path.local_ipv4 network.path.local_ipv4_reason network.path.local_ipv6
-network.path.ipv6_failure network.path.stun.*.server network.path.stun.*.local network.path.stun.*.mapped
-network.path.stun.*.other_address network.path.stun.*.error network.path.stun_failure
-network.path.stun_ipv6.server network.path.stun_ipv6.local network.path.stun_ipv6.mapped
-network.path.stun_ipv6.error network.path.hops.*.ttl network.path.hops.*.address network.path.hops.*.reached
-network.path.router_upnp.address network.path.router_upnp.detail
-network.path.router_natpmp.address network.path.router_natpmp.detail
+network.path.public_ranges network.path.local_ipv4=addr network.path.local_ipv4_reason=text network.path.local_ipv6=addr
+network.path.ipv6_failure=text network.path.stun.*.server=host network.path.stun.*.local=addr network.path.stun.*.mapped=addr
+network.path.stun.*.other_address=addr network.path.stun.*.error=text network.path.stun_failure=text
+network.path.stun_ipv6.server=host network.path.stun_ipv6.local=addr network.path.stun_ipv6.mapped=addr
+network.path.stun_ipv6.error=text network.path.hops.*.ttl network.path.hops.*.address=addr network.path.hops.*.reached
+network.path.router_upnp.address=addr network.path.router_upnp.detail=text
+network.path.router_natpmp.address=addr network.path.router_natpmp.detail=text
 network.cgnat.verdict network.cgnat.double_nat network.cgnat.signals.*.name network.cgnat.signals.*.result
-network.cgnat.signals.*.evidence
-network.inbound.probed network.inbound.peer network.inbound.ports.*.port network.inbound.ports.*.proto
-network.inbound.ports.*.result network.inbound.ports.*.detail network.inbound.reason
+network.cgnat.signals.*.evidence=text
+network.inbound.probed network.inbound.peer=addr network.inbound.ports.*.port network.inbound.ports.*.proto
+network.inbound.ports.*.result network.inbound.ports.*.detail=text network.inbound.reason=text
 network.bandwidth.measured network.bandwidth.download_mbps network.bandwidth.upload_mbps
-network.bandwidth.latency_ms network.bandwidth.jitter_ms network.bandwidth.source network.bandwidth.server
+network.bandwidth.latency_ms network.bandwidth.jitter_ms network.bandwidth.source network.bandwidth.server=host
 network.bandwidth.streams network.bandwidth.bytes_down network.bandwidth.bytes_up
 network.bandwidth.byte_cap_reached network.bandwidth.duration_s network.bandwidth.caps.seconds
-network.bandwidth.caps.bytes network.bandwidth.warmup_s network.bandwidth.reason
+network.bandwidth.caps.bytes network.bandwidth.warmup_s network.bandwidth.reason=text
 """
 
-DECLARED: frozenset[str] = frozenset(_DECLARED.split())
+DECLARED: frozenset[str] = frozenset(token.partition("=")[0] for token in _DECLARED.split())
 """The leaves as written above."""
+
+KINDS: dict[str, str] = {path: kind for path, _, kind in (t.partition("=") for t in _DECLARED.split()) if kind}
+"""Redaction kind per declared path (``PATH=KIND`` above)."""
 
 
 class UndeclaredFact(LookupError):
@@ -131,3 +144,15 @@ def is_declared(path: str) -> bool:
 def check_declared(path: str) -> None:
     if not is_declared(path):
         raise UndeclaredFact(f"fact path {path!r} is not declared in hostcheck/fact_paths.py (nor documented in docs/facts.md)")
+
+
+def declared_child(path: str, key: str) -> tuple[str, bool]:
+    """The declared path of ``key`` under ``path`` (``*`` where the data chooses the key), and
+    whether the key is data (chosen by the data or not declared at all) rather than a name."""
+    child = f"{path}.{key}" if path else key
+    known = _all_paths()
+    if child in known:
+        return child, False
+    if path and f"{path}.*" in known:
+        return f"{path}.*", True
+    return child, True

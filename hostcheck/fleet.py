@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hostcheck import safeio
 from hostcheck.facts import Unknown, from_jsonable, lookup
 from hostcheck.models import REPORT_VERSION, Status, Verdict
+
+if TYPE_CHECKING:
+    from hostcheck.redact import Redactor
 
 INDEX_NAME = "index.json"
 # How bad a change is: a rise in rank is a regression.
@@ -141,6 +144,28 @@ def load_fleet(paths: list[Path]) -> list[HostEntry]:
             raise FleetError(f"host {entry.host!r} appears twice: {seen[entry.host]} and {entry.path}")
         seen[entry.host] = entry.path
     return entries
+
+
+def redact_entries(entries: list[HostEntry]) -> Redactor:
+    """``entries`` with every host name, address, user name... replaced, the same value by the
+    same placeholder across all of them (old and new audits of ``fleet diff`` together); returns
+    the redactor, for messages about them."""
+    from hostcheck.redact import Redactor, redact
+
+    redactor = Redactor()
+    for entry in entries:
+        redactor.learn_host(entry.host, own=True)
+        if entry.report is not None and isinstance(entry.report.get("facts"), dict):
+            redactor.learn(entry.report["facts"])
+    for entry in entries:
+        entry.host = redactor.host(entry.host)
+        entry.path = redactor.scrub(entry.path)
+        if entry.unreachable is not None:
+            entry.unreachable = redactor.scrub(entry.unreachable)
+        if entry.report is not None:
+            entry.report = redact(entry.report, redactor)
+            entry.policies = {p["id"]: p for p in entry.report.get("policies", [])}
+    return redactor
 
 
 def errors(entries: list[HostEntry]) -> list[str]:
