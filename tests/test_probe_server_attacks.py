@@ -110,14 +110,16 @@ def test_slowloris_is_cut_off_by_the_request_deadline(server: RunningThread) -> 
 
 
 def test_connection_cap(server: RunningThread) -> None:
-    """Six idle connections fill the cap: a seventh is closed at once; once they go, service resumes."""
+    """Six idle connections fill the cap: a seventh displaces the oldest idle one (closed at
+    once), never a seventh slot; once they go, service resumes."""
     port = int(server.url.rsplit(":", 1)[1])
     idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(6)]
     try:
         time.sleep(0.2)
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
-            assert _recv_until_closed(extra, 1.0) < 1.0
-        assert server.service.stats["connections_over_cap"] >= 1
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            assert _recv_until_closed(idle[0], 1.0) < 1.0  # the oldest idle one was shed
+            assert server.call(lambda: server.service.open_connections) == 6
+        assert server.service.stats["connections_shed"] == 1
     finally:
         for s in idle:
             s.close()

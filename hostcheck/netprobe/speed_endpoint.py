@@ -2,7 +2,10 @@
 
 Registered on a :class:`~hostcheck.netprobe.probe_server.ProbeService`, so they sit behind the same
 token check, rate limits, connection caps and deadlines as ``/probe``; a stream also ends at
-its own time and byte caps, and at most ``speed_max_streams`` run at once.
+its own time and byte caps, and at most ``speed_max_streams`` run at once. All streams together
+move at most ``speed_budget_bytes_per_hour`` in any hour (both directions, counted on the wire:
+compressed bodies are refused before this point); past it the answer is 429 with
+``Retry-After``, and a stream that starts near the end of the budget is cut to what is left.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 
 BLOCK = 256 * 1024
 DRAIN_S = 2.0
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+"""What an upload may still send after the server's answer before the connection is closed."""
 _PAYLOAD = os.urandom(BLOCK)  # incompressible, made once
 
 
@@ -40,9 +45,21 @@ def register(service: ProbeService) -> None:
     service.route_deadlines[UPLOAD_PATH] = grace
 
 
-def _admitted(stream: Callable[[ProbeService, web.BaseRequest, float, int], Awaitable[web.StreamResponse]]) -> Route:
-    """A handler that admits a stream (valid caps, a free stream slot) and holds its slot while
-    ``stream`` runs."""
+class Moved:
+    """Bytes a stream has moved so far (read by the budget even when the stream fails)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+Stream = Callable[["ProbeService", web.BaseRequest, float, int, Moved], Awaitable[web.StreamResponse]]
+
+
+def _admitted(stream: Stream) -> Route:
+    """A handler that admits a stream (valid caps, budget left, a free stream slot), holds its
+    slot and its share of the budget while ``stream`` runs, then charges what it moved."""
 
     async def handler(service: ProbeService, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
         try:
@@ -51,18 +68,27 @@ def _admitted(stream: Callable[[ProbeService, web.BaseRequest, float, int], Awai
             )
         except SpeedParamError as exc:
             return service._refuse(400, str(exc))
+        if service.budget.available() <= 0:
+            return service._refuse(
+                429, "the speed-test byte budget for this hour is spent", retry_after=service.budget.retry_after()
+            )
         if service.speed_streams >= service.limits.speed_max_streams:
             return service._refuse(503, "busy: too many speed-test streams; try again shortly")
+        granted = service.budget.reserve(nbytes)
+        moved = Moved()
         service.speed_streams += 1
         try:
-            return await stream(service, request, seconds, nbytes)
+            return await stream(service, request, seconds, granted, moved)
         finally:
             service.speed_streams -= 1
+            service.budget.settle(granted, moved.n)
 
     return handler
 
 
-async def _download(service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int) -> web.StreamResponse:
+async def _download(
+    service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
+) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
     response.force_close()
@@ -74,13 +100,16 @@ async def _download(service: ProbeService, request: web.BaseRequest, seconds: fl
         chunk = view[: min(BLOCK, nbytes - sent)]
         await response.write(chunk)
         sent += len(chunk)
+        moved.n = sent
     await response.write_eof()
     service.stats.add("speed_bytes_sent", sent)
     service.stats.add("speed_streams")
     return response
 
 
-async def _upload(service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int) -> web.StreamResponse:
+async def _upload(
+    service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
+) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     received = 0
@@ -97,6 +126,7 @@ async def _upload(service: ProbeService, request: web.BaseRequest, seconds: floa
         if not chunk:
             break
         received += len(chunk)
+        moved.n = received
         now = loop.time()
         if now - last_sample >= SAMPLE_EVERY_S:
             samples.append([round(now, 6), received])
@@ -116,10 +146,14 @@ async def _upload(service: ProbeService, request: web.BaseRequest, seconds: floa
     await response.write(body)
     await response.write_eof()
     drain_end = loop.time() + DRAIN_S
-    while (left := drain_end - loop.time()) > 0:
+    drained = 0
+    while (left := drain_end - loop.time()) > 0 and drained < DRAIN_MAX_BYTES:
         try:
-            if not await asyncio.wait_for(request.content.readany(), left):
-                break
+            chunk = await asyncio.wait_for(request.content.readany(), left)
         except (TimeoutError, ConnectionError):
             break
+        if not chunk:
+            break
+        drained += len(chunk)
+        moved.n = received + drained
     return response
