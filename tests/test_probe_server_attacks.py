@@ -217,6 +217,7 @@ def cli_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     port = free_port()
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     proc = subprocess.Popen(
         [sys.executable, "-m", "hostcheck.cli", "probe-server", "--token-file", str(token_file),
          "--bind", "127.0.0.1", "--port", str(port), "--state-dir", str(tmp_path / "state"),

@@ -52,6 +52,7 @@ from aiohttp.web_protocol import RequestHandler
 from hostcheck.netprobe import speed_endpoint
 from hostcheck.netprobe.connectback import probe_one
 from hostcheck.netprobe.probe_limits import (
+    DEFAULT_SPEED_BUDGET,
     MAX_CONCURRENT_PROBES,
     ByteBudget,
     ConnectionTable,
@@ -516,13 +517,17 @@ def serve(
     *,
     max_ports: int = 16,
     rate_per_min: int = 30,
+    speed_budget_bytes_per_hour: int = DEFAULT_SPEED_BUDGET,
     limits: Limits | None = None,
     ssl_context: ssl.SSLContext | None = None,
     fingerprint: str | None = None,
 ) -> None:
     """Run the probe server until SIGINT/SIGTERM (blocking)."""
     limits = limits or Limits(
-        max_ports=max_ports, rate_per_min=rate_per_min, overall_per_min=max(300, rate_per_min * 10)
+        max_ports=max_ports,
+        rate_per_min=rate_per_min,
+        overall_per_min=max(300, rate_per_min * 10),
+        speed_budget_bytes_per_hour=speed_budget_bytes_per_hour,
     )
 
     raise_files_limit(limits)

@@ -1,8 +1,10 @@
 """TLS for the probe server: the user's certificate, or a self-signed one to pin.
 
-A self-signed certificate is made once and kept in a state directory (key 0600), so its
+A self-signed certificate is made once and kept in a state directory (0700, key 0600), so its
 SHA-256 fingerprint stays the same across restarts and the client can pin it with
-``--probe-fingerprint``. Only the server imports this module (it needs ``cryptography``).
+``--probe-fingerprint``. A key, or the state directory, that group or others may read or
+change is refused (:mod:`hostcheck.netprobe.private_files`). Only the server imports this
+module (it needs ``cryptography``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import hashlib
 import os
 import ssl
 from pathlib import Path
+
+from hostcheck.netprobe.private_files import check_private
 
 CERT_NAME = "probe-server.crt"
 KEY_NAME = "probe-server.key"
@@ -31,6 +35,8 @@ def fingerprint_of_pem_file(path: Path) -> str:
 def ensure_self_signed(state_dir: Path) -> tuple[Path, Path]:
     """The (cert, key) paths in ``state_dir``, creating a self-signed pair on first use."""
     cert, key = state_dir / CERT_NAME, state_dir / KEY_NAME
+    if state_dir.exists():
+        check_private(state_dir, state_dir.stat(), directory=True)
     if cert.is_file() and key.is_file():
         return cert, key
     from cryptography import x509
@@ -39,6 +45,7 @@ def ensure_self_signed(state_dir: Path) -> tuple[Path, Path]:
     from cryptography.x509.oid import NameOID
 
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_private(state_dir, state_dir.stat(), directory=True)
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostcheck probe server")])
     now = datetime.datetime.now(datetime.UTC)
@@ -67,6 +74,8 @@ def ensure_self_signed(state_dir: Path) -> tuple[Path, Path]:
 
 
 def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """The server's TLS context; PrivateFileError when ``key`` is open to others."""
+    check_private(key, key.stat())
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(str(cert), str(key))
