@@ -43,7 +43,7 @@ import resource
 import signal
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from aiohttp import http_exceptions, web
@@ -234,8 +234,20 @@ class GuardedHandler(RequestHandler):
             tcp.abort()
             return
         self._guard_rejected = False
+        self._guard_tail = b""
         self._guard_timer = self._loop.call_later(self.service.limits.request_deadline_s, self._expire)
         super().connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        slot = self.slot
+        if slot is not None and not slot.authenticated:
+            # Headers complete: the request is answered (401, 404, /health) or authenticated
+            # within this pass through the loop, so it is not shed to make room meanwhile.
+            seen = self._guard_tail + data[:4096] if len(data) > 4096 else self._guard_tail + data
+            if b"\r\n\r\n" in seen or b"\r\n\r\n" in data:
+                self.service.table.authenticate(slot)
+            self._guard_tail = data[-3:]
+        super().data_received(data)
 
     def extend_deadline(self, seconds: float) -> None:
         if self._guard_timer is not None:
@@ -415,6 +427,9 @@ def _exception_handler(service: ProbeService) -> Callable[[asyncio.AbstractEvent
 FD_RESERVE = 16
 """Descriptors the server needs besides its connections: listening sockets, the event loop,
 logging, the standard streams."""
+ACCEPT_BURST = 32
+"""The listen backlog, which is also how many connections asyncio accepts in one go before the
+caps can shed any: up to two such bursts are open beyond the caps for a moment."""
 
 
 def connection_capacity(limits: Limits) -> int:
@@ -423,7 +438,7 @@ def connection_capacity(limits: Limits) -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return limits.max_connections
-    room = soft - FD_RESERVE - MAX_CONCURRENT_PROBES * limits.max_ports
+    room = soft - FD_RESERVE - 2 * ACCEPT_BURST - MAX_CONCURRENT_PROBES * limits.max_ports
     return min(limits.max_connections, room)
 
 
@@ -431,7 +446,7 @@ def raise_files_limit(limits: Limits) -> None:
     """Raise the soft open-files limit as far as the connections and probes need (within the
     hard limit): the default soft limit of 1024 is often below what ``--max-connections`` asks."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = limits.max_connections + FD_RESERVE + MAX_CONCURRENT_PROBES * limits.max_ports
+    need = limits.max_connections + FD_RESERVE + 2 * ACCEPT_BURST + MAX_CONCURRENT_PROBES * limits.max_ports
     if soft != resource.RLIM_INFINITY and soft < need:
         target = need if hard == resource.RLIM_INFINITY else min(need, hard)
         try:
@@ -471,14 +486,15 @@ class RunningServer:
 
 
 async def start_server(
-    bind: str,
+    bind: str | Sequence[str],
     port: int,
     token: str,
     limits: Limits | None = None,
     ssl_context: ssl.SSLContext | None = None,
     service: ProbeService | None = None,
 ) -> RunningServer:
-    """Start serving on ``bind:port`` (0 picks a free port) in the running event loop."""
+    """Start serving on ``bind:port`` (0 picks a free port) in the running event loop; ``bind``
+    may list several addresses (then give a port: 0 would pick one per address)."""
     scrub_library_logs()
     loop = asyncio.get_running_loop()
     if service is None:
@@ -503,7 +519,7 @@ async def start_server(
         bind,
         port,
         reuse_address=True,
-        backlog=128,
+        backlog=ACCEPT_BURST,
     )
     running = RunningServer(service, server, tls=ssl_context is not None)
     await running.start_summaries()
