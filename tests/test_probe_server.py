@@ -413,7 +413,7 @@ def test_table_caps_per_address_and_per_prefix() -> None:
     for host in range(1, 9):  # eight addresses in one /24
         table.open(f"198.51.100.{host}", Conn().abort)
     assert table.by_prefix == {"198.51.100.0/24": 3} and table.slots == 3
-    for i in range(5):  # one address: its own oldest goes
+    for _ in range(5):  # one address: its own oldest goes
         table.open("203.0.113.5", Conn().abort)
     assert table.by_address["203.0.113.5"] == 2 and table.slots == 5
 

@@ -349,7 +349,8 @@ class TlsGate(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         if self.handler is not None:
-            return self.handler.eof_received()
+            self.handler.eof_received()
+            return None
         self._eof = True
         return True
 
@@ -380,7 +381,7 @@ class GuardedServer(web.Server):
         )
         self.service = service
 
-    def __call__(self) -> RequestHandler:
+    def __call__(self) -> GuardedHandler:
         handler = GuardedHandler(self, loop=self._loop, **self._kwargs)
         handler.service = self.service
         return handler
