@@ -382,53 +382,66 @@ class Conn:
         self.aborted = True
 
 
-def test_table_sheds_the_oldest_unauthenticated_connection() -> None:
-    lim = Limits(max_connections=4, max_connections_per_source=4, max_connections_per_prefix=4)
+def test_table_sheds_the_oldest_idle_connection() -> None:
+    """Overall cap: the oldest connection without its headers goes at once, never one that
+    showed the token; when all have, the newcomer is refused."""
+    lim = Limits(max_connections=4, max_connections_per_source=4, max_connections_per_prefix=4, shed_after_s=1.0)
     table = ConnectionTable(lim)
     conns = [Conn() for _ in range(6)]
-    slots = [table.open(f"10.0.{i}.1", c.abort)[0] for i, c in enumerate(conns[:4])]
+    slots = [table.open(f"10.0.{i}.1", c.abort, now=i * 0.1)[0] for i, c in enumerate(conns[:4])]
     assert all(slots) and table.slots == 4
     assert slots[1] is not None
     table.authenticate(slots[1])
-    # Full: a newcomer displaces the oldest connection that has not shown the token (#0).
-    fifth, shed = table.open("10.0.9.1", conns[4].abort)
+    fifth, shed = table.open("10.0.9.1", conns[4].abort, now=0.5)
     assert fifth is not None and shed == 1 and conns[0].aborted and table.slots == 4
     # #1 is authenticated: the next newcomer takes #2's slot, never #1's.
-    sixth, shed = table.open("10.0.9.2", conns[5].abort)
+    sixth, shed = table.open("10.0.9.2", conns[5].abort, now=0.6)
     assert sixth is not None and shed == 1 and conns[2].aborted and not conns[1].aborted
     for s in (slots[3], fifth, sixth):
         assert s is not None
         table.authenticate(s)
-    # Every slot authenticated: refused, nobody shed.
     late = Conn()
-    assert table.open("10.0.9.3", late.abort) == (None, 0) and not late.aborted
+    assert table.open("10.0.9.3", late.abort, now=100) == (None, 0) and not late.aborted
     assert slots[0] is not None
     table.close(slots[0])  # the shed connection's own report of its loss changes nothing
     assert table.slots == 4
 
 
+def test_one_source_must_let_its_connections_idle_before_replacing_them() -> None:
+    """Per-address (and per-prefix) cap: a newcomer from that source is refused until the
+    source's oldest connection has idled ``shed_after_s``, then takes its slot."""
+    lim = Limits(max_connections=64, max_connections_per_source=2, shed_after_s=1.0)
+    table = ConnectionTable(lim)
+    first, second = Conn(), Conn()
+    table.open("192.0.2.1", first.abort, now=0)
+    table.open("192.0.2.1", second.abort, now=0.5)
+    assert table.open("192.0.2.1", Conn().abort, now=0.9) == (None, 0)
+    slot, shed = table.open("192.0.2.1", Conn().abort, now=1.0)
+    assert slot is not None and shed == 1 and first.aborted and not second.aborted
+
+
 def test_table_caps_per_address_and_per_prefix() -> None:
     lim = Limits(max_connections=64, max_connections_per_source=2, max_connections_per_prefix=3)
     table = ConnectionTable(lim)
-    for host in range(1, 9):  # eight addresses in one /24
-        table.open(f"198.51.100.{host}", Conn().abort)
+    for host in range(1, 9):  # eight addresses in one /24, a connection a second
+        table.open(f"198.51.100.{host}", Conn().abort, now=host)
     assert table.by_prefix == {"198.51.100.0/24": 3} and table.slots == 3
-    for _ in range(5):  # one address: its own oldest goes
-        table.open("203.0.113.5", Conn().abort)
+    for i in range(5):  # one address: its own oldest goes
+        table.open("203.0.113.5", Conn().abort, now=10 + i)
     assert table.by_address["203.0.113.5"] == 2 and table.slots == 5
 
 
 def test_table_caps_handshakes_and_stays_bounded() -> None:
-    """IPv6 rotation through a whole /48, 10 000 addresses: the table never holds more than
-    its caps, and what a shed connection held is given back."""
+    """IPv6 rotation through a whole /48, 10 000 addresses a second apart: the table never
+    holds more than its caps, and what a shed connection held is given back."""
     lim = Limits(max_connections=32, max_connections_per_source=8, max_connections_per_prefix=8, max_handshakes=5)
     table = ConnectionTable(lim)
     for i in range(10_000):
-        slot, _ = table.open(f"2001:db8:1:{i % 65536:x}::{i % 7 + 1}", Conn().abort, handshaking=True)
+        slot, _ = table.open(f"2001:db8:1:{i % 65536:x}::{i % 7 + 1}", Conn().abort, handshaking=True, now=i)
         assert slot is not None
         assert table.handshakes <= 5 and table.slots <= 32
     assert len(table.by_address) <= 32 and len(table.by_prefix) <= 32 and len(table._unauthenticated) <= 32
-    done, _ = table.open("192.0.2.1", Conn().abort, handshaking=True)
+    done, _ = table.open("192.0.2.1", Conn().abort, handshaking=True, now=20_000)
     assert done is not None
     table.handshake_done(done)
     table.authenticate(done)

@@ -39,6 +39,10 @@ class Limits:
     max_handshakes: int = 16
     """TLS connections that have not finished their handshake, all callers together."""
     handshake_deadline_s: float = 3.0
+    shed_after_s: float = 1.0
+    """How long a connection may go without sending its request headers before a newcomer may
+    take its slot: long enough for a client on a slow link to finish its handshake and send
+    them, short against an attacker who holds slots for the whole request deadline."""
     request_deadline_s: float = 10.0
     """A whole request, from the first byte of the connection to the last of the answer."""
     summary_interval_s: float = 300.0
@@ -68,6 +72,8 @@ class Limits:
             raise ValueError("max_handshakes must be 1-65536")
         if not (math.isfinite(self.handshake_deadline_s) and 0.2 <= self.handshake_deadline_s <= 60):
             raise ValueError("handshake_deadline_s must be 0.2-60 seconds")
+        if not (math.isfinite(self.shed_after_s) and 0 <= self.shed_after_s <= 60):
+            raise ValueError("shed_after_s must be 0-60 seconds")
         if not 0.5 <= self.request_deadline_s <= 600:
             raise ValueError("request_deadline_s must be 0.5-600 seconds")
         if self.summary_interval_s <= 0:
@@ -101,10 +107,10 @@ def source_prefix(address: str, v4_bits: int = 24, v6_bits: int = 56) -> str:
 class Slot:
     """One open connection as the table sees it."""
 
-    __slots__ = ("address", "prefix", "handshaking", "authenticated", "abort", "open")
+    __slots__ = ("address", "prefix", "handshaking", "authenticated", "abort", "open", "since")
 
-    def __init__(self, address: str, prefix: str, handshaking: bool, abort: Callable[[], None]) -> None:
-        self.address, self.prefix = address, prefix
+    def __init__(self, address: str, prefix: str, handshaking: bool, abort: Callable[[], None], since: float) -> None:
+        self.address, self.prefix, self.since = address, prefix, since
         self.handshaking = handshaking
         self.authenticated = False
         self.abort = abort
@@ -117,11 +123,14 @@ class ConnectionTable:
     Caps: ``max_connections`` overall, ``max_connections_per_source`` per address,
     ``max_connections_per_prefix`` per network prefix, ``max_handshakes`` TLS connections still
     in their handshake. A newcomer that would pass a cap takes the slot of the oldest connection
-    in that scope that has not yet shown the token (handshaking, or idle before its headers);
-    only when every connection in the scope is authenticated is the newcomer refused. A flood
-    of connections that never authenticate therefore only ever displaces itself and other
-    unauthenticated connections: a caller with the token, whose request arrives right after
-    its connection, finds a slot.
+    in that scope that has not sent its request headers (still handshaking, or idle); when
+    there is none (every connection in the scope is authenticated) it is refused. Within one
+    address or prefix the oldest must also have idled for ``shed_after_s``, so a flood from
+    one source is refused at accept instead of churning through its own connections; the
+    overall and handshake caps take the oldest at once, so whatever a flood from many prefixes
+    does, a newcomer gets in, and stays in as long as the flood needs to cycle through every
+    older connection first: a caller with the token, whose headers follow its connection at
+    once, is served.
 
     Memory is bounded by the caps: the table holds the open connections and nothing else (an
     address or prefix leaves the counts with its last connection).
@@ -137,29 +146,35 @@ class ConnectionTable:
         self._unauthenticated: OrderedDict[int, Slot] = OrderedDict()
         """Oldest first: the shedding order."""
 
-    def open(self, address: str, abort: Callable[[], None], *, handshaking: bool = False) -> tuple[Slot | None, int]:
+    def open(
+        self, address: str, abort: Callable[[], None], *, handshaking: bool = False, now: float | None = None
+    ) -> tuple[Slot | None, int]:
         """A slot for a new connection (or None: refused) and how many connections were shed."""
+        now = time.monotonic() if now is None else now
         lim = self.limits
+        idle_since = now - lim.shed_after_s
         prefix = source_prefix(address, lim.prefix_v4, lim.prefix_v6)
         shed = 0
-        scopes: list[tuple[Callable[[], bool], Callable[[Slot], bool]]] = [
+        # (full?, in scope?, oldest idle connection must have idled shed_after_s first?)
+        scopes: list[tuple[Callable[[], bool], Callable[[Slot], bool], bool]] = [
             (lambda: self.by_address.get(address, 0) >= lim.max_connections_per_source,
-             lambda s: s.address == address),
+             lambda s: s.address == address, True),
             (lambda: self.by_prefix.get(prefix, 0) >= lim.max_connections_per_prefix,
-             lambda s: s.prefix == prefix),
-            (lambda: self.slots >= self.max_connections, lambda s: True),
+             lambda s: s.prefix == prefix, True),
+            (lambda: self.slots >= self.max_connections, lambda s: True, False),
         ]
         if handshaking:
-            scopes.append((lambda: self.handshakes >= lim.max_handshakes, lambda s: s.handshaking))
-        for full, in_scope in scopes:
+            scopes.append((lambda: self.handshakes >= lim.max_handshakes, lambda s: s.handshaking, False))
+        for full, in_scope, patient in scopes:
             while full():
+                # Oldest first: the first in scope is the only candidate.
                 victim = next((s for s in self._unauthenticated.values() if in_scope(s)), None)
-                if victim is None:
+                if victim is None or (patient and victim.since > idle_since):
                     return None, shed
                 self.close(victim)
                 victim.abort()
                 shed += 1
-        slot = Slot(address, prefix, handshaking, abort)
+        slot = Slot(address, prefix, handshaking, abort, now)
         self.slots += 1
         self.handshakes += handshaking
         self.by_address[address] = self.by_address.get(address, 0) + 1
