@@ -471,3 +471,42 @@ def test_out_of_files_warnings_are_rate_limited() -> None:
     assert [oof.note(t) for t in (1, 2, 30)] == [None, None, None]
     assert oof.note(61) == 4  # then one per minute, with the count since the last
     assert oof.flush(62) is None and oof.total == 5
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    """Module imports (those under ``TYPE_CHECKING`` and inside functions included) form no
+    cycle: the server builds on the shared protocol and limits modules, never the reverse."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "hostcheck"
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        deps = graph.setdefault(name, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps.add(node.module)
+                deps.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    # A package importing its own submodules is not a cycle of code (it is how packages load).
+    graph = {m: {d for d in deps if not d.startswith(m + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycles.append(trail[trail.index(d):] + [d] if d in trail else [m, d])
+            elif d not in state:
+                visit(d, trail + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []

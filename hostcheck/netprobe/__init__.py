@@ -9,7 +9,9 @@
 - ``cgnat``: CGNAT / double-NAT signals from the raw evidence, and the verdicts (pure).
 - ``servers``: ``HOST[:PORT]`` parsing and bounded name resolution.
 - ``probe_protocol``: the probe server's wire format (pure); ``connectback``: its one action.
-- ``server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate).
+- ``probe_server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate;
+  ``probe_limits``: its caps and counters, pure; ``private_files``: secrets on disk must be
+  private, shared with the CLI's token reading).
 - ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only).
 - ``speed_protocol`` (pure), ``speed_endpoint`` (server side), ``speedtest`` (client): bandwidth.
 """

@@ -94,7 +94,8 @@ class ProbeService:
         """Routes whose answer may take longer than the request deadline (the speed test)."""
         self.speed_streams = 0
         if limits.speed_max_streams > 0:
-            speed_endpoint.register(self)
+            self.routes.update(speed_endpoint.routes())
+            self.route_deadlines.update(speed_endpoint.route_deadlines(limits))
 
     # -- connections ---------------------------------------------------------------------
     def admit(self, source: str, abort: Callable[[], None], *, handshaking: bool = False) -> Slot | None:
@@ -445,7 +446,8 @@ def connection_capacity(limits: Limits) -> int:
 
 def raise_files_limit(limits: Limits) -> None:
     """Raise the soft open-files limit as far as the connections and probes need (within the
-    hard limit): the default soft limit of 1024 is often below what ``--max-connections`` asks."""
+    hard limit): the soft limit a service starts with may be below what ``--max-connections``
+    and the probes need."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = limits.max_connections + FD_RESERVE + 2 * ACCEPT_BURST + MAX_CONCURRENT_PROBES * limits.max_ports
     if soft != resource.RLIM_INFINITY and soft < need:

@@ -1,6 +1,7 @@
 """The probe server's throughput endpoints (wire format: :mod:`speed_protocol`).
 
-Registered on a :class:`~hostcheck.netprobe.probe_server.ProbeService`, so they sit behind the same
+Served by :class:`~hostcheck.netprobe.probe_server.ProbeService` (which imports this module;
+this module needs of it only what :class:`SpeedHost` names), so they sit behind the same
 token check, rate limits, connection caps and deadlines as ``/probe``; a stream also ends at
 its own time and byte caps, and at most ``speed_max_streams`` run at once. All streams together
 move at most ``speed_budget_bytes_per_hour`` in any hour (both directions, counted on the wire:
@@ -14,10 +15,11 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 
+from hostcheck.netprobe.probe_limits import ByteBudget, Limits, Stats
 from hostcheck.netprobe.speed_protocol import (
     DOWNLOAD_PATH,
     SAMPLE_EVERY_S,
@@ -26,9 +28,6 @@ from hostcheck.netprobe.speed_protocol import (
     parse_params,
 )
 
-if TYPE_CHECKING:
-    from hostcheck.netprobe.probe_server import ProbeService, Route
-
 BLOCK = 256 * 1024
 DRAIN_S = 2.0
 DRAIN_MAX_BYTES = 64 * 1024 * 1024
@@ -36,13 +35,29 @@ DRAIN_MAX_BYTES = 64 * 1024 * 1024
 _PAYLOAD = os.urandom(BLOCK)  # incompressible, made once
 
 
-def register(service: ProbeService) -> None:
-    service.routes[("GET", DOWNLOAD_PATH)] = _admitted(_download)
-    service.routes[("POST", UPLOAD_PATH)] = _admitted(_upload)
-    # A stream may outlive the request deadline by its own length plus a margin to finish.
-    grace = service.limits.speed_max_seconds + DRAIN_S + 5.0
-    service.route_deadlines[DOWNLOAD_PATH] = grace
-    service.route_deadlines[UPLOAD_PATH] = grace
+class SpeedHost(Protocol):
+    """What a stream needs of the server that runs it."""
+
+    limits: Limits
+    budget: ByteBudget
+    stats: Stats
+    speed_streams: int
+
+    def _refuse(self, status: int, message: str, retry_after: int | None = None) -> web.Response: ...
+
+
+SpeedRoute = Callable[[SpeedHost, web.BaseRequest, str], Awaitable[web.StreamResponse]]
+
+
+def routes() -> dict[tuple[str, str], SpeedRoute]:
+    """The speed-test routes, keyed by (method, path)."""
+    return {("GET", DOWNLOAD_PATH): _admitted(_download), ("POST", UPLOAD_PATH): _admitted(_upload)}
+
+
+def route_deadlines(limits: Limits) -> dict[str, float]:
+    """A stream may outlive the request deadline by its own length plus a margin to finish."""
+    grace = limits.speed_max_seconds + DRAIN_S + 5.0
+    return {DOWNLOAD_PATH: grace, UPLOAD_PATH: grace}
 
 
 class Moved:
@@ -54,14 +69,14 @@ class Moved:
         self.n = 0
 
 
-Stream = Callable[["ProbeService", web.BaseRequest, float, int, Moved], Awaitable[web.StreamResponse]]
+Stream = Callable[[SpeedHost, web.BaseRequest, float, int, Moved], Awaitable[web.StreamResponse]]
 
 
-def _admitted(stream: Stream) -> Route:
+def _admitted(stream: Stream) -> SpeedRoute:
     """A handler that admits a stream (valid caps, budget left, a free stream slot), holds its
     slot and its share of the budget while ``stream`` runs, then charges what it moved."""
 
-    async def handler(service: ProbeService, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
+    async def handler(service: SpeedHost, request: web.BaseRequest, _peer: str) -> web.StreamResponse:
         try:
             seconds, nbytes = parse_params(
                 request.query, service.limits.speed_max_seconds, service.limits.speed_max_bytes
@@ -87,7 +102,7 @@ def _admitted(stream: Stream) -> Route:
 
 
 async def _download(
-    service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
+    service: SpeedHost, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
 ) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
@@ -108,7 +123,7 @@ async def _download(
 
 
 async def _upload(
-    service: ProbeService, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
+    service: SpeedHost, request: web.BaseRequest, seconds: float, nbytes: int, moved: Moved
 ) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
