@@ -452,8 +452,8 @@ def probe_server(
         _die("--tls-cert and --tls-key go together")
     if insecure_http and tls_cert is not None:
         _die("--insecure-http and --tls-cert exclude each other")
-    from hostcheck.netprobe.probe_limits import Limits
-    from hostcheck.netprobe.probe_server import serve
+    from hostcheck.probeserver.limits import Limits
+    from hostcheck.probeserver.server import serve
 
     try:
         limits = Limits(
@@ -476,8 +476,8 @@ def probe_server(
         _die(str(exc))
     ssl_context, fingerprint = None, None
     if not insecure_http:
-        from hostcheck.netprobe import tls
         from hostcheck.netprobe.private_files import PrivateFileError
+        from hostcheck.probeserver import tls
 
         try:
             if tls_cert is None or tls_key is None:

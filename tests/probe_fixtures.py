@@ -9,8 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from hostcheck.netprobe.probe_limits import Limits
-from hostcheck.netprobe.probe_server import ProbeService, RunningServer, start_server
+from hostcheck.probeserver.limits import Limits
+from hostcheck.probeserver.server import ProbeService, RunningServer, start_server
 
 TOKEN = "test-token-0123456789abcdef"
 

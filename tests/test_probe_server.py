@@ -18,14 +18,6 @@ from hypothesis import strategies as st
 
 from hostcheck.netprobe import probe_protocol as ps
 from hostcheck.netprobe.probe_client import request_probe
-from hostcheck.netprobe.probe_limits import (
-    ByteBudget,
-    ConnectionTable,
-    Limits,
-    OutOfFiles,
-    RateLimiter,
-    source_prefix,
-)
 from hostcheck.netprobe.probe_protocol import (
     PortProbe,
     ProbeRequest,
@@ -34,7 +26,15 @@ from hostcheck.netprobe.probe_protocol import (
     parse_probe_request,
     token_matches,
 )
-from hostcheck.netprobe.probe_server import ProbeService
+from hostcheck.probeserver.limits import (
+    ByteBudget,
+    ConnectionTable,
+    Limits,
+    OutOfFiles,
+    RateLimiter,
+    source_prefix,
+)
+from hostcheck.probeserver.server import ProbeService
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
 NONCE = "abcdefghijklmnop"
@@ -334,7 +334,7 @@ def test_the_audit_does_not_load_the_server() -> None:
 
     code = (
         "import sys, hostcheck.collectors.reachability;"
-        "print(sorted(m for m in sys.modules if m.startswith('aiohttp') or m.endswith('netprobe.probe_server')))"
+        "print(sorted(m for m in sys.modules if m.startswith('aiohttp') or m.startswith('hostcheck.probeserver')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from hostcheck.netprobe import tls
 from hostcheck.netprobe.http_client import ServerError
 from hostcheck.netprobe.probe_client import post_json, request_probe
-from hostcheck.netprobe.probe_limits import Limits
+from hostcheck.probeserver import tls
+from hostcheck.probeserver.limits import Limits
 from tests.helpers import REPO
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
