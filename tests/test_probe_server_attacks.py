@@ -743,3 +743,14 @@ def test_client_refuses_to_send_the_token_over_plain_http(tmp_path: Path, plain_
     assert proc.returncode in (0, 3), proc.stderr
     assert "warning: --insecure-http" in proc.stderr
     assert plain_server.service.stats["speed_streams"] >= 1
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["".join(f"X-Pad-{i}: {'a' * 100}\r\n" for i in range(40)), f"X-Big: {'a' * 5000}\r\n"],
+    ids=["40-header-lines", "5000-byte-header"],
+)
+def test_huge_headers_are_refused(plain_server: RunningThread, extra: str) -> None:
+    """Headers are bounded per line (4 KiB) and in count (32): more is a 4xx, not memory."""
+    status, _, _ = _raw(plain_server.url, f"POST /probe HTTP/1.1\r\nHost: x\r\n{extra}", b"{}")
+    assert 400 <= status < 500
