@@ -118,8 +118,10 @@ def _read_token(token_file: Path | None) -> str | None:
             # O_NONBLOCK: a FIFO without a writer must not hang us before the check below.
             fd = os.open(token_file, os.O_RDONLY | os.O_NONBLOCK)
             with open(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
                     raise UsageError(f"--token-file {token_file}: not a regular file")
+                _check_private(token_file, st, "--token-file")
                 raw = fh.read(MAX_TOKEN_LENGTH + 2)
         except OSError as exc:
             raise UsageError(f"--token-file {token_file}: {exc.strerror or exc}") from None
@@ -137,6 +139,41 @@ def _read_token(token_file: Path | None) -> str | None:
         raise UsageError(f"{'--token-file' if token_file else TOKEN_ENV}: {exc}") from None
 
 
+def _check_private(path: Path, st: Any, what: str) -> None:
+    """Refuse a secret that others could read or replace, as ssh does with keys."""
+    from hostcheck.netprobe.private_files import PrivateFileError, check_private
+
+    try:
+        check_private(path, st)
+    except PrivateFileError as exc:
+        raise UsageError(f"{what} {exc}") from None
+
+
+def _check_probe_url(probe: str, fingerprint: str | None, insecure_http: bool) -> None:
+    """Refuse a plain http:// probe URL unless --insecure-http; warn when it is allowed.
+
+    The check comes before the token is read, let alone sent."""
+    from hostcheck.netprobe.http_client import parse_endpoint
+
+    try:
+        ep = parse_endpoint(probe, fingerprint)
+    except ValueError as exc:
+        raise UsageError(f"--probe: {exc}") from None
+    if ep.scheme != "http":
+        return
+    if not insecure_http:
+        raise UsageError(
+            "--probe: an http:// URL would send the probe token in clear, readable and reusable by anyone "
+            "on the path; use the server's https:// URL (with --probe-fingerprint for its self-signed "
+            "certificate), or pass --insecure-http in a lab"
+        )
+    typer.echo(
+        "warning: --insecure-http: the probe token is sent in clear over http://; anyone on the path can "
+        "read it and use your probe server (labs only)",
+        err=True,
+    )
+
+
 def _no_argv_token(value: str | None) -> None:
     if value is not None:
         raise typer.BadParameter(
@@ -146,11 +183,14 @@ def _no_argv_token(value: str | None) -> None:
 
 
 def _context(offline: bool, timeout: float, stun_server: list[str], probe: str | None, token_file: Path | None,
-             probe_port: list[int], public_range: list[str], probe_fingerprint: str | None = None) -> Any:
+             probe_port: list[int], public_range: list[str], probe_fingerprint: str | None = None,
+             insecure_http: bool = False) -> Any:
     from hostcheck.collectors import CollectContext
 
     if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S}, not {timeout}")
+    if probe and not offline:
+        _check_probe_url(probe, probe_fingerprint, insecure_http)
     token = _read_token(token_file) if probe else None
     if probe and not token:
         raise UsageError("--probe needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
@@ -228,6 +268,7 @@ StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server H
 ProbeOpt = Annotated[str | None, typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
 TokenOpt = Annotated[Path | None, typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
 ArgvTokenOpt = Annotated[str | None, typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
+InsecureHttpOpt = Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// --probe URL (the token crosses the network in clear): for labs only.")]
 FingerprintOpt = Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
 ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
@@ -262,6 +303,7 @@ def audit(
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = 10.0,
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
+    insecure_http: InsecureHttpOpt = False,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -279,7 +321,8 @@ def audit(
         if facts_file is not None:
             facts = load_snapshot(facts_file)
         else:
-            ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
+                           insecure_http)
             speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
             if speed_args is not None:
@@ -313,6 +356,7 @@ def facts(
     argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
+    insecure_http: InsecureHttpOpt = False,
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
     from hostcheck.facts import to_jsonable
@@ -320,7 +364,8 @@ def facts(
 
     try:
         _check_output(output)
-        ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+        ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
+                       insecure_http)
     except UsageError as exc:
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
@@ -400,6 +445,12 @@ def probe_server(
     max_ports: Annotated[int, typer.Option("--max-ports", help="Most ports one request may ask for (1-256).")] = 16,
     rate_per_min: Annotated[int, typer.Option("--rate", help="Authenticated requests per caller per minute.")] = 30,
     max_connections: Annotated[int, typer.Option("--max-connections", help="Concurrent connections, all callers together.")] = 64,
+    max_per_address: Annotated[int, typer.Option("--max-per-address", help="Concurrent connections from one address.")] = 8,
+    max_per_prefix: Annotated[int, typer.Option("--max-per-prefix", help="Concurrent connections from one network prefix (see --prefix-v4/--prefix-v6).")] = 16,
+    prefix_v4: Annotated[int, typer.Option("--prefix-v4", help="IPv4 prefix length that counts as one caller for --max-per-prefix (8-32).")] = 24,
+    prefix_v6: Annotated[int, typer.Option("--prefix-v6", help="IPv6 prefix length that counts as one caller for --max-per-prefix (16-128).")] = 56,
+    max_handshakes: Annotated[int, typer.Option("--max-handshakes", help="TLS connections still in their handshake, all callers together.")] = 16,
+    handshake_deadline: Annotated[float, typer.Option("--handshake-deadline", help="Seconds a TLS handshake may take.")] = 3.0,
     request_deadline: Annotated[float, typer.Option("--request-deadline", help="Seconds a whole request may take.")] = 10.0,
     summary_interval: Annotated[float, typer.Option("--summary-interval", help="Seconds between log summaries.")] = 300.0,
     tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="Certificate (PEM) to serve; with --tls-key.")] = None,
@@ -407,6 +458,7 @@ def probe_server(
     state_dir: Annotated[Path | None, typer.Option("--state-dir", help="Where the self-signed certificate is kept (default ~/.local/state/hostcheck).")] = None,
     insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Plain HTTP (the token crosses the network in clear): for labs only.")] = False,
     speed_streams: Annotated[int, typer.Option("--speed-streams", help="Speed-test streams at once, all callers (0: no speed test).")] = 8,
+    speed_budget_mb: Annotated[int, typer.Option("--speed-budget-mb", help="MB the token's speed tests may move in any hour, both directions (429 past it).")] = 4000,
 ) -> None:
     """Run on a machine OUTSIDE your network: connects back to the caller (only) on the ports it names."""
     import logging
@@ -420,14 +472,14 @@ def probe_server(
         _die("the probe server needs a token: --token-file FILE or the HOSTCHECK_PROBE_TOKEN environment variable")
     if not 1 <= port <= 65535:
         _die("--port must be 1-65535")
-    if not (math.isfinite(request_deadline) and math.isfinite(summary_interval)):
-        _die("--request-deadline and --summary-interval must be finite numbers")
+    if not (math.isfinite(request_deadline) and math.isfinite(summary_interval) and math.isfinite(handshake_deadline)):
+        _die("--request-deadline, --handshake-deadline and --summary-interval must be finite numbers")
     if (tls_cert is None) != (tls_key is None):
         _die("--tls-cert and --tls-key go together")
     if insecure_http and tls_cert is not None:
         _die("--insecure-http and --tls-cert exclude each other")
-    from hostcheck.netprobe.probe_limits import Limits
-    from hostcheck.netprobe.probe_server import serve
+    from hostcheck.probeserver.limits import Limits
+    from hostcheck.probeserver.server import serve
 
     try:
         limits = Limits(
@@ -435,16 +487,23 @@ def probe_server(
             rate_per_min=rate_per_min,
             overall_per_min=max(300, rate_per_min * 10),
             max_connections=max_connections,
-            max_connections_per_source=min(8, max(1, max_connections)),
+            max_connections_per_source=min(max_per_address, max(1, max_connections)),
+            max_connections_per_prefix=max_per_prefix,
+            prefix_v4=prefix_v4,
+            prefix_v6=prefix_v6,
+            max_handshakes=max_handshakes,
+            handshake_deadline_s=handshake_deadline,
             request_deadline_s=request_deadline,
             summary_interval_s=summary_interval,
             speed_max_streams=speed_streams,
+            speed_budget_bytes_per_hour=speed_budget_mb * 1_000_000,
         )
     except ValueError as exc:
         _die(str(exc))
     ssl_context, fingerprint = None, None
     if not insecure_http:
-        from hostcheck.netprobe import tls
+        from hostcheck.netprobe.private_files import PrivateFileError
+        from hostcheck.probeserver import tls
 
         try:
             if tls_cert is None or tls_key is None:
@@ -454,6 +513,8 @@ def probe_server(
                 tls_cert, tls_key = tls.ensure_self_signed(state_dir or base / "hostcheck")
                 fingerprint = tls.fingerprint_of_pem_file(tls_cert)
             ssl_context = tls.server_context(tls_cert, tls_key)
+        except PrivateFileError as exc:
+            _die(f"TLS: {exc}")
         except (OSError, ValueError) as exc:
             _die(f"TLS: {getattr(exc, 'strerror', None) or exc}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
@@ -473,6 +534,7 @@ def speedtest_command(
     max_mb: Annotated[int, typer.Option("--max-mb", help="Byte cap, both directions together, MB (1-20000).")] = 1000,
     streams: Annotated[int, typer.Option("--streams", help="Parallel TCP streams per direction (1-8).")] = 4,
     output: OutputOpt = None,
+    insecure_http: InsecureHttpOpt = False,
 ) -> None:
     """Measure download, upload, latency and jitter against your probe server; print the
     `network.bandwidth` facts as JSON. Opt-in: it moves up to --max-mb of traffic."""
@@ -481,6 +543,7 @@ def speedtest_command(
 
     try:
         _check_output(output)
+        _check_probe_url(probe, probe_fingerprint, insecure_http)
         token = _read_token(token_file)
         if token is None:
             raise UsageError("the speed test needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")

@@ -9,8 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from hostcheck.netprobe.probe_limits import Limits
-from hostcheck.netprobe.probe_server import ProbeService, RunningServer, start_server
+from hostcheck.probeserver.limits import Limits
+from hostcheck.probeserver.server import ProbeService, RunningServer, start_server
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -41,7 +41,10 @@ def start_in_thread(
     limits: Limits | None = None,
     ssl_context: ssl.SSLContext | None = None,
     service: ProbeService | None = None,
+    bind: str | list[str] = "127.0.0.1",
 ) -> RunningThread:
+    """A server on ``bind`` (an address, or several on one free port; the URL names the first)."""
+    port = 0 if isinstance(bind, str) else free_port()
     loop = asyncio.new_event_loop()
     ready: dict[str, Any] = {}
     started = threading.Event()
@@ -51,7 +54,7 @@ def start_in_thread(
 
         async def boot() -> None:
             try:
-                ready["server"] = await start_server("127.0.0.1", 0, TOKEN, limits, ssl_context, service)
+                ready["server"] = await start_server(bind, port, TOKEN, limits, ssl_context, service)
             except BaseException as exc:  # handed to the test thread
                 ready["error"] = exc
             started.set()
@@ -68,7 +71,9 @@ def start_in_thread(
         raise ready["error"]
     srv: RunningServer = ready["server"]
     scheme = "https" if ssl_context else "http"
-    return RunningThread(f"{scheme}://127.0.0.1:{srv.port}", srv.service, srv, loop, thread)
+    first = bind if isinstance(bind, str) else bind[0]
+    host = f"[{first}]" if ":" in first else first
+    return RunningThread(f"{scheme}://{host}:{srv.port}", srv.service, srv, loop, thread)
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:

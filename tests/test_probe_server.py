@@ -5,6 +5,7 @@ the token in argv). Loopback only; each attack is bounded to a few seconds."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 import urllib.error
@@ -17,7 +18,6 @@ from hypothesis import strategies as st
 
 from hostcheck.netprobe import probe_protocol as ps
 from hostcheck.netprobe.probe_client import request_probe
-from hostcheck.netprobe.probe_limits import Limits, RateLimiter
 from hostcheck.netprobe.probe_protocol import (
     PortProbe,
     ProbeRequest,
@@ -26,7 +26,15 @@ from hostcheck.netprobe.probe_protocol import (
     parse_probe_request,
     token_matches,
 )
-from hostcheck.netprobe.probe_server import ProbeService
+from hostcheck.probeserver.limits import (
+    ByteBudget,
+    ConnectionTable,
+    Limits,
+    OutOfFiles,
+    RateLimiter,
+    source_prefix,
+)
+from hostcheck.probeserver.server import ProbeService
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
 NONCE = "abcdefghijklmnop"
@@ -326,7 +334,179 @@ def test_the_audit_does_not_load_the_server() -> None:
 
     code = (
         "import sys, hostcheck.collectors.reachability;"
-        "print(sorted(m for m in sys.modules if m.startswith('aiohttp') or m.endswith('netprobe.probe_server')))"
+        "print(sorted(m for m in sys.modules if m.startswith('aiohttp') or m.startswith('hostcheck.probeserver')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- connection slots, prefixes, byte budget (pure bookkeeping) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address, v4, v6, expected",
+    [
+        ("192.0.2.77", 24, 56, "192.0.2.0/24"),
+        ("192.0.2.77", 32, 56, "192.0.2.77/32"),
+        ("198.51.100.200", 16, 56, "198.51.0.0/16"),
+        ("::ffff:192.0.2.77", 24, 56, "192.0.2.0/24"),  # IPv4-mapped: the IPv4 address it carries
+        ("2001:db8:aa:bbcc:1:2:3:4", 24, 56, "2001:db8:aa:bb00::/56"),
+        ("2001:db8:aa:bbcc:1:2:3:4", 24, 64, "2001:db8:aa:bbcc::/64"),
+        ("fe80::1%eth0", 24, 64, "fe80::/64"),
+        ("::1", 24, 56, "::/56"),
+    ],
+)
+def test_source_prefix(address: str, v4: int, v6: int, expected: str) -> None:
+    assert source_prefix(address, v4, v6) == expected
+
+
+@given(st.integers(0, 2**72 - 1), st.integers(0, 2**72 - 1))
+@settings(max_examples=200)
+def test_ipv6_rotation_inside_a_56_is_one_caller(low_a: int, low_b: int) -> None:
+    """Any two addresses that share their top 56 bits (one customer's /56, any /64 inside it)
+    are one prefix; changing a bit of the top 56 makes another one."""
+    base = 0x2001_0DB8_00AB_CD << 72
+    a, b = ipaddress.IPv6Address(base | low_a), ipaddress.IPv6Address(base | low_b)
+    assert source_prefix(str(a)) == source_prefix(str(b))
+    other = ipaddress.IPv6Address((base ^ (1 << 72)) | low_a)
+    assert source_prefix(str(other)) != source_prefix(str(a))
+
+
+class Conn:
+    """A stand-in for a transport: records that the table aborted it."""
+
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_table_sheds_the_oldest_idle_connection() -> None:
+    """Overall cap: the oldest connection without its headers goes at once, never one that
+    showed the token; when all have, the newcomer is refused."""
+    lim = Limits(max_connections=4, max_connections_per_source=4, max_connections_per_prefix=4, shed_after_s=1.0)
+    table = ConnectionTable(lim)
+    conns = [Conn() for _ in range(6)]
+    slots = [table.open(f"10.0.{i}.1", c.abort, now=i * 0.1)[0] for i, c in enumerate(conns[:4])]
+    assert all(slots) and table.slots == 4
+    assert slots[1] is not None
+    table.authenticate(slots[1])
+    fifth, shed = table.open("10.0.9.1", conns[4].abort, now=0.5)
+    assert fifth is not None and shed == 1 and conns[0].aborted and table.slots == 4
+    # #1 is authenticated: the next newcomer takes #2's slot, never #1's.
+    sixth, shed = table.open("10.0.9.2", conns[5].abort, now=0.6)
+    assert sixth is not None and shed == 1 and conns[2].aborted and not conns[1].aborted
+    for s in (slots[3], fifth, sixth):
+        assert s is not None
+        table.authenticate(s)
+    late = Conn()
+    assert table.open("10.0.9.3", late.abort, now=100) == (None, 0) and not late.aborted
+    assert slots[0] is not None
+    table.close(slots[0])  # the shed connection's own report of its loss changes nothing
+    assert table.slots == 4
+
+
+def test_one_source_must_let_its_connections_idle_before_replacing_them() -> None:
+    """Per-address (and per-prefix) cap: a newcomer from that source is refused until the
+    source's oldest connection has idled ``shed_after_s``, then takes its slot."""
+    lim = Limits(max_connections=64, max_connections_per_source=2, shed_after_s=1.0)
+    table = ConnectionTable(lim)
+    first, second = Conn(), Conn()
+    table.open("192.0.2.1", first.abort, now=0)
+    table.open("192.0.2.1", second.abort, now=0.5)
+    assert table.open("192.0.2.1", Conn().abort, now=0.9) == (None, 0)
+    slot, shed = table.open("192.0.2.1", Conn().abort, now=1.0)
+    assert slot is not None and shed == 1 and first.aborted and not second.aborted
+
+
+def test_table_caps_per_address_and_per_prefix() -> None:
+    lim = Limits(max_connections=64, max_connections_per_source=2, max_connections_per_prefix=3)
+    table = ConnectionTable(lim)
+    for host in range(1, 9):  # eight addresses in one /24, a connection a second
+        table.open(f"198.51.100.{host}", Conn().abort, now=host)
+    assert table.by_prefix == {"198.51.100.0/24": 3} and table.slots == 3
+    for i in range(5):  # one address: its own oldest goes
+        table.open("203.0.113.5", Conn().abort, now=10 + i)
+    assert table.by_address["203.0.113.5"] == 2 and table.slots == 5
+
+
+def test_table_caps_handshakes_and_stays_bounded() -> None:
+    """IPv6 rotation through a whole /48, 10 000 addresses a second apart: the table never
+    holds more than its caps, and what a shed connection held is given back."""
+    lim = Limits(max_connections=32, max_connections_per_source=8, max_connections_per_prefix=8, max_handshakes=5)
+    table = ConnectionTable(lim)
+    for i in range(10_000):
+        slot, _ = table.open(f"2001:db8:1:{i % 65536:x}::{i % 7 + 1}", Conn().abort, handshaking=True, now=i)
+        assert slot is not None
+        assert table.handshakes <= 5 and table.slots <= 32
+    assert len(table.by_address) <= 32 and len(table.by_prefix) <= 32 and len(table._unauthenticated) <= 32
+    done, _ = table.open("192.0.2.1", Conn().abort, handshaking=True, now=20_000)
+    assert done is not None
+    table.handshake_done(done)
+    table.authenticate(done)
+    assert table.handshakes == 4
+
+
+def test_byte_budget_per_hour() -> None:
+    budget = ByteBudget(per_hour=1000)
+    assert budget.reserve(600, now=0) == 600
+    assert budget.reserve(600, now=1) == 400  # running streams together never pass the budget
+    assert budget.available(now=1) == 0
+    budget.settle(600, 600, now=2)
+    budget.settle(400, 100, now=3)  # a stream that moved less gives the rest back
+    assert budget.spent(now=3) == 700 and budget.available(now=3) == 300
+    budget.charge(300, now=100)  # over a minute after the first charge: a new bucket
+    assert budget.available(now=100) == 0
+    # A bucket leaves the window an hour after its first charge (t=2): 700 bytes come back then.
+    assert budget.retry_after(now=100) == 2 + 3600 - 100
+    assert budget.available(now=3601) == 0
+    assert budget.available(now=3602) == 1000 - 300
+    assert budget.available(now=3700) == 1000
+
+
+def test_out_of_files_warnings_are_rate_limited() -> None:
+    oof = OutOfFiles(every_s=60)
+    assert oof.note(0) == 1  # the first at once
+    assert [oof.note(t) for t in (1, 2, 30)] == [None, None, None]
+    assert oof.note(61) == 4  # then one per minute, with the count since the last
+    assert oof.flush(62) is None and oof.total == 5
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    """Module imports (those under ``TYPE_CHECKING`` and inside functions included) form no
+    cycle: the server builds on the shared protocol and limits modules, never the reverse."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "hostcheck"
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        deps = graph.setdefault(name, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                deps.add(node.module)
+                deps.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    # A package importing its own submodules is not a cycle of code (it is how packages load).
+    graph = {m: {d for d in deps if not d.startswith(m + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, trail: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycles.append(trail[trail.index(d):] + [d] if d in trail else [m, d])
+            elif d not in state:
+                visit(d, trail + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []

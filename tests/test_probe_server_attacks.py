@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -22,13 +23,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hostcheck.netprobe import tls
 from hostcheck.netprobe.http_client import ServerError
 from hostcheck.netprobe.probe_client import post_json, request_probe
-from hostcheck.netprobe.probe_limits import Limits
+from hostcheck.probeserver import tls
+from hostcheck.probeserver.limits import Limits
 from tests.helpers import REPO
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
@@ -126,6 +128,24 @@ def test_connection_cap(server: RunningThread) -> None:
         assert resp.status == 200
 
 
+def test_idle_connections_give_way_once_they_have_idled() -> None:
+    """The same cap, once the six have sent nothing for ``shed_after_s``: a newcomer takes the
+    oldest one's slot (closed at once) rather than being refused."""
+    srv = start_in_thread(Limits(max_connections=6, max_connections_per_source=6, shed_after_s=0.3))
+    port = int(srv.url.rsplit(":", 1)[1])
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(6)]
+    try:
+        time.sleep(0.3 + 0.1)
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            assert _recv_until_closed(idle[0], 1.0) < 1.0
+            assert srv.call(lambda: srv.service.open_connections) == 6
+        assert srv.service.stats["connections_shed"] == 1 and srv.service.stats["connections_over_cap"] == 0
+    finally:
+        for s in idle:
+            s.close()
+        srv.stop()
+
+
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningThread, str]]:
     state = tmp_path_factory.mktemp("probe-tls")
@@ -215,6 +235,7 @@ def cli_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     port = free_port()
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     proc = subprocess.Popen(
         [sys.executable, "-m", "hostcheck.cli", "probe-server", "--token-file", str(token_file),
          "--bind", "127.0.0.1", "--port", str(port), "--state-dir", str(tmp_path / "state"),
@@ -316,3 +337,420 @@ def test_token_from_the_environment(tmp_path: Path) -> None:
     for path in (tmp_path / "fifo", tmp_path / "dir"):
         proc = hostcheck("probe-server", "--token-file", str(path), timeout=20)
         assert proc.returncode == 2 and "--token-file" in proc.stderr
+
+
+# -- slot filling: many addresses, half-open TLS, while a caller with the token is served -----------
+
+
+class Occupier:
+    """Holds as many connections as the server lets it from each source address and opens a new
+    one whenever the server closes one: what a slot-filling attacker does. Each connection sends
+    ``opening`` (a slowloris header, the start of a TLS ClientHello) and then nothing."""
+
+    def __init__(self, port: int, sources: list[str], per_source: int, opening: bytes, family: int = socket.AF_INET):
+        self.port, self.sources, self.per_source, self.opening, self.family = port, sources, per_source, opening, family
+        self.opened = 0
+        self.closed_by_server = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="occupier")
+        self._socks: dict[socket.socket, str] = {}
+
+    def __enter__(self) -> Occupier:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        for s in self._socks:
+            s.close()
+
+    def _open(self, source: str) -> None:
+        s = socket.socket(self.family, socket.SOCK_STREAM)
+        try:
+            s.bind((source, 0))
+            s.settimeout(0.5)
+            s.connect((("::1" if self.family == socket.AF_INET6 else "127.0.0.1"), self.port))
+            s.sendall(self.opening)
+            s.setblocking(False)
+        except OSError:
+            s.close()
+            return
+        self._socks[s] = source
+        self.opened += 1
+
+    def _run(self) -> None:
+        import select
+
+        for source in self.sources:
+            for _ in range(self.per_source):
+                self._open(source)
+        while not self._stop.is_set():
+            readable, _, _ = select.select(list(self._socks), [], [], 0.02) if self._socks else ([], [], [])
+            for s in readable:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                if data:
+                    continue
+                source = self._socks.pop(s)
+                s.close()
+                self.closed_by_server += 1
+                self._open(source)  # straight back in
+
+
+def _served(url: str, requests: int, fingerprint: str | None = None, before: Any = None) -> int:
+    """How many of ``requests`` authenticated probe requests got their answer (each a fresh
+    connection, as the audit makes them; ``before()`` is called before each)."""
+    served = 0
+    payload = {"ports": [{"port": free_port(), "proto": "tcp", "nonce": NONCE}]}
+    for _ in range(requests):
+        if before is not None:
+            before()
+        try:
+            answer = post_json(url, TOKEN, "/probe", payload, 5, fingerprint)
+        except ServerError:
+            continue
+        served += answer["results"][0]["detail"] == "refused"
+    return served
+
+
+def _wait(predicate: object, limit: float = 5.0) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize(
+    "sources, held",
+    [
+        # Eight addresses in eight /24s, eight connections each (the per-address cap): together
+        # they reach the overall cap of 64.
+        ([f"127.{n}.0.1" for n in range(1, 9)], min(8 * 8, 64)),
+        # Eight addresses in one /24: the per-prefix cap (16) holds them to 16 slots.
+        ([f"127.1.0.{n}" for n in range(1, 9)], 16),
+    ],
+    ids=["eight-prefixes", "one-prefix"],
+)
+def test_slot_filling_does_not_keep_the_token_holder_out(sources: list[str], held: int) -> None:
+    limits = Limits(rate_per_min=100, max_connections=64, max_connections_per_source=8,
+                    max_connections_per_prefix=16, shed_after_s=0.3)
+    srv = start_in_thread(limits)
+    port = int(srv.url.rsplit(":", 1)[1])
+    slowloris = b"POST /probe HTTP/1.1\r\nHost: x\r\n"
+    try:
+        with Occupier(port, sources, per_source=12, opening=slowloris) as attack:
+            assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == held)
+            time.sleep(limits.shed_after_s)  # an attacker holds its slots for the whole deadline
+            full = []
+
+            def attack_holds_its_slots() -> None:  # each request meets the attack at full strength
+                full.append(_wait(lambda: srv.call(lambda: srv.service.open_connections) == held))
+
+            served = _served(srv.url, 20, before=attack_holds_its_slots)
+            assert _wait(lambda: attack.opened >= len(sources) * 8)
+        print(f"served {served} of 20 while {held} slots were held")
+        assert full == [True] * 20
+        assert served == 20
+        if held == 64:  # every slot was the attacker's: each request displaced one
+            assert srv.service.stats["connections_shed"] >= 20
+    finally:
+        srv.stop()
+
+
+def test_slot_filling_over_ipv6_loopback() -> None:
+    """On ::1 (the one IPv6 address here) the per-address cap and the /56 bucket hold an IPv6
+    attacker to its share; the token holder, over IPv4 to the same server, is served. (The
+    prefix arithmetic for addresses rotating inside a /64 is tested on its own above: only one
+    IPv6 address exists here.)"""
+    limits = Limits(rate_per_min=100, max_connections=12, max_connections_per_source=8)
+    srv = start_in_thread(limits, bind=["127.0.0.1", "::1"])
+    port = int(srv.url.rsplit(":", 1)[1])
+    try:
+        with Occupier(port, ["::1"], per_source=20, opening=b"GET / HTTP/1.1\r\n", family=socket.AF_INET6) as attack:
+            assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == 8)
+            assert srv.call(lambda: dict(srv.service.table.by_prefix)) == {"::/56": 8}
+            served = _served(srv.url, 10)
+            assert _wait(lambda: attack.closed_by_server >= 20 - 8)  # it kept trying past its share
+        assert served == 10
+    finally:
+        srv.stop()
+
+
+def _cli_tls_server(tmp_path: Path, nofile: int, *args: str) -> tuple[subprocess.Popen[str], int, str]:
+    """The real ``hostcheck probe-server`` over TLS with RLIMIT_NOFILE set to ``nofile`` (soft
+    and hard, so it cannot raise it), its port and its certificate's fingerprint."""
+    import resource
+
+    state = tmp_path / "state"
+    cert, _ = tls.ensure_self_signed(state)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    port = free_port()
+
+    def limit_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hostcheck.cli", "probe-server", "--token-file", str(token_file),
+         "--bind", "127.0.0.1", "--port", str(port), "--state-dir", str(state), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=limit_files,
+        env={k: v for k, v in os.environ.items() if k != "HOSTCHECK_PROBE_TOKEN"},
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(proc.stderr.read() if proc.stderr else "exited")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port, tls.fingerprint_of_pem_file(cert)
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("probe server did not listen in 20 s")
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate(timeout=5)
+    return err
+
+
+def test_unfinished_tls_handshakes_from_one_address(tmp_path: Path) -> None:
+    """160 connections from one address that start a TLS handshake and never finish it, each
+    reopened as soon as the server drops it, against a server whose open-files limit is 64:
+    the server holds at most 8 of them (the per-address cap, counted from accept), never runs
+    out of descriptors, and the token holder's TLS requests are all served."""
+    nofile = 128
+    proc, port, fingerprint = _cli_tls_server(
+        tmp_path, nofile, "--max-ports", "2", "--summary-interval", "0.5", "--handshake-deadline", "2"
+    )
+    url = f"https://127.0.0.1:{port}"
+    fds: list[int] = []
+    try:
+        hello = b"\x16\x03\x01\x00\xc8\x01"  # a ClientHello's first bytes, and no more
+        with Occupier(port, ["127.3.0.1"], per_source=160, opening=hello) as attack:
+            assert _wait(lambda: attack.opened >= 160, 10)
+            fds.append(len(os.listdir(f"/proc/{proc.pid}/fd")))
+            served = _served(url, 10, fingerprint)
+            fds.append(len(os.listdir(f"/proc/{proc.pid}/fd")))
+        time.sleep(0.8)  # one summary interval
+    finally:
+        err = _stop(proc)
+    print(f"served {served} of 10; server descriptors {fds} (limit {nofile})")
+    assert served == 10, err
+    assert max(fds) < nofile - 8
+    assert "out of file descriptors" not in err and "Traceback" not in err
+    # The open-files limit was taken into account: room for the limit less 16 for the server
+    # itself, two accept bursts of 32 and 4 probes of 2 ports.
+    assert f"serving at most {nofile - 16 - 2 * 32 - 4 * 2} (not 64)" in err
+    # Every connection past the address's 8 was closed at accept: refused while the 8 were
+    # fresh, or by displacing one of them once it had idled.
+    turned_away = sum(int(m) for m in re.findall(r"(\d+) connections (?:shed|over cap)", err))
+    assert turned_away >= 160 - 8, err
+
+
+def test_running_out_of_files_is_a_warning_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    """accept() failing with EMFILE (the process's descriptors used up by something else) is
+    logged at WARNING with the count, once, not once per failure."""
+    import resource
+
+    caplog.set_level("WARNING", logger="hostcheck.probe_server")
+    srv = start_in_thread(Limits(request_deadline_s=2))
+    port = int(srv.url.rsplit(":", 1)[1])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fillers: list[int] = []
+    clients: list[socket.socket] = []
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
+        clients = [socket.socket() for _ in range(3)]  # made first: connecting needs no new one
+        try:
+            while True:
+                fillers.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass
+        for c in clients:  # queued by the kernel; the server has no descriptor to accept them
+            c.settimeout(2)
+            c.connect(("127.0.0.1", port))
+        # asyncio retries a failed accept once a second: let it fail twice.
+        assert _wait(lambda: srv.service.stats["accepts_out_of_files"] >= 2, 5)
+    finally:
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        assert _wait(lambda: srv.service.stats["accepts_out_of_files"] >= 2, 1)
+        lines = [r for r in caplog.records if "out of file descriptors" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].levelname == "WARNING"
+        assert "1 connection(s) could not be accepted" in lines[0].getMessage()
+        srv.call(srv.server.log_summary)  # the summary reports the rest, with its count
+        later = [r.getMessage() for r in caplog.records if "out of file descriptors" in r.getMessage()]
+        count = srv.service.stats["accepts_out_of_files"]
+        assert len(later) == 2 and f"({count} in all)" in later[1]
+    finally:
+        for c in clients:
+            c.close()
+        srv.stop()
+
+
+# -- bodies, the byte budget, secrets on disk, the client over plain HTTP ----------------------------
+
+
+@pytest.fixture
+def plain_server() -> Iterator[RunningThread]:
+    srv = start_in_thread(Limits(rate_per_min=100, request_deadline_s=5, speed_budget_bytes_per_hour=3_000_000))
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _raw(url: str, head: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """One request as raw bytes on a socket: (status, headers, body)."""
+    host, port = url.rsplit("//", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(head.encode() + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    header, _, rest = data.partition(b"\r\n\r\n")
+    lines = header.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), fields, rest
+
+
+def test_compressed_bodies_are_refused_and_never_counted(plain_server: RunningThread) -> None:
+    """A corrupt gzip body is a 400 (it was a 500); a valid one, ten million zeros in about ten
+    kilobytes, is refused too, before a byte of it is read: the speed test counts what crossed
+    the wire and the server inflates nothing."""
+    import gzip
+
+    auth = f"Authorization: Bearer {TOKEN}\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+    corrupt = gzip.compress(b'{"ports": []}')[:-6] + b"garbage"
+    status, _, body = _raw(plain_server.url, "POST /probe HTTP/1.1\r\n" + auth, corrupt)
+    assert status == 400 and b"compressed" in body
+    bomb = gzip.compress(bytes(10_000_000))
+    assert len(bomb) < 20_000
+    status, _, body = _raw(
+        plain_server.url, "POST /speed/upload?seconds=2&bytes=100000000 HTTP/1.1\r\n" + auth, bomb
+    )
+    assert status == 400 and b"compressed" in body
+    stats = plain_server.service.stats
+    assert stats["speed_bytes_received"] == 0 and stats["speed_streams"] == 0
+    assert plain_server.call(lambda: plain_server.service.budget.spent()) == 0
+    # Uncompressed, the same route counts what arrived.
+    status, _, body = _raw(
+        plain_server.url,
+        f"POST /speed/upload?seconds=2&bytes=100000 HTTP/1.1\r\nAuthorization: Bearer {TOKEN}\r\nHost: x\r\n",
+        bytes(50_000),
+    )
+    assert status == 200 and json.loads(body)["received"] == 50_000
+
+
+def test_byte_budget_per_token(plain_server: RunningThread) -> None:
+    """Budget 3 MB an hour: 2 MB, then what is left (1 MB), then 429 with Retry-After."""
+    import http.client
+
+    budget, ask = 3_000_000, 2_000_000
+    host, port = plain_server.url.rsplit("//", 1)[1].rsplit(":", 1)
+
+    def download() -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", f"/speed/download?seconds=5&bytes={ask}", headers={"Authorization": f"Bearer {TOKEN}"})
+        return conn.getresponse()
+
+    got = []
+    for _ in range(2):
+        resp = download()
+        assert resp.status == 200
+        got.append(len(resp.read()))
+    assert got == [ask, budget - ask]
+    resp = download()
+    assert resp.status == 429 and b"budget" in resp.read()
+    assert 3500 <= int(resp.headers["Retry-After"]) <= 3600
+    assert plain_server.call(lambda: plain_server.service.budget.spent()) == budget
+
+
+def test_secrets_open_to_others_are_refused(tmp_path: Path) -> None:
+    from tests.helpers import hostcheck
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o644)
+    proc = hostcheck("probe-server", "--token-file", str(token_file), "--port", str(free_port()), timeout=30)
+    assert proc.returncode == 2 and "mode 0644 lets group and others" in proc.stderr, proc.stderr
+    assert f"chmod 600 {token_file}" in proc.stderr
+    token_file.chmod(0o620)  # the client's copy is the same secret
+    proc = hostcheck("speedtest", "--probe", "https://127.0.0.1:1", "--token-file", str(token_file), timeout=30)
+    assert proc.returncode == 2 and "lets group read or change it" in proc.stderr, proc.stderr
+    token_file.chmod(0o600)
+    os.chown(token_file, 4242, 4242)  # someone else's file, however private
+    proc = hostcheck("probe-server", "--token-file", str(token_file), "--port", str(free_port()), timeout=30)
+    assert proc.returncode == 2 and "owned by uid 4242" in proc.stderr
+    os.chown(token_file, os.geteuid(), os.getegid())
+
+    state = tmp_path / "state"
+    cert, key = tls.ensure_self_signed(state)
+    state.chmod(0o755)
+    proc = hostcheck("probe-server", "--token-file", str(token_file), "--state-dir", str(state),
+                     "--port", str(free_port()), timeout=30)
+    assert proc.returncode == 2 and f"chmod 700 {state}" in proc.stderr, proc.stderr
+    state.chmod(0o700)
+    key.chmod(0o640)
+    proc = hostcheck("probe-server", "--token-file", str(token_file), "--tls-cert", str(cert),
+                     "--tls-key", str(key), "--port", str(free_port()), timeout=30)
+    assert proc.returncode == 2 and f"chmod 600 {key}" in proc.stderr, proc.stderr
+    from hostcheck.netprobe.private_files import PrivateFileError
+
+    with pytest.raises(PrivateFileError):
+        tls.server_context(cert, key)
+
+
+def test_client_refuses_to_send_the_token_over_plain_http(tmp_path: Path, plain_server: RunningThread) -> None:
+    """Without --insecure-http an http:// URL is refused before any connection is made; with
+    it, a warning comes first and the request goes."""
+    from tests.helpers import hostcheck
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    with socket.socket() as listener:  # would see any connection the client made
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(0.2)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        for argv in (
+            ["speedtest", "--probe", url],
+            ["audit", "--probe", url, "--probe-port", "40000"],
+        ):
+            proc = hostcheck(*argv, "--token-file", str(token_file), timeout=30)
+            assert proc.returncode == 2, proc.stderr
+            assert "--insecure-http" in proc.stderr and "in clear" in proc.stderr
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    proc = hostcheck("speedtest", "--probe", plain_server.url, "--token-file", str(token_file),
+                     "--insecure-http", "--seconds", "3", "--max-mb", "2", "--streams", "1", timeout=60)
+    assert proc.returncode in (0, 3), proc.stderr
+    assert "warning: --insecure-http" in proc.stderr
+    assert plain_server.service.stats["speed_streams"] >= 1
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ["".join(f"X-Pad-{i}: {'a' * 100}\r\n" for i in range(40)), f"X-Big: {'a' * 5000}\r\n"],
+    ids=["40-header-lines", "5000-byte-header"],
+)
+def test_huge_headers_are_refused(plain_server: RunningThread, extra: str) -> None:
+    """Headers are bounded per line (4 KiB) and in count (32): more is a 4xx, not memory."""
+    status, _, _ = _raw(plain_server.url, f"POST /probe HTTP/1.1\r\nHost: x\r\n{extra}", b"{}")
+    assert 400 <= status < 500

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from hostcheck.checks.network import bandwidth_needs
-from hostcheck.netprobe.probe_limits import Limits
 from hostcheck.netprobe.speed_protocol import Received, SpeedParamError, arrived, latency, parse_params, steady_rate
 from hostcheck.netprobe.speedtest import Plan, Stream, _direction, delivered, received, run_speedtest
+from hostcheck.probeserver.limits import Limits
 from tests.helpers import SNAPSHOTS, audit_json, policy_result
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 

@@ -8,8 +8,10 @@
 - ``hops``: unprivileged TTL-limited UDP hop probe (IP_RECVERR).
 - ``cgnat``: CGNAT / double-NAT signals from the raw evidence, and the verdicts (pure).
 - ``servers``: ``HOST[:PORT]`` parsing and bounded name resolution.
-- ``probe_protocol``: the probe server's wire format (pure); ``connectback``: its one action.
-- ``server``: the inbound probe server (``serve``, aiohttp; ``tls``: its certificate).
-- ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only).
-- ``speed_protocol`` (pure), ``speed_endpoint`` (server side), ``speedtest`` (client): bandwidth.
+- ``probe_protocol``, ``speed_protocol``: the wire formats shared with the probe server
+  (:mod:`hostcheck.probeserver`, a package of its own), pure.
+- ``probe_client``: its client (``request_probe``) over ``http_client`` (standard library only);
+  ``speedtest``: the speed test's client; ``private_files``: secrets on disk must be private.
+- ``probe_server``, ``probe_limits``, ``speed_endpoint``, ``connectback``, ``tls``: the former
+  import paths of the server's modules, each the very module of :mod:`hostcheck.probeserver`.
 """

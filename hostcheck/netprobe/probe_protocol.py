@@ -1,6 +1,6 @@
 """The probe server's wire protocol: request parsing, token comparison, peer normalising.
 
-Pure code shared by the server (:mod:`hostcheck.netprobe.probe_server`) and the client
+Pure code shared by the server (:mod:`hostcheck.probeserver.server`) and the client
 (:mod:`hostcheck.netprobe.probe_client`); nothing here does I/O.
 
 Protocol (JSON over HTTPS; plain HTTP only when the server is started with

@@ -542,7 +542,7 @@ class NatLab:
     ) -> str:
         code = (
             "import sys; sys.path.insert(0, sys.argv[1]);"
-            "from hostcheck.netprobe.probe_server import serve;"
+            "from hostcheck.probeserver.server import serve;"
             "serve(sys.argv[2], int(sys.argv[3]), sys.argv[4], **__import__('json').loads(sys.argv[5]))"
         )
         self.popen(name, "inet", [PYTHON, "-c", code, str(REPO), bind, str(port), token, json.dumps(kw)])

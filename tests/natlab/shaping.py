@@ -147,7 +147,8 @@ def payload_share(lab: nb.NatLab) -> float:
 
 
 def run_speedtest(lab: nb.NatLab, url: str, *, seconds: float = 6, max_mb: int = 1000, streams: int = 4) -> dict:
-    """``hostcheck speedtest`` in the host namespace, as a user runs it (token from a file)."""
+    """``hostcheck speedtest`` in the host namespace, as a user runs it (token from a file; the
+    lab's probe server speaks plain HTTP, hence ``--insecure-http``)."""
     assert lab.tmp is not None
     token_file = lab.tmp / "speed-token"
     token_file.write_text(nb.PROBE_TOKEN)
@@ -155,7 +156,7 @@ def run_speedtest(lab: nb.NatLab, url: str, *, seconds: float = 6, max_mb: int =
     proc = lab.exec(
         "host",
         [nb.PYTHON, "-m", "hostcheck.cli", "speedtest", "--probe", url, "--token-file", str(token_file),
-         "--seconds", f"{seconds:g}", "--max-mb", str(max_mb), "--streams", str(streams)],
+         "--seconds", f"{seconds:g}", "--max-mb", str(max_mb), "--streams", str(streams), "--insecure-http"],
         check=False,
         timeout=seconds * 3 + 30,
     )

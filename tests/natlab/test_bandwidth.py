@@ -78,8 +78,10 @@ def test_audit_speedtest_judges_the_shaped_uplink(natlab: nb.NatLab, probe_url: 
     assert natlab.tmp is not None
     token_file = natlab.tmp / "audit-token"
     token_file.write_text(nb.PROBE_TOKEN)
+    token_file.chmod(0o600)
     argv = [nb.PYTHON, "-m", "hostcheck.cli", "audit", "--format", "json", "-p", "ionet", "-p", "salad",
-            "--speedtest", "--speedtest-seconds", "5", "--probe", probe_url, "--token-file", str(token_file)]
+            "--speedtest", "--speedtest-seconds", "5", "--probe", probe_url, "--token-file", str(token_file),
+            "--insecure-http"]
     for server in nb.LAB_STUN_SERVERS:
         argv += ["--stun-server", server]
     for cidr in nb.PUBLIC_RANGES:
