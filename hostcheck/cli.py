@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet | watch`.
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
@@ -514,6 +514,15 @@ def fleet(
     if problems:
         # The view is complete for every other host; the exit code still says input was bad.
         _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
+
+
+def _add_watch() -> None:
+    from hostcheck.watch.cli import watch_app
+
+    app.add_typer(watch_app, name="watch")
+
+
+_add_watch()
 
 
 def main() -> None:
