@@ -278,8 +278,8 @@ class Recorder:
     def step(self) -> None:
         """One interval, never raising: a failed write becomes part of a gap."""
         try:
-            self._flush_gap()
             self.sample_once()
+            self._flush_gap()  # only once a sample went in: the disk has room again
         except sqlite3.Error as exc:
             reason = f"the database could not be written: {exc}"
             if not self.unwritten:
