@@ -245,6 +245,7 @@ def audit(
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = 10.0,
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
+    watch_db: Annotated[Path | None, typer.Option("--watch-db", help="A `hostcheck watch` database to judge uptime from (default /var/lib/hostcheck-watch/watch.db when present).")] = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -258,10 +259,13 @@ def audit(
         policies = resolve_policies(policy)
         if facts_file is not None and speedtest:
             raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
+        if facts_file is not None and watch_db is not None:
+            raise UsageError("--watch-db adds this machine's recording; it cannot be combined with --facts")
         if facts_file is not None:
             facts = load_snapshot(facts_file)
         else:
             ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            ctx.watch_db = None if watch_db is None else str(watch_db)
             speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
             if speed_args is not None:
