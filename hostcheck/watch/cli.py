@@ -53,6 +53,7 @@ def record(
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (90, 30m, 12h, 7d); default: until stopped.")] = None,
     target: Annotated[list[str], typer.Option("--target", help="tcp:HOST:PORT or dns:SERVER[:PORT] (repeatable); default: TCP 443 and DNS at 1.1.1.1, 8.8.8.8, 9.9.9.9.")] = [],  # noqa: B006
     stun_server: Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] for the public address (repeatable; none by default).")] = [],  # noqa: B006
+    probe_timeout: Annotated[float, typer.Option("--probe-timeout", help="Seconds each network probe may take (0.1-10).")] = 3.0,
     journal_file: Annotated[list[Path], typer.Option("--journal-file", help="Read this journal file instead of the system journal (repeatable).")] = [],  # noqa: B006
     max_age_days: Annotated[float, typer.Option("--max-age-days", help="Drop samples older than this.")] = 90.0,
     max_mb: Annotated[float, typer.Option("--max-mb", help="Keep the database under this many MiB (oldest samples go first).")] = 64.0,
@@ -65,6 +66,8 @@ def record(
 
     try:
         seconds = None if duration is None else parse_duration(duration)
+        if not (math.isfinite(probe_timeout) and 0.1 <= probe_timeout <= 10):
+            raise ValueError("--probe-timeout must be 0.1-10 seconds")
         if not (math.isfinite(max_age_days) and max_age_days > 0 and math.isfinite(max_mb) and max_mb >= 1):
             raise ValueError("--max-age-days must be above 0 and --max-mb at least 1")
         command = None
@@ -72,7 +75,7 @@ def record(
             command = ["journalctl", *[arg for f in journal_file for arg in ("--file", str(f))]]
         config = WatchConfig(
             db=db, interval_s=interval, duration_s=seconds, targets=list(target) or list(DEFAULT_TARGETS),
-            stun_servers=list(stun_server), journal_command=command, max_age_days=max_age_days,
+            stun_servers=list(stun_server), journal_command=command, probe_timeout_s=probe_timeout, max_age_days=max_age_days,
             max_bytes=int(max_mb * 1024 * 1024),
         )  # fmt: skip
         recorder = Recorder(config)
