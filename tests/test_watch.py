@@ -711,3 +711,13 @@ def test_audit_without_a_recording_says_what_to_run(tmp_path: Path) -> None:
     facts["watch"] = summarise(db)
     report = json.loads(dumps(build_report(facts, resolve_policies(["vast"]))))
     assert "more" in rel_findings(report, "vast")["REL-1010"]["detail"]
+
+
+def test_volatile_journal_falls_back_to_the_recorders_own_stop() -> None:
+    # Neither boot is known to the journal; b1 ended with systemd's SIGTERM, b2 without any stop.
+    boots = [Boot("b1", None, None, None, "current boot"), Boot("b2", None, None, None, "current boot"),
+             Boot("b3", None, None, None, "current boot")]
+    events = [Event(T0 + 600 + 20, "recorder_stop", "b1", {"reason": "SIGTERM"})]
+    samples = minutes(T0, 11, boot="b1") + minutes(T0 + 900, 11, boot="b2") + minutes(T0 + 1800, 5, boot="b3")
+    a = analyse(recording_of(samples, boots, events))
+    assert [o.state for o in a.outages] == ["reboot", "power"]

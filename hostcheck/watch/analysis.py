@@ -6,8 +6,9 @@ the GPU did not fail; *network* when every target failed; *driver* when NVML fai
 reboot-needing Xid was logged in this boot. Time between samples that is longer than that:
 
 - across a boot change: *reboot* when the previous boot's journal shows a shutdown,
-  *power* (unclean stop: power cut, reset, panic) when it shows none, *reboot* with
-  "clean or not unknown" when the journal could not say;
+  *power* (unclean stop: power cut, reset, panic) when it shows none; when the journal holds
+  no record of that boot, the recorder's own stop decides (SIGTERM from systemd's shutdown:
+  *reboot*; no stop at all: *power*);
 - within one boot: *suspend* when CLOCK_BOOTTIME ran ahead of CLOCK_MONOTONIC; otherwise
   *not recorded* (the recorder was stopped, killed, or could not write), which is left out of
   the window rather than counted as up or down: nothing was measured then.
@@ -109,6 +110,13 @@ def _gap_state(a: Sample, b: Sample, boots: dict[str, Boot], events: list[Event]
         if boot is not None and boot.last_t is not None and a.t <= boot.last_t < start:
             start = boot.last_t  # the journal saw the boot end before the sample's interval did
         if boot is None or boot.clean is None:
+            # No journal record either way (a volatile journal keeps no earlier boots): the
+            # recorder's own stop says more. systemd stops it with SIGTERM on a shutdown.
+            stops = [e for e in events if e.kind == "recorder_stop" and e.boot_id == a.boot_id and e.t >= a.t]
+            if stops and stops[0].detail.get("reason") == "SIGTERM":
+                return start, "reboot", "the recorder was stopped by SIGTERM as the boot ended (no journal record of the boot)"
+            if not stops:
+                return start, "power", "unclean stop: the recorder was never stopped and the journal has no record of the boot"
             return start, "reboot", "clean or not: unknown (" + (boot.evidence if boot else "boot not in the journal") + ")"
         if boot.clean:
             return start, "reboot", boot.evidence
