@@ -721,3 +721,13 @@ def test_volatile_journal_falls_back_to_the_recorders_own_stop() -> None:
     samples = minutes(T0, 11, boot="b1") + minutes(T0 + 900, 11, boot="b2") + minutes(T0 + 1800, 5, boot="b3")
     a = analyse(recording_of(samples, boots, events))
     assert [o.state for o in a.outages] == ["reboot", "power"]
+
+
+def test_a_quick_reboot_is_still_an_outage() -> None:
+    # A container reboots in seconds, well inside the grace between samples: still a reboot.
+    boots = [Boot("b1", T0 - 100, T0 + 10.5, True, "shutdown record in the journal: 'Journal stopped'"),
+             Boot("b2", T0 + 12, None, None, "current boot")]
+    samples = [sample(T0 + i, boot="b1", interval=1.0) for i in range(11)] + \
+        [sample(T0 + 13 + i, boot="b2", interval=1.0, mono=i) for i in range(5)]
+    a = analyse(recording_of(samples, boots))
+    assert [(o.state, o.start - T0, o.end - T0) for o in a.outages] == [("reboot", 10.5, 13.0)]

@@ -142,7 +142,7 @@ def segments_of(recording: Recording) -> list[Segment]:
         limit = a.t + a.interval_s * GRACE + GRACE_EXTRA_S
         if b is None:
             out.append(Segment(a.t, a.t + a.interval_s, state, note))
-        elif b.t <= limit:
+        elif b.t <= limit and b.boot_id == a.boot_id:  # a new boot is a stop, however quick
             out.append(Segment(a.t, b.t, state, note))
         else:
             gap_start, gap_state, gap_note = _gap_state(a, b, boots, recording.events)

@@ -36,11 +36,24 @@ MIN_INTERVAL_S = 0.01
 MAX_INTERVAL_S = 3600.0
 
 
-def read_boot_id(path: Path = BOOT_ID_PATH) -> str:
+CONTAINER_MARK = Path("/run/systemd/container")
+
+
+def read_boot_id(path: Path = BOOT_ID_PATH, container_mark: Path = CONTAINER_MARK) -> str:
+    """The kernel's boot id. A container shares its kernel's boot id across its own reboots,
+    so there the start time of its PID 1 is added: each container boot gets a key of its own
+    (its journal cannot tell those boots apart; the recorder's own stop records then do)."""
     try:
-        return path.read_text(encoding="ascii").strip().replace("-", "")
+        boot_id = path.read_text(encoding="ascii").strip().replace("-", "")
     except OSError:
         return "unknown"
+    if container_mark.exists():
+        try:
+            fields = Path("/proc/1/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+            return f"{boot_id}.{fields[19]}"  # field 22 of stat: start time after the kernel booted
+        except (OSError, IndexError):
+            pass
+    return boot_id
 
 
 @dataclass
@@ -82,7 +95,9 @@ class Recorder:
         self.stop_reason = "duration reached"
         self.writer = WatchWriter(config.db, max_age_days=config.max_age_days, max_bytes=config.max_bytes)
         self.journal = Journal(config.journal_command)
-        self.boot_id = read_boot_id(config.boot_id_path)
+        self.boot_id = read_boot_id(config.boot_id_path, config.boot_id_path.with_name("container-mark"))
+        if config.boot_id_path == BOOT_ID_PATH:
+            self.boot_id = read_boot_id()
         self.prober = NetworkProber(self.targets, config.probe_timeout_s, config.dns_name)
         self.nvml = config.nvml
         self.nvml_seen = False
@@ -150,7 +165,7 @@ class Recorder:
             if detail is None:
                 continue
             kind = str(detail.pop("kind"))
-            if detail.get("needs_reboot") and str(entry.get("_BOOT_ID", self.boot_id)) == self.boot_id:
+            if detail.get("needs_reboot") and self.boot_id.startswith(str(entry.get("_BOOT_ID", self.boot_id))):
                 self.reboot_xid_this_boot = True
             self._event(kind, detail, t=entry_time(entry) or now)
         if new_cursor and new_cursor != cursor:

@@ -109,16 +109,16 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
     md = fmt == "markdown"
     out: list[str] = []
     head = "# " if md else ""
-    sub = "## " if md else "\n"
+    sub = "\n## " if md else "\n"
     out.append(f"{head}Reliability rehearsal: {escape_text(db)}")
     w = data["window"]
     out.append("")
     out.append(f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
                + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""))
     out.append(f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})")
-    out.append(f"{sub}Per platform")
+    out.append(f"{sub}Per platform\n" if md else f"{sub}Per platform")
     rows = [[s["platform"], s["verdict"], s["summary"]] for s in data["platforms"]]
-    out += _table(["platform", "verdict", "by its published rule"], rows, md)
+    out += [*_table(["platform", "verdict", "by its published rule"], rows, md), ""]
     for s in data["platforms"]:
         out.append(f"- {s['platform']}: {s['rule_text']}")
         if s["status"]:
@@ -126,27 +126,27 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         if s["disagreement"]:
             out.append(f"  {s['disagreement']}")
         for src in s["sources"]:
-            out.append(f"  Source: {src['title']}, {src['url']} ({src['date'] or 'no date'})")
-    out.append(f"{sub}Per day (UTC)")
+            out.append(f"  Source: {src['title']}, <{src['url']}> ({src['date'] or 'no date'})")
+    out.append(f"{sub}Per day (UTC)\n" if md else f"{sub}Per day (UTC)")
     out += _table(["day", "uptime", "up", "down", "not recorded"],
                   [[d["day"], _pct(d["uptime"]), _dur(d["up_s"]), _dur(d["down_s"]), _dur(d["not_recorded_s"])]
                    for d in a.per_day], md)
-    out.append(f"{sub}Timeline (30 minutes a cell)")
+    out.append(f"{sub}Timeline (30 minutes a cell)\n" if md else f"{sub}Timeline (30 minutes a cell)")
     chart = timeline(a)
     out += (["```"] if md else []) + chart + [LEGEND] + (["```"] if md else [])
-    out.append(f"{sub}Outages")
+    out.append(f"{sub}Outages\n" if md else f"{sub}Outages")
     if data["outages"]:
         out += _table(["start (UTC)", "end (UTC)", "length", "cause", "evidence"],
                       [[o["start"], o["end"], _dur(o["seconds"]), o["cause"], escape_text(o["note"])] for o in data["outages"]], md)
     else:
         out.append("none")
     if data["not_recorded"]:
-        out.append(f"{sub}Not recorded")
+        out.append(f"{sub}Not recorded\n" if md else f"{sub}Not recorded")
         out += _table(["start (UTC)", "end (UTC)", "length", "why"],
                       [[g["start"], g["end"], _dur(g["seconds"]), escape_text(g["reason"])] for g in data["not_recorded"]], md)
     notable = [e for e in data["events"] if e["kind"] in ("xid", "aer", "package", "public_address", "boot", "clock_jump",
                                                           "suspend", "gap", "journal", "nvml", "throttle")]
-    out.append(f"{sub}Events")
+    out.append(f"{sub}Events\n" if md else f"{sub}Events")
     out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in notable[-200:]] or ["none"]
     return "\n".join(out) + "\n"
 
