@@ -107,11 +107,12 @@ def closed_port() -> int:
 
 
 def test_probes_real_sockets(tcp_listener: int, dns_server: int) -> None:
-    # A bound UDP socket that never answers: a dead resolver (no traffic leaves loopback).
-    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    silent.bind(("127.0.0.1", 0))
-    dead = f"dns:127.0.0.1:{silent.getsockname()[1]}"
-    targets = parse_targets([f"tcp:127.0.0.1:{tcp_listener}", f"dns:127.0.0.1:{dns_server}", dead])
+    # Bound UDP sockets that never answer: dead resolvers (no traffic leaves loopback).
+    silent = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(4)]
+    for sock in silent:
+        sock.bind(("127.0.0.1", 0))
+    dead = [f"dns:127.0.0.1:{sock.getsockname()[1]}" for sock in silent]
+    targets = parse_targets([f"tcp:127.0.0.1:{tcp_listener}", f"dns:127.0.0.1:{dns_server}", *dead])
     prober = NetworkProber(targets, timeout=0.5)
     try:
         started = time.monotonic()
@@ -119,11 +120,13 @@ def test_probes_real_sockets(tcp_listener: int, dns_server: int) -> None:
         took = time.monotonic() - started
     finally:
         prober.close()
-        silent.close()
+        for sock in silent:
+            sock.close()
     assert results[f"tcp:127.0.0.1:{tcp_listener}"] == "ok"
     assert results[f"dns:127.0.0.1:{dns_server}"] == "ok"
-    assert results[dead] == "timeout" and took < 1.5  # probes run side by side, each within its timeout
-    assert answered(results) == 2  # one dead target of three: the network is still up
+    assert all(results[d] == "timeout" for d in dead)
+    assert took < 1.5  # side by side, each within its timeout (one after another: at least 2 s)
+    assert answered(results) == 2  # four dead targets of six: the network is still up
 
 
 def test_refused_connection_counts_as_an_answer() -> None:
@@ -731,3 +734,22 @@ def test_a_quick_reboot_is_still_an_outage() -> None:
         [sample(T0 + 13 + i, boot="b2", interval=1.0, mono=i) for i in range(5)]
     a = analyse(recording_of(samples, boots))
     assert [(o.state, o.start - T0, o.end - T0) for o in a.outages] == [("reboot", 10.5, 13.0)]
+
+
+def test_audit_says_why_a_recording_cannot_be_used(tmp_path: Path) -> None:
+    import json
+
+    from hostcheck.collectors.watch import summarise
+    from hostcheck.facts import load_snapshot
+    from hostcheck.policy import resolve_policies
+    from hostcheck.report import build_report
+    from hostcheck.safeio import dumps
+
+    bad = tmp_path / "watch.db"
+    bad.write_text("not a database")
+    facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
+    facts["watch"] = summarise(bad)
+    report = json.loads(dumps(build_report(facts, resolve_policies(["vast"]))))
+    finding = rel_findings(report, "vast")["REL-1010"]
+    assert finding["status"] == "unknown" and "not an SQLite database" in finding["detail"]
+    assert bad.read_text() == "not a database"

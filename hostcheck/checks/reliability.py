@@ -20,6 +20,9 @@ def _window(facts: dict[str, Any], days_wanted: int) -> dict[str, Any]:
     watch = lookup(facts, "watch")
     if isinstance(watch, Unknown) or not isinstance(watch, dict) or not watch.get("present"):
         why = watch.reason if isinstance(watch, Unknown) else (watch.get("reason") if isinstance(watch, dict) else None)
+        if isinstance(watch, dict) and why and not why.startswith("no watch database"):
+            # A recording is there but cannot be used (unreadable, damaged, foreign): say that.
+            raise Missing("watch", f"unknown: {why}")
         raise Missing("watch", f"unknown: run `hostcheck watch` for {_days(days_wanted)} ({why or 'no watch database'})")
     days = float(watch.get("observed_days") or 0.0)
     if days < MIN_DAYS:

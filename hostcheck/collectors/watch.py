@@ -8,6 +8,7 @@ checks turn into "unknown: run `hostcheck watch` for N days", never into a pass.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ SECTION = "watch"
 TIMEOUT = 5
 
 DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
+WINDOW_DAYS = 30
 
 
 def _iso(t: float | None) -> str | None:
@@ -29,7 +31,8 @@ def summarise(path: Path) -> dict[str, Any]:
     try:
         if not inspect_file(path):
             return {"present": False, "path": str(path), "reason": f"no watch database at {path}"}
-        recording = read_recording(path)
+        # The rules look back 30 days at most (Runpod's window); older samples are not read.
+        recording = read_recording(path, since=time.time() - WINDOW_DAYS * 86400)
     except WatchDbError as exc:
         return {"present": False, "path": str(path), "reason": str(exc)}
     a = analyse(recording)
