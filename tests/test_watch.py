@@ -564,8 +564,14 @@ def test_report_formats_and_timeline() -> None:
     samples = minutes(T0, 60) + minutes(T0 + 3600, 30, ok=0, mono0=3600) + minutes(T0 + 5400, 30, mono0=5400)
     a = analyse(recording_of(samples))
     chart = timeline(a)
-    # cells of 30 minutes: 00:00-01:00 up, 01:00-01:30 network, 01:30-02:00 up
-    assert chart[1] == f"{time.strftime('%Y-%m-%d', time.gmtime(T0))} |==N=" + " " * 44 + "|"
+    # Under a day of window: one row per hour, one cell per minute. 00:00-01:00 up,
+    # 01:00-01:30 network, 01:30-02:00 up.
+    day = time.strftime("%Y-%m-%d", time.gmtime(T0))
+    assert chart[1:] == [f"{day} 00:00 |" + "=" * 60 + "|", f"{day} 01:00 |" + "N" * 30 + "=" * 30 + "|"]
+    # A week: one row per day, 30 minutes a cell; the 30-minute outage fills one cell.
+    week = minutes(T0, 60) + minutes(T0 + 3600, 30, ok=0, mono0=3600) + minutes(T0 + 5400, 7 * 1440 - 90, mono0=5400)
+    rows = timeline(analyse(recording_of(week)))
+    assert len(rows) == 1 + 7 and rows[1] == f"{day} |==N" + "=" * 45 + "|"
     md = render(a, score_all(a), "x.db", "markdown")
     assert "| network |" in md.replace("  ", " ") or "network" in md
     assert "```" in md and "Runpod" in md

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from hostcheck.render.escape import escape_text
-from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis, split_by_day
+from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.watch.rules import RuleScore
 
 CELLS_PER_DAY = 48  # one cell per 30 minutes
@@ -34,22 +34,33 @@ def _pct(x: float | None) -> str:
 
 
 def timeline(a: Analysis) -> list[str]:
-    """One line per UTC day, 48 half-hour cells; a cell shows the worst state in it."""
-    lines = []
-    for day, parts in sorted(split_by_day(a.segments).items()):
-        midnight = dt.datetime.combine(day, dt.time(), dt.UTC).timestamp()
-        cells = [" "] * CELLS_PER_DAY
-        worst = [-1] * CELLS_PER_DAY
-        for seg in parts:
-            first = int((seg.start - midnight) // 1800)
-            last = int((seg.end - midnight - 1e-6) // 1800)
-            for i in range(max(0, first), min(CELLS_PER_DAY - 1, last) + 1):
-                if SEVERITY[seg.state] > worst[i]:
-                    worst[i], cells[i] = SEVERITY[seg.state], SYMBOLS[seg.state]
-        lines.append(f"{day.isoformat()} |{''.join(cells)}|")
-    if lines:
-        lines.insert(0, f"{'UTC':10} |{'00'.ljust(12)}{'06'.ljust(12)}{'12'.ljust(12)}{'18'.ljust(12)}|")
-    return lines
+    """One line per UTC day of 48 half-hour cells; under a day of window, one line per hour of
+    60 one-minute cells. A cell shows the worst state in it."""
+    if a.window_start is None or a.window_end is None:
+        return []
+    daily = a.window_end - a.window_start >= 86400
+    row_s, cells_n = (86400.0, CELLS_PER_DAY) if daily else (3600.0, 60)
+    cell_s = row_s / cells_n
+    rows: dict[float, tuple[list[str], list[int]]] = {}
+    for seg in a.segments:
+        t = seg.start
+        while t < seg.end:
+            row = t - t % row_s
+            cells, worst = rows.setdefault(row, ([" "] * cells_n, [-1] * cells_n))
+            i = int((t - row) // cell_s)
+            if SEVERITY[seg.state] > worst[i]:
+                worst[i], cells[i] = SEVERITY[seg.state], SYMBOLS[seg.state]
+            t = min(seg.end, row + (i + 1) * cell_s)
+    fmt = "%Y-%m-%d" if daily else "%Y-%m-%d %H:00"
+    lines = [f"{dt.datetime.fromtimestamp(row, dt.UTC).strftime(fmt)} |{''.join(cells)}|" for row, (cells, _) in sorted(rows.items())]
+    width = len(fmt.replace("%Y", "0000").replace("%m", "00").replace("%d", "00").replace("%H", "00"))
+    ticks = "".join(f"{h:02d}".ljust(12) for h in (0, 6, 12, 18)) if daily else "".join(f":{m:02d}".ljust(15) for m in (0, 15, 30, 45))
+    return [f"{'UTC':{width}} |{ticks}|", *lines]
+
+
+def timeline_title(a: Analysis) -> str:
+    daily = a.window_start is not None and a.window_end is not None and a.window_end - a.window_start >= 86400
+    return "Timeline (30 minutes a cell)" if daily else "Timeline (1 minute a cell)"
 
 
 def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
@@ -131,7 +142,7 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
     out += _table(["day", "uptime", "up", "down", "not recorded"],
                   [[d["day"], _pct(d["uptime"]), _dur(d["up_s"]), _dur(d["down_s"]), _dur(d["not_recorded_s"])]
                    for d in a.per_day], md)
-    out.append(f"{sub}Timeline (30 minutes a cell)\n" if md else f"{sub}Timeline (30 minutes a cell)")
+    out.append(f"{sub}{timeline_title(a)}\n" if md else f"{sub}{timeline_title(a)}")
     chart = timeline(a)
     out += (["```"] if md else []) + chart + [LEGEND] + (["```"] if md else [])
     out.append(f"{sub}Outages\n" if md else f"{sub}Outages")

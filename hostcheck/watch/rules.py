@@ -60,6 +60,9 @@ def score_runpod(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
     verdict = "meets" if score >= rule["threshold"] else "below"
     days = total / 1440.0
     partial = "" if days >= rule["window_days"] - 0.01 else f" (over {days:.1f} of the rule's {rule['window_days']} days)"
+    if a.not_recorded_s > 0:
+        # Runpod counted unlisted time as down; time nothing was recorded is left out here.
+        partial += f"; {a.not_recorded_s / 60:.1f} min not recorded are left out"
     return RuleScore(
         rule_id, rule["platform"], score, verdict,
         f"{score * 100:.2f} % against {rule['threshold'] * 100:g} %{partial}", rule,
