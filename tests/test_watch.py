@@ -275,7 +275,7 @@ def recorder(tmp_path: Path, clocks: Clocks, targets: list[str], **kw: Any) -> R
     config = WatchConfig(db=tmp_path / "w.db", interval_s=60, targets=targets, probe_timeout_s=0.3,
                          journal_command=kw.pop("journal_command", ["journalctl", "--file", str(tmp_path / "none.journal")]),
                          dpkg_log=kw.pop("dpkg_log", tmp_path / "dpkg.log"), nvml=kw.pop("nvml", FakeNvml([laptop_3080ti()])),
-                         boot_id_path=boot_id, **kw)
+                         boot_id_path=boot_id, container_mark=tmp_path / "no-container-mark", **kw)
     return Recorder(config, clocks=clocks, log=lambda _m: None)
 
 

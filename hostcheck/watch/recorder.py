@@ -81,6 +81,7 @@ class WatchConfig:
     max_age_days: float = 90.0
     max_bytes: int = 64 * 1024 * 1024
     boot_id_path: Path = BOOT_ID_PATH
+    container_mark: Path = CONTAINER_MARK  # systemd writes it inside a container
 
 
 class Recorder:
@@ -95,9 +96,7 @@ class Recorder:
         self.stop_reason = "duration reached"
         self.writer = WatchWriter(config.db, max_age_days=config.max_age_days, max_bytes=config.max_bytes)
         self.journal = Journal(config.journal_command)
-        self.boot_id = read_boot_id(config.boot_id_path, config.boot_id_path.with_name("container-mark"))
-        if config.boot_id_path == BOOT_ID_PATH:
-            self.boot_id = read_boot_id()
+        self.boot_id = read_boot_id(config.boot_id_path, config.container_mark)
         self.prober = NetworkProber(self.targets, config.probe_timeout_s, config.dns_name)
         self.nvml = config.nvml
         self.nvml_seen = False
