@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet | watch`.
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
@@ -304,6 +304,7 @@ def audit(
     speedtest_seconds: SpeedSecondsOpt = 10.0,
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
     insecure_http: InsecureHttpOpt = False,
+    watch_db: Annotated[Path | None, typer.Option("--watch-db", help="A `hostcheck watch` database to judge uptime from (default /var/lib/hostcheck-watch/watch.db when present).")] = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -318,11 +319,14 @@ def audit(
         policies = resolve_policies(policy)
         if facts_file is not None and speedtest:
             raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
+        if facts_file is not None and watch_db is not None:
+            raise UsageError("--watch-db adds this machine's recording; it cannot be combined with --facts")
         if facts_file is not None:
             facts = load_snapshot(facts_file)
         else:
             ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
                            insecure_http)
+            ctx.watch_db = None if watch_db is None else str(watch_db)
             speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
             if speed_args is not None:
@@ -638,6 +642,15 @@ def _redacted_message(text: str, paths: list[Path]) -> str:
             if report.name != "index.json":
                 redactor.learn_host(report.stem, own=True)
     return redactor.scrub(text)
+
+
+def _add_watch() -> None:
+    from hostcheck.watch.cli import watch_app
+
+    app.add_typer(watch_app, name="watch")
+
+
+_add_watch()
 
 
 def main() -> None:

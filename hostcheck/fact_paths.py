@@ -108,6 +108,12 @@ network.bandwidth.latency_ms network.bandwidth.jitter_ms network.bandwidth.sourc
 network.bandwidth.streams network.bandwidth.bytes_down network.bandwidth.bytes_up
 network.bandwidth.byte_cap_reached network.bandwidth.duration_s network.bandwidth.caps.seconds
 network.bandwidth.caps.bytes network.bandwidth.warmup_s network.bandwidth.reason=text
+
+watch.present watch.path=path watch.reason=text watch.window_start watch.window_end watch.observed_days
+watch.not_recorded_days watch.uptime_pct watch.runpod_score_pct watch.current_up_h watch.longest_up_h
+watch.outages.*.cause watch.outages.*.start watch.outages.*.minutes watch.unclean_stops
+watch.gpu_faults.*.kind watch.gpu_faults.*.code watch.gpu_faults.*.severity watch.gpu_faults.*.at
+watch.gpu_faults.*.needs_reboot watch.gpu_faults.*.hardware
 """
 
 DECLARED: frozenset[str] = frozenset(token.partition("=")[0] for token in _DECLARED.split())

@@ -100,6 +100,7 @@ class Family(StrEnum):
     PKG = "PKG"
     OWN = "OWN"
     PLAT = "PLAT"
+    REL = "REL"
 
 
 FAMILY_TITLES: dict[Family, str] = {
@@ -114,6 +115,7 @@ FAMILY_TITLES: dict[Family, str] = {
     Family.PKG: "Packages and updates",
     Family.OWN: "Owner risk",
     Family.PLAT: "Platform",
+    Family.REL: "Reliability (recorded)",
 }
 
 

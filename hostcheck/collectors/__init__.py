@@ -37,6 +37,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hostcheck.collectors.network_local",
     "hostcheck.collectors.container_egress",
     "hostcheck.collectors.reachability",
+    "hostcheck.collectors.watch",
 )
 
 DEFAULT_BUDGET_S = 10.0
@@ -55,6 +56,8 @@ class CollectContext:
     probe_ports: list[int] = field(default_factory=list)
     # Extra networks to treat as "global" (the NAT lab's documentation ranges).
     public_ranges: list[str] = field(default_factory=list)
+    # A `hostcheck watch` database to judge uptime from (None: the default path).
+    watch_db: str | None = None
     deadline: float = 0.0
 
     def remaining(self) -> float:

@@ -1,0 +1,65 @@
+"""The reliability window from a `hostcheck watch` database, when there is one (read-only).
+
+The database is opened read-only and never locked, so a running recorder is not disturbed.
+No database is a real answer (``present: false`` with the path looked at), which the REL
+checks turn into "unknown: run `hostcheck watch` for N days", never into a pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+SECTION = "watch"
+TIMEOUT = 5
+
+DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
+WINDOW_DAYS = 30
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="seconds")
+
+
+def summarise(path: Path) -> dict[str, Any]:
+    from hostcheck.watch.analysis import analyse
+    from hostcheck.watch.rules import score_all
+    from hostcheck.watch.store import WatchDbError, inspect_file, read_recording
+
+    try:
+        if not inspect_file(path):
+            return {"present": False, "path": str(path), "reason": f"no watch database at {path}"}
+        # The rules look back 30 days at most (Runpod's window); older samples are not read.
+        recording = read_recording(path, since=time.time() - WINDOW_DAYS * 86400)
+    except WatchDbError as exc:
+        return {"present": False, "path": str(path), "reason": str(exc)}
+    a = analyse(recording)
+    scores = {s.rule_id: s for s in score_all(a)}
+    gpu_events = [e for e in a.events if e.kind in ("xid", "aer")]
+    return {
+        "present": True,
+        "path": str(path),
+        "reason": None,
+        "window_start": _iso(a.window_start),
+        "window_end": _iso(a.window_end),
+        "observed_days": round(a.observed_s / 86400, 3),
+        "not_recorded_days": round(a.not_recorded_s / 86400, 3),
+        "uptime_pct": None if a.uptime is None else round(a.uptime * 100, 4),
+        "runpod_score_pct": None if scores["runpod"].score is None else round(scores["runpod"].score * 100, 4),
+        "current_up_h": round(a.current_up_s() / 3600, 2),
+        "longest_up_h": round(a.longest_up_s() / 3600, 2),
+        "outages": [{"cause": o.state, "start": _iso(o.start), "minutes": round(o.seconds / 60, 1)} for o in a.outages],
+        "unclean_stops": sum(1 for o in a.outages if o.state == "power"),
+        "gpu_faults": [
+            {"kind": e.kind, "code": e.detail.get("code"), "severity": e.detail.get("severity"), "at": _iso(e.t),
+             "needs_reboot": bool(e.detail.get("needs_reboot")), "hardware": bool(e.detail.get("hardware"))}
+            for e in gpu_events if e.detail.get("needs_reboot") or e.detail.get("hardware")
+        ][:50],
+    }  # fmt: skip
+
+
+def collect(ctx: Any) -> dict[str, Any]:
+    path = getattr(ctx, "watch_db", None)
+    return summarise(Path(path) if path else DEFAULT_DB)

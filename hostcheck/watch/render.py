@@ -1,0 +1,175 @@
+"""The watch report: table (terminal), markdown and JSON, with a timeline chart."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from hostcheck.render.escape import escape_text
+from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
+from hostcheck.watch.rules import RuleScore
+
+CELLS_PER_DAY = 48  # one cell per 30 minutes
+SYMBOLS = {UP: "=", "network": "N", "power": "P", "reboot": "R", "driver": "D", "suspend": "S", NOT_RECORDED: "."}
+SEVERITY = {"power": 6, "reboot": 5, "driver": 4, "network": 3, "suspend": 2, UP: 1, NOT_RECORDED: 0}
+LEGEND = "= up   N network   P power/unclean stop   R reboot   D driver/GPU   S suspend   . not recorded   (blank) outside the window"
+
+
+def _ts(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _dur(seconds: float) -> str:
+    seconds = round(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def _pct(x: float | None) -> str:
+    return "unknown" if x is None else f"{x * 100:.3f} %"
+
+
+def timeline(a: Analysis) -> list[str]:
+    """One line per UTC day of 48 half-hour cells; under a day of window, one line per hour of
+    60 one-minute cells. A cell shows the worst state in it."""
+    if a.window_start is None or a.window_end is None:
+        return []
+    daily = a.window_end - a.window_start >= 86400
+    row_s, cells_n = (86400.0, CELLS_PER_DAY) if daily else (3600.0, 60)
+    cell_s = row_s / cells_n
+    rows: dict[float, tuple[list[str], list[int]]] = {}
+    for seg in a.segments:
+        t = seg.start
+        while t < seg.end:
+            row = t - t % row_s
+            cells, worst = rows.setdefault(row, ([" "] * cells_n, [-1] * cells_n))
+            i = int((t - row) // cell_s)
+            if SEVERITY[seg.state] > worst[i]:
+                worst[i], cells[i] = SEVERITY[seg.state], SYMBOLS[seg.state]
+            t = min(seg.end, row + (i + 1) * cell_s)
+    fmt = "%Y-%m-%d" if daily else "%Y-%m-%d %H:00"
+    lines = [f"{dt.datetime.fromtimestamp(row, dt.UTC).strftime(fmt)} |{''.join(cells)}|" for row, (cells, _) in sorted(rows.items())]
+    width = len(fmt.replace("%Y", "0000").replace("%m", "00").replace("%d", "00").replace("%H", "00"))
+    ticks = "".join(f"{h:02d}".ljust(12) for h in (0, 6, 12, 18)) if daily else "".join(f":{m:02d}".ljust(15) for m in (0, 15, 30, 45))
+    return [f"{'UTC':{width}} |{ticks}|", *lines]
+
+
+def timeline_title(a: Analysis) -> str:
+    daily = a.window_start is not None and a.window_end is not None and a.window_end - a.window_start >= 86400
+    return "Timeline (30 minutes a cell)" if daily else "Timeline (1 minute a cell)"
+
+
+def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
+    return {
+        "database": db,
+        "window": {"start": _ts(a.window_start), "end": _ts(a.window_end), "observed_s": round(a.observed_s, 1),
+                   "not_recorded_s": round(a.not_recorded_s, 1)},
+        "uptime": a.uptime,
+        "up_s": round(a.up_s, 1),
+        "down_s": round(a.down_s, 1),
+        "per_day": a.per_day,
+        "outages": [
+            {"start": _ts(o.start), "end": _ts(o.end), "seconds": round(o.seconds, 1), "cause": o.state, "note": o.note}
+            for o in a.outages
+        ],
+        "not_recorded": [
+            {"start": _ts(s.start), "end": _ts(s.end), "seconds": round(s.seconds, 1), "reason": s.note}
+            for s in a.segments if s.state == NOT_RECORDED
+        ],
+        "boots": [{"boot_id": b.boot_id, "first": _ts(b.first_t), "last": _ts(b.last_t), "clean": b.clean,
+                   "evidence": b.evidence} for b in a.boots],
+        "events": [{"t": _ts(e.t), "kind": e.kind, "detail": e.detail} for e in a.events
+                   if e.kind not in ("recorder_start", "recorder_stop")],
+        "platforms": [
+            {"rule": s.rule_id, "platform": s.platform, "score": s.score, "verdict": s.verdict, "summary": s.summary,
+             "numbers": s.numbers, "rule_text": " ".join(s.rule["rule"].split()),
+             "status": " ".join(str(s.rule.get("status", "")).split()) or None,
+             "disagreement": " ".join(str(s.rule.get("disagreement", "")).split()) or None,
+             "sources": [{**src, "date": None if src.get("date") is None else str(src["date"])} for src in s.rule["sources"]]}
+            for s in scores
+        ],
+    }  # fmt: skip
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    d = e["detail"]
+    kind = e["kind"]
+    if kind == "xid":
+        action = "needs a reboot/GPU reset" if d.get("needs_reboot") else d.get("immediate", "")
+        hw = ", points at hardware" if d.get("hardware") else ""
+        return f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')} ({action}{hw})"
+    if kind == "aer":
+        return f"PCIe AER {d.get('severity')}: {d.get('line', '')[:120]}"
+    if kind == "package":
+        return f"package {d.get('action')} {d.get('package')} {d.get('old')} -> {d.get('new')}"
+    if kind == "public_address":
+        return f"public address {d.get('previous') or '(first seen)'} -> {d.get('address')}"
+    if kind == "boot":
+        return f"boot {str(d.get('boot_id'))[:8]}: previous end clean={d.get('clean')} ({d.get('evidence')})"
+    return f"{kind}: {json.dumps(d, sort_keys=True)[:160]}"
+
+
+def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
+    data = to_json(a, scores, db)
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    md = fmt == "markdown"
+    out: list[str] = []
+    head = "# " if md else ""
+    sub = "\n## " if md else "\n"
+    out.append(f"{head}Reliability rehearsal: {escape_text(db)}")
+    w = data["window"]
+    out.append("")
+    out.append(f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
+               + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""))
+    out.append(f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})")
+    out.append(f"{sub}Per platform\n" if md else f"{sub}Per platform")
+    rows = [[s["platform"], s["verdict"], s["summary"]] for s in data["platforms"]]
+    out += [*_table(["platform", "verdict", "by its published rule"], rows, md), ""]
+    for s in data["platforms"]:
+        out.append(f"- {s['platform']}: {s['rule_text']}")
+        if s["status"]:
+            out.append(f"  Status: {s['status']}")
+        if s["disagreement"]:
+            out.append(f"  {s['disagreement']}")
+        for src in s["sources"]:
+            out.append(f"  Source: {src['title']}, <{src['url']}> ({src['date'] or 'no date'})")
+    out.append(f"{sub}Per day (UTC)\n" if md else f"{sub}Per day (UTC)")
+    out += _table(["day", "uptime", "up", "down", "not recorded"],
+                  [[d["day"], _pct(d["uptime"]), _dur(d["up_s"]), _dur(d["down_s"]), _dur(d["not_recorded_s"])]
+                   for d in a.per_day], md)
+    out.append(f"{sub}{timeline_title(a)}\n" if md else f"{sub}{timeline_title(a)}")
+    chart = timeline(a)
+    out += (["```"] if md else []) + chart + [LEGEND] + (["```"] if md else [])
+    out.append(f"{sub}Outages\n" if md else f"{sub}Outages")
+    if data["outages"]:
+        out += _table(["start (UTC)", "end (UTC)", "length", "cause", "evidence"],
+                      [[o["start"], o["end"], _dur(o["seconds"]), o["cause"], escape_text(o["note"])] for o in data["outages"]], md)
+    else:
+        out.append("none")
+    if data["not_recorded"]:
+        out.append(f"{sub}Not recorded\n" if md else f"{sub}Not recorded")
+        out += _table(["start (UTC)", "end (UTC)", "length", "why"],
+                      [[g["start"], g["end"], _dur(g["seconds"]), escape_text(g["reason"])] for g in data["not_recorded"]], md)
+    notable = [e for e in data["events"] if e["kind"] in ("xid", "aer", "package", "public_address", "boot", "clock_jump",
+                                                          "suspend", "gap", "journal", "nvml", "throttle")]
+    out.append(f"{sub}Events\n" if md else f"{sub}Events")
+    out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in notable[-200:]] or ["none"]
+    return "\n".join(out) + "\n"
+
+
+def _table(header: list[str], rows: list[list[str]], md: bool) -> list[str]:
+    rows = [[escape_text(str(c)) for c in r] for r in rows]
+    if md:
+        esc = [[c.replace("|", "\\|") for c in r] for r in rows]
+        return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    fmt_row = lambda r: "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
+    return [fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+
+
+__all__ = ["DOWN_CAUSES", "render", "timeline", "to_json"]

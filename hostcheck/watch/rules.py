@@ -1,0 +1,109 @@
+"""Each platform's published reliability rule applied to an analysis (the rules are data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis
+
+RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
+
+
+@cache
+def rules() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
+    return dict(data["rules"])
+
+
+@dataclass
+class RuleScore:
+    rule_id: str
+    platform: str
+    score: float | None  # a fraction where the rule gives one
+    verdict: str  # "meets" | "below" | "unknown"
+    summary: str
+    rule: dict[str, Any]
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+def runpod_score(up_minutes: float, total_minutes: float, buffer_minutes: float) -> float:
+    """(minutes up + buffer) / minutes, capped at 1."""
+    return min(1.0, (up_minutes + buffer_minutes) / total_minutes)
+
+
+def _clipped(a: Analysis, seconds: float) -> tuple[float, float]:
+    """(up, down) seconds in the last ``seconds`` of the window."""
+    if a.window_end is None:
+        return 0.0, 0.0
+    lower = a.window_end - seconds
+    up = down = 0.0
+    for seg in a.segments:
+        part = max(0.0, seg.end - max(seg.start, lower))
+        if seg.state == UP:
+            up += part
+        elif seg.state in DOWN_CAUSES:
+            down += part
+    return up, down
+
+
+def score_runpod(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
+    up_s, down_s = _clipped(a, rule["window_days"] * 86400.0)
+    up, total = up_s / 60.0, (up_s + down_s) / 60.0
+    if total <= 0:
+        return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
+    score = runpod_score(up, total, rule["buffer_minutes"])
+    verdict = "meets" if score >= rule["threshold"] else "below"
+    days = total / 1440.0
+    partial = "" if days >= rule["window_days"] - 0.01 else f" (over {days:.1f} of the rule's {rule['window_days']} days)"
+    if a.not_recorded_s > 0:
+        # Runpod counted unlisted time as down; time nothing was recorded is left out here.
+        partial += f"; {a.not_recorded_s / 60:.1f} min not recorded are left out"
+    return RuleScore(
+        rule_id, rule["platform"], score, verdict,
+        f"{score * 100:.2f} % against {rule['threshold'] * 100:g} %{partial}", rule,
+        {"up_minutes": round(up, 1), "total_minutes": round(total, 1), "buffer_minutes": rule["buffer_minutes"]},
+    )  # fmt: skip
+
+
+def score_vast(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
+    uptime = a.uptime
+    if uptime is None:
+        return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
+    if uptime >= rule["favoured"]:
+        verdict, words = "meets", f"at or above the favoured {rule['favoured'] * 100:g} %"
+    elif uptime >= rule["verification"]:
+        verdict, words = "meets", f"above verification's {rule['verification'] * 100:g} %, below the favoured {rule['favoured'] * 100:g} %"
+    else:
+        verdict, words = "below", f"below verification's {rule['verification'] * 100:g} %"
+    return RuleScore(
+        rule_id, rule["platform"], uptime, verdict,
+        f"measured uptime {uptime * 100:.2f} %: {words}; a new listing still starts at {rule['start'] * 100:g} % (Vast's own score is not published)",
+        rule, {"uptime": uptime},
+    )  # fmt: skip
+
+
+def score_continuous(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
+    need_s = rule["min_hours"] * 3600.0
+    current, longest = a.current_up_s(), a.longest_up_s()
+    if a.window_end is None:
+        return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
+    resets = len(a.outages)
+    verdict = "meets" if current > need_s else "below"
+    return RuleScore(
+        rule_id, rule["platform"], None, verdict,
+        f"up continuously for {current / 3600:.1f} h now (needs more than {rule['min_hours']:g} h); "
+        f"longest run {longest / 3600:.1f} h; {resets} outage(s) reset the count",
+        rule, {"current_up_h": round(current / 3600, 2), "longest_up_h": round(longest / 3600, 2), "resets": resets},
+    )  # fmt: skip
+
+
+SCORERS = {"runpod_formula": score_runpod, "levels": score_vast, "continuous": score_continuous}
+
+
+def score_all(a: Analysis) -> list[RuleScore]:
+    return [SCORERS[rule["kind"]](rule_id, rule, a) for rule_id, rule in rules().items()]

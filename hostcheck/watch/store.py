@@ -1,0 +1,367 @@
+"""The watch database: one SQLite file, one writer, crash-safe, bounded.
+
+Durability: WAL journal with ``synchronous=FULL``. In WAL mode FULL syncs the WAL at every
+commit, so each committed sample is on disk before the next one is taken; a power cut
+mid-write loses at most the sample being written, and SQLite's WAL recovery keeps the file
+consistent. ``synchronous=NORMAL`` would keep the file intact too but may roll back every
+commit since the last checkpoint (up to ~1000 pages, hours of samples) after a power cut,
+which breaks "at most the last sample". The cost is one fsync per sample (one a minute by
+default), which a disk does not notice.
+
+One writer: the writer holds an exclusive ``flock`` on the database file for its lifetime (a
+second recorder is refused with a message); readers (the report, the audit) open the file
+read-only and never take it.
+
+A file that is not ours (another SQLite application, a newer schema, a damaged file, not an
+SQLite file at all) is refused with a clear message and left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+APPLICATION_ID = 0x68637761  # "hcwa": marks the file as a hostcheck watch database
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DEFAULT_MAX_AGE_DAYS = 90.0
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+BUSY_TIMEOUT_S = 5.0
+MAX_DETAIL_CHARS = 4000
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE samples (
+  id INTEGER PRIMARY KEY,
+  t REAL NOT NULL,            -- wall clock, Unix seconds
+  mono REAL NOT NULL,         -- CLOCK_MONOTONIC, seconds (stops during suspend)
+  boottime REAL NOT NULL,     -- CLOCK_BOOTTIME, seconds (runs during suspend)
+  boot_id TEXT NOT NULL,
+  interval_s REAL NOT NULL,
+  net_ok INTEGER NOT NULL,    -- targets that answered
+  net_total INTEGER NOT NULL, -- targets probed
+  gpu_ok INTEGER,             -- 1 NVML answered, 0 failed or a reboot-needing Xid this boot, NULL not watched
+  detail TEXT NOT NULL        -- compact JSON: per-target results, NVML readings
+);
+CREATE INDEX samples_t ON samples(t);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  t REAL NOT NULL,
+  kind TEXT NOT NULL,
+  boot_id TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX events_t ON events(t);
+CREATE TABLE boots (
+  boot_id TEXT PRIMARY KEY,
+  first_t REAL,               -- first journal entry of the boot (or first sample)
+  last_t REAL,                -- last journal entry of the boot
+  clean INTEGER,              -- 1 shutdown recorded, 0 none recorded, NULL not known
+  evidence TEXT NOT NULL
+);
+"""
+
+EVENT_KINDS = frozenset(
+    {
+        "recorder_start", "recorder_stop", "boot", "clock_jump", "suspend", "gap", "journal",
+        "xid", "aer", "nvml", "throttle", "package", "public_address",
+    }
+)  # fmt: skip
+
+
+class WatchDbError(Exception):
+    """The database cannot be used; the message says why and what to do. Nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float
+    mono: float
+    boottime: float
+    boot_id: str
+    interval_s: float
+    net_ok: int
+    net_total: int
+    gpu_ok: bool | None
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    t: float
+    kind: str
+    boot_id: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Boot:
+    boot_id: str
+    first_t: float | None
+    last_t: float | None
+    clean: bool | None
+    evidence: str
+
+
+def _compact(detail: dict[str, Any]) -> str:
+    text = json.dumps(detail, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    if len(text) > MAX_DETAIL_CHARS:
+        text = json.dumps({"truncated": text[: MAX_DETAIL_CHARS - 100]}, separators=(",", ":"))
+    return text
+
+
+def _load(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"unreadable": text[:200]}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def inspect_file(path: Path) -> bool:
+    """Check a database file before anything opens it for writing.
+
+    Returns False when there is nothing there yet (or an empty file) and True for a watch
+    database of a schema this hostcheck reads; raises :class:`WatchDbError` otherwise.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise WatchDbError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise WatchDbError(f"{path} is not a regular file; refusing to use it as the watch database")
+    if st.st_size == 0:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise WatchDbError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head != SQLITE_MAGIC:
+        raise WatchDbError(
+            f"{path} is not an SQLite database (it starts with {head[:8]!r}); it was left as it is: "
+            "give --db a new path"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise WatchDbError(f"cannot open {path}: {exc}") from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            if app_id == 0 and tables == 0:
+                return False  # a blank SQLite file: nothing in it to lose
+            raise WatchDbError(
+                f"{path} is an SQLite database of another application (application_id {app_id:#x}, "
+                f"{tables} schema objects), not a hostcheck watch database; it was left as it is: give --db a new path"
+            )
+        if version > SCHEMA_VERSION:
+            raise WatchDbError(
+                f"{path} was written by a newer hostcheck (schema {version}, this one reads up to "
+                f"{SCHEMA_VERSION}); it was left as it is: upgrade hostcheck"
+            )
+        check = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+        if check != ["ok"]:
+            raise WatchDbError(
+                f"{path} is damaged (SQLite quick_check: {'; '.join(map(str, check))}); it was left as it is: "
+                f"move it aside and start a new recording, or salvage it with `sqlite3 {path} .recover`"
+            )
+    except sqlite3.DatabaseError as exc:
+        raise WatchDbError(
+            f"{path} is damaged or not a database ({exc}); it was left as it is: move it aside and start a new recording"
+        ) from None
+    finally:
+        conn.close()
+    return True
+
+
+class WatchWriter:
+    """The single writer. Every write is its own transaction; a failed write (a full disk)
+    raises :class:`sqlite3.Error` to the caller and leaves what was committed intact."""
+
+    def __init__(self, path: Path, *, max_age_days: float = DEFAULT_MAX_AGE_DAYS, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.path = path
+        self.max_age_s = max_age_days * 86400.0
+        self.max_bytes = max_bytes
+        existing = inspect_file(path)
+        try:
+            self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o640)
+        except OSError as exc:
+            raise WatchDbError(f"cannot open {path} for writing: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock_fd)
+            raise WatchDbError(f"another `hostcheck watch` is recording into {path}; one writer at a time") from None
+        try:
+            self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if not existing:
+                self._create()
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            os.close(self._lock_fd)
+            raise WatchDbError(f"cannot initialise {path}: {exc}") from None
+
+    def _create(self) -> None:
+        # auto_vacuum must be set before the first table exists; it lets pruning give pages back.
+        self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        self.conn.execute("BEGIN IMMEDIATE")
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                self.conn.execute(statement)
+        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.conn.execute("INSERT INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> WatchWriter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute(sql, params)
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+
+    def add_sample(self, s: Sample) -> None:
+        gpu = None if s.gpu_ok is None else int(s.gpu_ok)
+        self._write(
+            "INSERT INTO samples (t, mono, boottime, boot_id, interval_s, net_ok, net_total, gpu_ok, detail)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (s.t, s.mono, s.boottime, s.boot_id, s.interval_s, s.net_ok, s.net_total, gpu, _compact(s.detail)),
+        )
+
+    def add_event(self, e: Event) -> None:
+        if e.kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {e.kind!r}")
+        self._write("INSERT INTO events (t, kind, boot_id, detail) VALUES (?,?,?,?)", (e.t, e.kind, e.boot_id, _compact(e.detail)))
+
+    def put_boot(self, b: Boot) -> None:
+        self._write(
+            "INSERT INTO boots (boot_id, first_t, last_t, clean, evidence) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(boot_id) DO UPDATE SET first_t=coalesce(excluded.first_t, first_t),"
+            " last_t=coalesce(excluded.last_t, last_t), clean=coalesce(excluded.clean, clean),"
+            " evidence=CASE WHEN excluded.clean IS NULL THEN evidence ELSE excluded.evidence END",
+            (b.boot_id, b.first_t, b.last_t, None if b.clean is None else int(b.clean), b.evidence),
+        )
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+
+    def size_bytes(self) -> int:
+        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+
+    def prune(self, now: float) -> int:
+        """Drop what is older than the age limit, then the oldest samples until under the size
+        limit. Returns rows deleted."""
+        cutoff = now - self.max_age_s
+        deleted = 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            deleted += self.conn.execute("DELETE FROM samples WHERE t < ?", (cutoff,)).rowcount
+            deleted += self.conn.execute("DELETE FROM events WHERE t < ?", (cutoff,)).rowcount
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            self.conn.execute("ROLLBACK")
+            raise
+        for _ in range(50):  # each round drops a tenth of what is left
+            if self.size_bytes() <= self.max_bytes:
+                break
+            count = self.conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+            if count == 0:
+                break
+            oldest = self.conn.execute(
+                "SELECT t FROM samples ORDER BY t LIMIT 1 OFFSET ?", (max(1, count // 10),)
+            ).fetchone()
+            if oldest is None:
+                break
+            self.conn.execute("BEGIN IMMEDIATE")
+            deleted += self.conn.execute("DELETE FROM samples WHERE t < ?", (oldest[0],)).rowcount
+            deleted += self.conn.execute("DELETE FROM events WHERE t < ?", (oldest[0],)).rowcount
+            self.conn.execute("COMMIT")
+        if deleted:
+            self.conn.execute("PRAGMA incremental_vacuum")
+            self.set_meta("pruned_before", repr(self.oldest_t() or now))
+        return deleted
+
+    def oldest_t(self) -> float | None:
+        row = self.conn.execute("SELECT min(t) FROM samples").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+
+@dataclass
+class Recording:
+    """Everything a report needs, read in one go."""
+
+    path: str
+    samples: list[Sample]
+    events: list[Event]
+    boots: list[Boot]
+    meta: dict[str, str]
+
+
+def read_recording(path: Path, since: float | None = None) -> Recording:
+    """Open read-only (never taking the writer's lock) and read it all."""
+    if not inspect_file(path):
+        raise WatchDbError(f"no watch database at {path}: start one with `hostcheck watch --db {path}`")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise WatchDbError(f"cannot open {path}: {exc}") from None
+    try:
+        lower = -1e18 if since is None else since
+        samples = [
+            Sample(r[0], r[1], r[2], r[3], r[4], r[5], r[6], None if r[7] is None else bool(r[7]), _load(r[8]))
+            for r in conn.execute(
+                "SELECT t, mono, boottime, boot_id, interval_s, net_ok, net_total, gpu_ok, detail"
+                " FROM samples WHERE t >= ? ORDER BY id",
+                (lower,),
+            )
+        ]
+        events = [
+            Event(r[0], r[1], r[2], _load(r[3]))
+            for r in conn.execute("SELECT t, kind, boot_id, detail FROM events WHERE t >= ? ORDER BY id", (lower,))
+        ]
+        boots = [
+            Boot(r[0], r[1], r[2], None if r[3] is None else bool(r[3]), r[4])
+            for r in conn.execute("SELECT boot_id, first_t, last_t, clean, evidence FROM boots ORDER BY coalesce(first_t, 0)")
+        ]
+        meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    except sqlite3.Error as exc:
+        raise WatchDbError(f"cannot read {path}: {exc}") from None
+    finally:
+        conn.close()
+    return Recording(str(path), samples, events, boots, meta)
+

@@ -1,0 +1,133 @@
+"""The hostcheck_watch role on a real systemd host: check mode changes nothing, the service runs
+as the unprivileged journal-group account, a rerun changes nothing; a clean reboot and an
+unclean stop (``systemctl reboot -ff``: reboot(2) at once, no service stopped, no journal
+flushed, as a power cut or hard reset looks from inside) are told apart in the report; rollback
+removes the service, the account and the recording.
+
+hostcheck is installed from this tree into the host (wheels built here, installed offline).
+The host's journal is made persistent first, so the boot list has the earlier boots.
+Cost: one nspawn host, ~10 s install, four plays of 20-35 s, two reboots: ~200 s cold.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
+from tests.lab.nspawn import LabHost
+from tests.lab.util import wait_for
+from tests.profile import play
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(200)]
+
+DB = "/var/lib/hostcheck-watch/watch.db"
+VARS = {
+    "hostcheck_watch_enabled": True,
+    "hostcheck_watch_command": f"{VENV}/bin/hostcheck",
+    "hostcheck_watch_interval_s": 1,
+    # Targets inside the host itself: the lab has no internet, and these tests need none.
+    "hostcheck_watch_targets": ["tcp:127.0.0.1:22", "tcp:[::1]:22", "dns:127.0.0.1"],
+}
+
+
+@dataclass
+class Watched:
+    host: LabHost
+    plays: dict[str, play.PlayResult] = field(default_factory=dict)
+    probes: dict[str, Any] = field(default_factory=dict)
+
+
+def samples(host: LabHost) -> int:
+    out = host.sudo(f"{VENV}/bin/python -c \"import sqlite3; print(sqlite3.connect('file:{DB}?mode=ro', uri=True)"
+                    f".execute('select count(*) from samples').fetchone()[0])\"")
+    return int(out.stdout.strip() or 0) if out.rc == 0 else 0
+
+
+@pytest.fixture(scope="module")
+def watched(lab, tmp_path_factory) -> Iterator[Watched]:
+    host = lab.start_hosts(1)[0]
+    life = Watched(host)
+    tmp = tmp_path_factory.mktemp("watch-role")
+    playbook = play.write_playbook(tmp, "watch.yml", ["hostcheck_watch"], vars_=VARS)
+    rollback = tmp / "watch-rollback.yml"
+    rollback.write_text(json.dumps([{
+        "name": "Roll back hostcheck_watch", "hosts": "all", "become": True,
+        "tasks": [{"name": "Roll back", "ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "rollback.yml"}}],
+    }]))  # fmt: skip
+    try:
+        install_hostcheck(host, build_wheelhouse(tmp / "wheels"))
+        host.sudo("mkdir -p /var/log/journal && systemd-tmpfiles --create --prefix /var/log/journal && "
+                  "journalctl --flush", check=True)
+        life.probes["users_before"] = host.sudo("getent passwd hostcheck-watch").rc
+        life.plays["check"] = play.run_playbook(host.inventory_path, playbook, check=True)
+        life.probes["after_check"] = host.sudo("getent passwd hostcheck-watch; test -e /etc/systemd/system/hostcheck-watch.service").rc
+        life.plays["converge"] = play.run_playbook(host.inventory_path, playbook)
+        life.plays["rerun"] = play.run_playbook(host.inventory_path, playbook)
+        life.probes["unit"] = host.sudo("systemctl show -p User,SupplementaryGroups,ActiveState hostcheck-watch").stdout
+        life.probes["groups"] = host.sudo("id -nG hostcheck-watch").stdout.split()
+        life.probes["service_log"] = host.sudo("journalctl -u hostcheck-watch -n 20 --no-pager").stdout
+        wait_for("samples before the clean reboot", lambda: samples(host) >= 3, 60)
+        host.reboot()
+        wait_for("samples after the clean reboot", lambda: samples(host) >= 3 + 3, 60)
+        # Unclean: reboot(2) straight away, nothing stopped, nothing flushed.
+        before = host.boots()
+        host.close_ssh_masters()
+        host.sudo("systemctl reboot -ff", timeout=15)
+        wait_for("the host to come back", lambda: host.boots() > before, 60)
+        host.wait_ssh(60)
+        host.wait_booted(60)
+        wait_for("samples after the unclean stop", lambda: samples(host) >= 9, 60)
+        time.sleep(2)
+        report = host.sudo(f"{VENV}/bin/hostcheck watch report --db {DB} --format json", timeout=60)
+        life.probes["report"] = json.loads(report.stdout) if report.rc == 0 else report.stdout + report.stderr
+        life.plays["rollback"] = play.run_playbook(host.inventory_path, rollback)
+        life.probes["after_rollback"] = host.sudo(
+            "getent passwd hostcheck-watch; getent group hostcheck-watch; test -e /etc/systemd/system/hostcheck-watch.service;"
+            f" test -e {DB}; test -e /var/lib/hostcheck-watch; systemctl is-active hostcheck-watch"
+        ).stdout  # fmt: skip
+        life.probes["leftovers"] = host.sudo(
+            "getent passwd hostcheck-watch || getent group hostcheck-watch || ls /etc/systemd/system/hostcheck-watch.service "
+            "|| ls -d /var/lib/hostcheck-watch").rc
+        for name, result in life.plays.items():
+            print(f"{name}: rc={result.rc} {result.seconds:.1f}s")
+        yield life
+    finally:
+        lab.stop_hosts([host])
+
+
+def test_check_mode_changes_nothing(watched: Watched) -> None:
+    assert watched.plays["check"].rc == 0, watched.plays["check"].describe()
+    assert watched.probes["users_before"] != 0 and watched.probes["after_check"] != 0
+
+
+def test_converge_then_rerun_changes_nothing(watched: Watched) -> None:
+    assert watched.plays["converge"].rc == 0, watched.plays["converge"].describe()
+    rerun = watched.plays["rerun"]
+    assert rerun.rc == 0 and rerun.stats(watched.host.name)["changed"] == 0, rerun.describe()
+
+
+def test_service_runs_unprivileged_in_the_journal_group(watched: Watched) -> None:
+    unit = watched.probes["unit"]
+    assert "User=hostcheck-watch" in unit and "SupplementaryGroups=systemd-journal" in unit
+    assert "systemd-journal" in watched.probes["groups"] and "sudo" not in watched.probes["groups"]
+
+
+def test_clean_reboot_and_unclean_stop_are_told_apart(watched: Watched) -> None:
+    report = watched.probes["report"]
+    assert isinstance(report, dict), report
+    causes = [o["cause"] for o in report["outages"]]
+    assert causes == ["reboot", "power"], report["outages"]
+    # A container shares its kernel's boot id, so its journal sees one boot: here the recorder's
+    # own stop record (SIGTERM from systemd's shutdown, or none) is what tells the two apart.
+    assert "SIGTERM" in report["outages"][0]["note"] and "never stopped" in report["outages"][1]["note"]
+
+
+def test_rollback_removes_service_account_and_data(watched: Watched) -> None:
+    assert watched.plays["rollback"].rc == 0, watched.plays["rollback"].describe()
+    assert watched.probes["leftovers"] != 0, watched.probes["after_rollback"]
