@@ -56,6 +56,8 @@ docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.
 docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root
 docker.published_ports.*.container docker.published_ports.*.host_ip docker.published_ports.*.host_port
 docker.published_ports.*.proto docker.daemon_json.*
+docker.containers.*.name docker.containers.*.network_mode docker.containers.*.privileged
+docker.containers.*.pid_mode docker.containers.*.ipc_mode docker.containers.*.host_mounts
 
 ssh.installed ssh.running ssh.source ssh.settings.* ssh.files_read
 
@@ -78,6 +80,7 @@ network.container_egress.bridges network.container_egress.bridges_assumed
 network.container_egress.probes.*.name network.container_egress.probes.*.destination
 network.container_egress.probes.*.interface network.container_egress.probes.*.verdict
 network.container_egress.probes.*.evidence
+network.route_localnet.*
 network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address
 network.nat.mapped_port network.nat.mapped_address_v6 network.nat.local_address network.nat.other_address
 network.nat.server network.nat.hairpinning network.nat.reason network.nat.packets_sent network.nat.duration_s
