@@ -1194,3 +1194,23 @@ def test_collectors_run_unprivileged_without_raising() -> None:
             assert "/root" in out["isolation"]["unreadable_homes"]
     for mod in (accounts, docker_daemon, sshd, packages, network_local):
         assert mod.TIMEOUT <= 5
+
+
+def test_container_settings_keep_only_host_level_access() -> None:
+    """From an inspect of a container run with --network host --privileged --pid host
+    -v /:/host -v /var/run/docker.sock:/var/run/docker.sock: what the checks read, and nothing
+    of its environment or command line."""
+    inspected = {
+        "Id": "f" * 64, "Name": "/tools", "Config": {"Env": ["TOKEN=secret"], "Cmd": ["sleep", "1"]},
+        "HostConfig": {"NetworkMode": "host", "Privileged": True, "PidMode": "host", "IpcMode": "private"},
+        "Mounts": [{"Type": "bind", "Source": "/", "Destination": "/host"},
+                   {"Type": "bind", "Source": "/var/run/docker.sock", "Destination": "/var/run/docker.sock"},
+                   {"Type": "bind", "Source": "/srv/data/", "Destination": "/data"},
+                   {"Type": "volume", "Name": "cache", "Source": "/var/lib/docker/volumes/cache/_data"}],
+    }
+    assert docker_daemon.container_settings(inspected) == {
+        "name": "tools", "network_mode": "host", "privileged": True, "pid_mode": "host", "ipc_mode": "private",
+        "host_mounts": ["/", "/var/run/docker.sock"]}
+    assert docker_daemon.container_settings("not a container") is None
+    odd = docker_daemon.container_settings({"Name": "/" + "x" * 5000, "HostConfig": None, "Mounts": "?"})
+    assert odd is not None and len(odd["name"]) <= 128 and odd["host_mounts"] == [] and odd["privileged"] is False
