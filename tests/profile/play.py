@@ -253,7 +253,7 @@ def file_diff(before: Snapshot, after: Snapshot, *, ignore: tuple[str, ...] = ()
 # ---- runtime state: what a reboot would reset, and so what a file snapshot cannot see -------
 
 RUNTIME_SCRIPT = r"""
-import glob, json, os, re, subprocess
+import glob, json, os, re, subprocess, time
 # A container's veth comes and goes with it: Docker's state, not the profile's.
 def ours(name):
     return not name.startswith("veth")
@@ -268,6 +268,11 @@ def read(path):
             return fh.read().strip()
     except OSError:
         return None
+# IPv6 addresses still in duplicate address detection are a moment's state: wait it out
+for _ in range(50):
+    if not out(["ip", "-6", "addr", "show", "tentative"]).strip():
+        break
+    time.sleep(0.2)
 sysctls = {}
 for family in ("ipv4", "ipv6"):
     for path in glob.glob("/proc/sys/net/%s/conf/*/*" % family):
@@ -298,7 +303,7 @@ print(json.dumps({
     "sysctls": sysctls, "firewall": firewall, "bridges": bridges,
     "links": sorted(n for n in os.listdir("/sys/class/net") if ours(n)),
     "addresses": lines(["ip", "-o", "addr", "show"]),
-    "routes": lines(["ip", "route", "show", "table", "all"]) + lines(["ip", "-6", "route", "show", "table", "all"]),
+    "routes": lines(["ip", "-4", "route", "show", "table", "all"]) + lines(["ip", "-6", "route", "show", "table", "all"]),
     "modules": sorted(l.split()[0] for l in (read("/proc/modules") or "").splitlines()),
 }))
 """
