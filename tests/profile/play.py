@@ -323,7 +323,10 @@ def runtime_snapshot(host: Any) -> dict[str, Any]:
 def _changed(old: Any, new: Any) -> Any:
     if isinstance(old, list) and isinstance(new, list):
         gone, added = [x for x in old if x not in new], [x for x in new if x not in old]
-        return {"gone": gone, "new": added} if gone or added else "the same lines in another order"
+        if gone or added:
+            return {"gone": gone, "new": added}
+        moved = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+        return {"reordered": [f"{i}: {old[i]!r} -> {new[i]!r}" for i in moved[:30]]}
     return (old, new)
 
 

@@ -58,7 +58,7 @@ from tests.lab.nspawn import LabHost
 from tests.profile import play
 from tests.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STATE, build_test_image
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(340)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(390)]
 
 TCP_PORT, UDP_PORT, HOST_PORT, PUBLISHED, LOOPBACK_PORT = 18080, 18081, 18082, 8080, 18083
 METADATA = "169.254.169.254"
@@ -258,6 +258,14 @@ def probe(host: LabHost) -> dict[str, str]:
     return out
 
 
+def settle_bridges(host: LabHost) -> None:
+    """A container on each bridge once, then none: a bridge's link-local address and IPv6
+    prefix route follow its first port coming up and its last going down (Docker's state, not
+    the profile's), so both snapshots see bridges in that same state."""
+    for network in ("bridge", "labv6"):
+        host.sudo(f"docker run --rm --network {network} labpy -c pass", check=True, timeout=120)
+
+
 @contextmanager
 def added_cost(name: str) -> Iterator[None]:
     """Time a part of this module that isolation at runtime added (IPv6, loopback, runtime
@@ -358,10 +366,10 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
             host.sudo(f"docker network create --ipv6 --subnet {containers6(host)} labv6 >/dev/null", check=True,
                       timeout=60)
             life.bridge_v6 = v6_bridge(host)
-            # a container on each bridge once: a bridge takes its link-local address when its
-            # first port comes up, and keeps it (Docker's state, not the profile's)
-            for network in ("bridge", "labv6"):
-                host.sudo(f"docker run --rm --network {network} labpy -c pass", check=True, timeout=120)
+            # Rollback restarts the engine on the owner's configuration: the state to compare
+            # with is that of an engine restarted on it (the order dockerd writes its rules in)
+            host.sudo("systemctl restart docker", check=True, timeout=120)
+            settle_bridges(host)
             life.runtime["before"] = play.runtime_snapshot(host)
         start_web(host)
         life.probes["before"] = probe(host)
@@ -384,6 +392,7 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
         assert life.plays["rollback"].rc == 0, life.plays["rollback"].describe()
         life.snaps["rolled_back"] = play.snapshot(host)
         with added_cost("runtime snapshot"):
+            settle_bridges(host)
             life.runtime["rolled_back"] = play.runtime_snapshot(host)
         life.facts["tables_after_rollback"] = host.sudo("nft list tables").stdout
         start_web(host)
