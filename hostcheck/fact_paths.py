@@ -66,6 +66,8 @@ docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.
 docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root=path
 docker.published_ports.*.container=container docker.published_ports.*.host_ip=addr docker.published_ports.*.host_port
 docker.published_ports.*.proto docker.daemon_json.*
+docker.containers.*.name=container docker.containers.*.network_mode docker.containers.*.privileged
+docker.containers.*.pid_mode docker.containers.*.ipc_mode docker.containers.*.host_mounts=path
 
 ssh.installed ssh.running ssh.source ssh.settings.*=sshd ssh.files_read=path
 
@@ -88,6 +90,7 @@ network.container_egress.bridges network.container_egress.bridges_assumed
 network.container_egress.probes.*.name network.container_egress.probes.*.destination=addr
 network.container_egress.probes.*.interface=iface network.container_egress.probes.*.verdict
 network.container_egress.probes.*.evidence=text
+network.route_localnet.*
 network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address=addr
 network.nat.mapped_port network.nat.mapped_address_v6=addr network.nat.local_address=addr network.nat.other_address=addr
 network.nat.server=host network.nat.hairpinning network.nat.reason=text network.nat.packets_sent network.nat.duration_s

@@ -23,6 +23,12 @@ def gpu(**fields: Any) -> dict[str, Any]:
     return {"gpu": {"nvml": {"available": True, "reason": None}, "devices": [device], "display_adapters": []}}
 
 
+def container(**fields: Any) -> dict[str, Any]:
+    """One running container as the docker collector records it (default: no host access)."""
+    return {"name": "C.1", "network_mode": "bridge", "privileged": False, "pid_mode": "", "ipc_mode": "private",
+            "host_mounts": [], **fields}
+
+
 CASES = [
     # (check, facts, threshold, status, measured)
     ("GPU-1050", gpu(power_limit_w=45.0, power_default_w=125.0), 0.9, "fail", 0.36),
@@ -185,6 +191,25 @@ CASES = [
     ("OWN-1030", {"storage": {"swap": [{"device": "/swap.img", "encrypted": False}]}}, None, "fail", "unencrypted"),
     ("OWN-1030", {"storage": {"swap": []}}, None, "pass", "no swap"),
     ("OWN-1040", {"network": {"listening": [{"proto": "udp", "port": 5353, "exposure": "all"}]}, "ssh": {"installed": False}}, 0, "fail", 1),
+    # Running containers' host-level access (ISO-1050), from the API's inspect.
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [container(network_mode="host")]}}, None, "fail", 1),
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [container(privileged=True), container(pid_mode="host"),
+                                                                container(ipc_mode="host"), container(host_mounts=["/"]),
+                                                                container(host_mounts=["/run/docker.sock"])]}}, None, "fail", 5),
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [container(), container(ipc_mode="shareable")]}}, None, "pass", 0),
+    ("ISO-1050", {"docker": {"reachable": False, "unreachable_reason": "absent"}}, None, "pass", 0),
+    ("ISO-1050", {"docker": {"reachable": False, "unreachable_reason": "permission_denied"}}, None, "unknown", None),
+    ("ISO-1050", {"docker": {"reachable": True, "containers": Unknown("GET /containers/json failed")}}, None, "unknown", None),
+    # facts saved before docker.containers was collected
+    ("ISO-1050", {"docker": {"reachable": True, "published_ports": []}}, None, "unknown", None),
+    # route_localnet on container bridges (ISO-1060); the firewall walk is in test_container_egress
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 0, "br-0123456789ab": 0}}}, None, "pass", 0),
+    ("ISO-1060", {"network": {"route_localnet": {}}}, None, "pass", 0),
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 1}, "firewall": Unknown("needs root")}}, None, "unknown", None),
+    ("ISO-1060", {"network": {"route_localnet": Unknown("/proc/sys/net/ipv4/conf/docker0/route_localnet could not be read")}},
+     None, "unknown", None),
+    # facts saved before route_localnet was collected
+    ("ISO-1060", {"network": {"container_egress": {"bridges": ["docker0"]}}}, None, "unknown", None),
 ]
 
 

@@ -328,11 +328,24 @@ CONTAINERS_JSON = [
      "HostConfig": {"NetworkMode": "default"}, "Mounts": []},
 ]
 
+# GET /containers/{id}/json for the container above, in Docker 24's shape (keys the collector
+# does not read trimmed: State, Config, NetworkSettings, GraphDriver).
+INSPECT_JSON = {
+    "Id": CONTAINERS_JSON[0]["Id"], "Created": "2024-01-12T10:02:31.554394321Z", "Path": "/bin/sh",
+    "Name": "/C.8123456", "RestartCount": 0, "Driver": "overlay2", "Platform": "linux",
+    "HostConfig": {"Binds": ["/var/lib/vastai_kaalia/data/C.8123456:/workspace"], "NetworkMode": "default",
+                   "PortBindings": {"22/tcp": [{"HostIp": "", "HostPort": "40022"}]}, "IpcMode": "private",
+                   "PidMode": "", "Privileged": False, "ShmSize": 67108864, "Runtime": "nvidia",
+                   "CapAdd": None, "SecurityOpt": None},
+    "Mounts": [{"Type": "bind", "Source": "/var/lib/vastai_kaalia/data/C.8123456", "Destination": "/workspace",
+                "Mode": "", "RW": True, "Propagation": "rprivate"}],
+}
+
 
 class _DockerAPIHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     routes = {"/_ping": "OK", "/version": VERSION_JSON, "/info": INFO_JSON,
-              "/containers/json": CONTAINERS_JSON}
+              "/containers/json": CONTAINERS_JSON, f"/containers/{INSPECT_JSON['Id']}/json": INSPECT_JSON}
 
     def do_GET(self) -> None:  # the stdlib's name
         path = re.sub(r"^/v1\.\d+", "", self.path.split("?", 1)[0])
@@ -488,9 +501,13 @@ def test_docker_reachable_through_the_sdk(docker_env: Any, tmp_path: Path) -> No
             {"container": "C.8123456", "host_ip": "::", "host_port": 40022, "proto": "tcp"},
             {"container": "C.8123456", "host_ip": "127.0.0.1", "host_port": 6006, "proto": "udp"},
         ],
+        # read from GET /containers/{id}/json: a bind mount of the platform's own data
+        # directory is not host-level access
+        "containers": [{"name": "C.8123456", "network_mode": "default", "privileged": False, "pid_mode": "",
+                        "ipc_mode": "private", "host_mounts": []}],
     }
     paths = [re.sub(r"^/v1\.\d+", "", p.split("?", 1)[0]) for p in server.requests]
-    assert paths[0] == "/version" and {"/info", "/containers/json"} <= set(paths)
+    assert paths[0] == "/version" and {"/info", "/containers/json", f"/containers/{INSPECT_JSON['Id']}/json"} <= set(paths)
 
 
 def test_docker_settings_from_running_dockerd_flags(docker_env: Any, tmp_path: Path) -> None:
@@ -1177,3 +1194,23 @@ def test_collectors_run_unprivileged_without_raising() -> None:
             assert "/root" in out["isolation"]["unreadable_homes"]
     for mod in (accounts, docker_daemon, sshd, packages, network_local):
         assert mod.TIMEOUT <= 5
+
+
+def test_container_settings_keep_only_host_level_access() -> None:
+    """From an inspect of a container run with --network host --privileged --pid host
+    -v /:/host -v /var/run/docker.sock:/var/run/docker.sock: what the checks read, and nothing
+    of its environment or command line."""
+    inspected = {
+        "Id": "f" * 64, "Name": "/tools", "Config": {"Env": ["TOKEN=secret"], "Cmd": ["sleep", "1"]},
+        "HostConfig": {"NetworkMode": "host", "Privileged": True, "PidMode": "host", "IpcMode": "private"},
+        "Mounts": [{"Type": "bind", "Source": "/", "Destination": "/host"},
+                   {"Type": "bind", "Source": "/var/run/docker.sock", "Destination": "/var/run/docker.sock"},
+                   {"Type": "bind", "Source": "/srv/data/", "Destination": "/data"},
+                   {"Type": "volume", "Name": "cache", "Source": "/var/lib/docker/volumes/cache/_data"}],
+    }
+    assert docker_daemon.container_settings(inspected) == {
+        "name": "tools", "network_mode": "host", "privileged": True, "pid_mode": "host", "ipc_mode": "private",
+        "host_mounts": ["/", "/var/run/docker.sock"]}
+    assert docker_daemon.container_settings("not a container") is None
+    odd = docker_daemon.container_settings({"Name": "/" + "x" * 5000, "HostConfig": None, "Mounts": "?"})
+    assert odd is not None and len(odd["name"]) <= 128 and odd["host_mounts"] == [] and odd["privileged"] is False

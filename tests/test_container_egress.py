@@ -181,3 +181,54 @@ def test_saved_raw_facts_are_judged_again_by_the_audit(tmp_path: Path) -> None:
     assert iso["status"] == "pass" and "inet hostcheck forward" in iso["detail"]
     firewall = next(f for f in policy_result(closed_report, "dedicated-host")["findings"] if f["id"] == "NET-1010")
     assert firewall["status"] == "pass" and firewall["measured"] == "nftables: input drop"
+
+
+# ---- ISO-1060: route_localnet on a bridge, and whether an input chain drops what it lets in --
+
+def loopback(route_localnet: Any, nft_file: str | None) -> Any:
+    network: dict[str, Any] = {"route_localnet": route_localnet}
+    if nft_file is not None:
+        network["firewall"] = {"nftables": nft(json.dumps(ruleset(nft_file)))}
+    return run_check(REGISTRY["ISO-1060"], {"network": network}, None)
+
+
+def test_route_localnet_on_a_default_docker_host_is_reachable() -> None:
+    """Docker filters only the forward path: nothing stops a container's packet to 127.0.0.1
+    on the input path once route_localnet=1, a failure naming the bridge."""
+    outcome = loopback({"docker0": 1, "br-0123456789ab": 0}, "docker-default.json")
+    assert outcome.status == "fail" and outcome.measured == 1
+    assert outcome.detail == "route_localnet=1 on docker0: no nftables chain filters the input path"
+    assert "br-0123456789ab" not in outcome.detail
+
+
+def test_route_localnet_behind_the_profiles_input_chain_passes() -> None:
+    outcome = loopback({"docker0": 1, "br-0123456789ab": 1}, "docker-profiled.json")
+    assert outcome.status == "pass" and outcome.measured == 0
+    assert "dropped in inet hostcheck input" in outcome.detail
+
+
+def test_route_localnet_with_an_unmodelled_input_rule_is_unknown() -> None:
+    # an input chain whose only rule is an xtables match the walk does not model
+    data = copy.deepcopy(ruleset("docker-default.json"))
+    data["nftables"] += [
+        {"chain": {"family": "ip", "table": "filter", "name": "INPUT", "handle": 900, "type": "filter",
+                   "hook": "input", "prio": 0, "policy": "accept"}},
+        {"rule": {"family": "ip", "table": "filter", "chain": "INPUT", "handle": 901,
+                  "expr": [{"xt": {"type": "match", "name": "addrtype"}}, {"drop": None}]}}]
+    outcome = run_check(REGISTRY["ISO-1060"], {"network": {"route_localnet": {"docker0": 1},
+                                                           "firewall": {"nftables": nft(json.dumps(data))}}}, None)
+    assert outcome.status == "unknown" and "route_localnet=1 on docker0" in outcome.detail
+
+
+def test_route_localnet_read_per_bridge_without_root(tmp_path: Path) -> None:
+    sys_net, conf = tmp_path / "net", tmp_path / "conf"
+    for name, bridge, value in (("docker0", True, "1\n"), ("br-abc", True, "0\n"), ("eth0", False, "1\n")):
+        (sys_net / name).mkdir(parents=True)
+        if bridge:
+            (sys_net / name / "bridge").mkdir()
+        (conf / name).mkdir(parents=True)
+        (conf / name / "route_localnet").write_text(value)
+    assert container_egress.route_localnet(str(sys_net), str(conf)) == {"br-abc": 0, "docker0": 1}
+    (conf / "br-abc" / "route_localnet").unlink()
+    missing = container_egress.route_localnet(str(sys_net), str(conf))
+    assert isinstance(missing, Unknown) and "br-abc" in missing.reason

@@ -7,6 +7,7 @@ from typing import Any
 from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
+from hostcheck.firewall.egress import loopback_walk
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
 
@@ -219,3 +220,90 @@ def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return unknown("cannot tell: " + "; ".join(line(p) for p in undetermined) + where, len(undetermined))
     evidence = sorted({str(p.get("evidence")) for p in probes})
     return passed(0, f"{len(probes)} private destinations blocked ({'; '.join(evidence)}){where}")
+
+
+def _host_access(container: dict[str, Any]) -> list[str]:
+    """What of the host a container shares, in words (empty: none of the risky settings)."""
+    what = []
+    if container.get("network_mode") == "host":
+        what.append("host network")
+    if container.get("privileged") is True:
+        what.append("privileged")
+    if container.get("pid_mode") == "host":
+        what.append("host PID namespace")
+    if container.get("ipc_mode") == "host":
+        what.append("host IPC namespace")
+    for path in container.get("host_mounts") or []:
+        what.append("host root mounted" if path == "/" else f"{path} mounted")
+    return what
+
+
+@check(
+    "ISO-1050",
+    title="No running container shares the host's network, namespaces or control",
+    op="==",
+    unit="containers",
+    threshold="none",
+    why="A container on the host network is outside every container firewall rule: it reaches "
+    "the owner's LAN, router and cloud metadata directly and can listen on the host's ports. A "
+    "privileged container, one sharing the host's PID or IPC namespace, or one given the Docker "
+    "socket or the host's root filesystem controls the host: Docker's documentation calls "
+    "access to the daemon root-equivalent.",
+    fix="Run workloads on a bridge network without --privileged, --pid host, --ipc host, and "
+    "without bind mounts of / or /var/run/docker.sock; stop the containers listed.",
+)
+def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    reachable = lookup(facts, "docker.reachable")
+    if reachable is not True:
+        reason = lookup(facts, "docker.unreachable_reason")
+        if reason == "absent":
+            return passed(0, "Docker not installed: no containers")
+        why = reason.reason if isinstance(reason, Unknown) else reason
+        return unknown(f"Docker daemon not reachable ({why}): running containers unknown")
+    containers = need(facts, "docker.containers")
+    if not isinstance(containers, list):
+        return unknown("docker.containers is not a list")
+    risky = [(str(c.get("name", "?")), _host_access(c)) for c in containers if isinstance(c, dict)]
+    risky = [(name, what) for name, what in risky if what]
+    if risky:
+        return failed(len(risky), "; ".join(f"{name}: {', '.join(what)}" for name, what in risky))
+    return passed(0, f"{len(containers)} running container(s), none with host-level access")
+
+
+@check(
+    "ISO-1060",
+    title="Containers cannot reach the host's loopback-only services",
+    op="==",
+    unit="bridges",
+    threshold="none",
+    why="With route_localnet=1 on a container bridge (dockerd sets it when userland-proxy is "
+    "off) the kernel delivers a container's packets to 127.0.0.1: databases, admin pages and "
+    "agents that listen only on the host's loopback, believing themselves private, answer "
+    "renters' containers unless an input firewall rule drops that traffic.",
+    fix="Drop packets to 127.0.0.0/8 arriving on container bridges in an nftables input chain "
+    "(`iifname { docker0, br-* } ip daddr 127.0.0.0/8 drop`), or run Docker with "
+    '"userland-proxy": true and set route_localnet back to 0 on each bridge.',
+    fix_role="firewall: firewall_container_interfaces",
+)
+def container_loopback(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    localnet = need(facts, "network.route_localnet")
+    if not isinstance(localnet, dict):
+        return unknown("network.route_localnet is not a mapping")
+    routed = sorted(str(b) for b, v in localnet.items() if v == 1)
+    if not routed:
+        return passed(0, f"route_localnet=0 on {', '.join(sorted(localnet))}" if localnet
+                      else "no container bridge")
+    walked = loopback_walk(lookup(facts, "network.firewall"), routed)
+    if isinstance(walked, Unknown):
+        return unknown(f"route_localnet=1 on {', '.join(routed)}; whether a firewall drops it: {walked.reason}")
+    legacy = lookup(facts, "network.container_egress.legacy_iptables_tables")
+    open_ = [p for p in walked if p.get("verdict") == "reachable"]
+    if open_:
+        return failed(len(open_), "; ".join(f"route_localnet=1 on {p['interface']}: {p['evidence']}" for p in open_))
+    unsure = [p for p in walked if p.get("verdict") != "blocked"]
+    if unsure:
+        return unknown("; ".join(f"route_localnet=1 on {p['interface']}: {p['evidence']}" for p in unsure), len(unsure))
+    note = (f"; legacy iptables tables ({', '.join(legacy)}) not read, nftables already drops it"
+            if isinstance(legacy, list) and legacy else "")
+    return passed(0, "route_localnet=1 on " + ", ".join(routed) + " but "
+                  + "; ".join(str(p["evidence"]) for p in walked) + note)

@@ -1,5 +1,6 @@
-"""The container side of ISO-1040: which container bridges exist, which carry IPv6, and
-whether legacy iptables tables are loaded (their rules are not in nft's ruleset).
+"""The container side of ISO-1040 and ISO-1060: which container bridges exist, which carry
+IPv6, whether they route to the host's loopback (route_localnet), and whether legacy iptables
+tables are loaded (their rules are not in nft's ruleset).
 
 Raw evidence only. The nftables ruleset is recorded once, by the firewall collector
 (``network.firewall.nftables``); :mod:`hostcheck.firewall.egress` walks it in the check.
@@ -18,6 +19,7 @@ TIMEOUT = 3.0
 
 NEEDS_ROOT = "reading the firewall ruleset needs root"
 SYS_NET = "/sys/class/net"
+PROC_CONF = "/proc/sys/net/ipv4/conf"
 # Bridges container engines create: Docker's default and user-defined networks, CNI's
 # default (containerd, Kubernetes), nerdctl's and podman's defaults.
 BRIDGE_PREFIXES = ("docker0", "br-", "cni", "nerdctl", "podman")
@@ -50,9 +52,24 @@ def legacy_iptables_tables() -> list[str]:
     return tables
 
 
+def route_localnet(sys_net: str = SYS_NET, proc_conf: str = PROC_CONF) -> dict[str, int] | Unknown:
+    """route_localnet of each container bridge (readable without root). 1 lets packets to
+    127.0.0.0/8 arriving on that bridge reach the host's loopback-only services."""
+    bridges, _v6 = container_bridges(sys_net)
+    out: dict[str, int] = {}
+    for bridge in bridges:
+        text = read_text(f"{proc_conf}/{bridge}/route_localnet")
+        if not isinstance(text, str) or text.strip() not in ("0", "1"):
+            return Unknown(f"{proc_conf}/{bridge}/route_localnet could not be read")
+        out[bridge] = int(text.strip())
+    return out
+
+
 def collect(ctx: Any) -> dict[str, Any]:
+    localnet = route_localnet()
     if os.geteuid() != 0:
-        return {"container_egress": Unknown(NEEDS_ROOT)}
+        return {"container_egress": Unknown(NEEDS_ROOT), "route_localnet": localnet}
     bridges, bridges_v6 = container_bridges()
     return {"container_egress": {"bridges": bridges, "bridges_v6": bridges_v6,
-                                 "legacy_iptables_tables": legacy_iptables_tables()}}
+                                 "legacy_iptables_tables": legacy_iptables_tables()},
+            "route_localnet": localnet}

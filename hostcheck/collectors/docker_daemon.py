@@ -104,6 +104,59 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
     return ports
 
 
+MAX_CONTAINERS = 200
+# Host paths whose bind mount hands a container the host: its root, or an engine's socket.
+HOST_CONTROL_PATHS = ("/", "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+                      "/var/run/containerd/containerd.sock", "/run/podman/podman.sock")
+
+
+def container_settings(inspected: Any) -> dict[str, Any] | None:
+    """The host-level access of one container, from GET /containers/{id}/json: only the keys
+    the isolation checks read (no environment, no command line, no labels)."""
+    if not isinstance(inspected, dict):
+        return None
+    host = inspected.get("HostConfig")
+    host = host if isinstance(host, dict) else {}
+    mounts = inspected.get("Mounts")
+    sources = sorted({str(m.get("Source")).rstrip("/") or "/" for m in mounts if isinstance(m, dict)
+                      and m.get("Type") == "bind" and isinstance(m.get("Source"), str)}
+                     if isinstance(mounts, list) else set())
+    name = str(inspected.get("Name") or inspected.get("Id", ""))[:128].lstrip("/")
+    return {
+        "name": name,
+        "network_mode": str(host.get("NetworkMode") or "default")[:128],
+        "privileged": host.get("Privileged") is True,
+        "pid_mode": str(host.get("PidMode") or "")[:128],
+        "ipc_mode": str(host.get("IpcMode") or "")[:128],
+        "host_mounts": [src for src in sources if src in HOST_CONTROL_PATHS],
+    }
+
+
+def running_containers(client: Any) -> list[dict[str, Any]] | Unknown:
+    """Every running container's host-level access (the first MAX_CONTAINERS), read through
+    the API: nothing runs inside a container."""
+    try:
+        listed = client.containers()
+    except Exception as exc:
+        return Unknown(f"GET /containers/json failed: {exc}")
+    if not isinstance(listed, list):
+        return Unknown("GET /containers/json did not return a list")
+    out: list[dict[str, Any]] = []
+    for entry in listed[:MAX_CONTAINERS]:
+        ident = entry.get("Id") if isinstance(entry, dict) else None
+        if not isinstance(ident, str):
+            continue
+        try:
+            settings = container_settings(client.inspect_container(ident))
+        except Exception as exc:
+            if "404" in str(exc) or "No such container" in str(exc):
+                continue  # stopped and removed between the list and the inspect
+            return Unknown(f"GET /containers/{ident[:12]}/json failed: {exc}")
+        if settings is not None:
+            out.append(settings)
+    return out
+
+
 def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[str, Any]:
     """Daemon settings from daemon.json and dockerd flags, dockerd's defaults for the rest.
 
@@ -151,6 +204,7 @@ def _from_api(client: Any) -> dict[str, Any]:
         facts["published_ports"] = published_ports(client.containers())
     except Exception as exc:
         facts["published_ports"] = Unknown(f"GET /containers/json failed: {exc}")
+    facts["containers"] = running_containers(client)
     return facts
 
 
@@ -177,7 +231,7 @@ def _connect_and_collect() -> dict[str, Any]:
 
 ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_remap",
             "rootless", "seccomp", "apparmor", "no_new_privileges", "live_restore", "icc",
-            "userland_proxy", "data_root", "published_ports")
+            "userland_proxy", "data_root", "published_ports", "containers")
 
 
 def _network_docker_host() -> bool:

@@ -44,7 +44,12 @@ PROBES_V4 = (
 PROBES_V6 = (
     Probe("IPv6 unique local address", "forward", "fd00::1", "tcp", 80),
     Probe("IPv6 link-local", "forward", "fe80::1", "tcp", 80),
+    Probe("IPv6 multicast (mDNS)", "forward", "ff02::fb", "udp", 5353),
+    Probe("this host's own services (IPv6)", "input", "fd00::1", "tcp", 8080),
 )
+# Where route_localnet=1 on a bridge, a container's packet to 127.0.0.1 is delivered to the
+# host's loopback-only services unless an input chain drops it (ISO-1060).
+LOOPBACK_PROBE = Probe("this host's loopback-only services (route_localnet=1)", "input", "127.0.0.1", "tcp", 8080)
 TRANSPORTS = frozenset({"tcp", "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp"})
 UPLINK = "\x00uplink"  # the interface a packet leaves by: never equal to a named interface
 
@@ -321,3 +326,14 @@ def judge(firewall: Any, egress: dict[str, Any]) -> dict[str, Any] | Unknown:
     v6 = [str(b) for b in egress.get("bridges_v6", []) if isinstance(b, str)]
     legacy = [str(t) for t in egress.get("legacy_iptables_tables", []) if isinstance(t, str)]
     return evaluate(ruleset, bridges, v6, legacy)
+
+
+def loopback_walk(firewall: Any, bridges: list[str]) -> list[dict[str, Any]] | Unknown:
+    """The loopback probe from each of ``bridges`` through the recorded input chains."""
+    ruleset = firewall.get("nftables") if isinstance(firewall, dict) else firewall
+    if isinstance(ruleset, Unknown):
+        return ruleset
+    if not isinstance(ruleset, list):
+        return Unknown("the nftables ruleset could not be read (nft did not run)")
+    rs = Ruleset(ruleset)
+    return [walk(rs, LOOPBACK_PROBE, bridge) for bridge in bridges]

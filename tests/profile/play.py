@@ -250,6 +250,103 @@ def file_diff(before: Snapshot, after: Snapshot, *, ignore: tuple[str, ...] = ()
     return diff
 
 
+# ---- runtime state: what a reboot would reset, and so what a file snapshot cannot see -------
+
+RUNTIME_SCRIPT = r"""
+import glob, json, os, re, subprocess, time
+# A container's veth comes and goes with it: Docker's state, not the profile's.
+def ours(name):
+    return not name.startswith("veth")
+def out(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "not run: %s" % exc
+def read(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+# IPv6 addresses still in duplicate address detection are a moment's state: wait it out
+for _ in range(50):
+    if not out(["ip", "-6", "addr", "show", "tentative"]).strip():
+        break
+    time.sleep(0.2)
+sysctls = {}
+for family in ("ipv4", "ipv6"):
+    for path in glob.glob("/proc/sys/net/%s/conf/*/*" % family):
+        iface = path.split("/")[6]
+        value = read(path)
+        if ours(iface) and value is not None:
+            sysctls[path[len("/proc/sys/"):].replace("/", ".")] = value
+for path in ["/proc/sys/net/ipv4/ip_forward"] + glob.glob("/proc/sys/net/bridge/*"):
+    value = read(path)
+    if value is not None:
+        sysctls[path[len("/proc/sys/"):].replace("/", ".")] = value
+counters = re.compile(r"counter packets \d+ bytes \d+|\[\d+:\d+\]")
+def rules(argv):
+    text = out(argv)
+    return [counters.sub("counter", l) for l in text.splitlines() if l.strip() and not l.startswith("#")]
+firewall = {"nft": rules(["nft", "list", "ruleset"])}
+for tool in ("iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"):
+    firewall[tool] = rules([tool])
+bridges = {}
+for path in glob.glob("/sys/class/net/*/bridge/*"):
+    name = os.path.basename(path)
+    if not name.endswith("timer"):
+        bridges[path[len("/sys/class/net/"):]] = read(path)
+lifetimes = re.compile(r"\s*(valid|preferred)_lft \S+")
+def lines(argv):
+    return sorted(lifetimes.sub("", l).replace(" linkdown", "") for l in out(argv).splitlines() if "veth" not in l)
+print(json.dumps({
+    "sysctls": sysctls, "firewall": firewall, "bridges": bridges,
+    "links": sorted(n for n in os.listdir("/sys/class/net") if ours(n)),
+    "addresses": lines(["ip", "-o", "addr", "show"]),
+    "routes": lines(["ip", "-4", "route", "show", "table", "all"]) + lines(["ip", "-6", "route", "show", "table", "all"]),
+    "modules": sorted(l.split()[0] for l in (read("/proc/modules") or "").splitlines()),
+}))
+"""
+
+
+def runtime_snapshot(host: Any) -> dict[str, Any]:
+    """The host's runtime network state: every interface's IPv4 and IPv6 sysctls (container
+    veths aside), ip_forward and net.bridge.*, both firewall backends' rules (nft and
+    iptables-nft, iptables-legacy; counters blanked), bridge settings, links, addresses,
+    routes, loaded modules."""
+    result = host.sudo(f"python3 - <<'EOF'\n{RUNTIME_SCRIPT}\nEOF", timeout=120)
+    assert result.rc == 0, f"runtime snapshot failed: {result.stderr}"
+    state: dict[str, Any] = json.loads(result.stdout)
+    return state
+
+
+def _changed(old: Any, new: Any) -> Any:
+    if isinstance(old, list) and isinstance(new, list):
+        gone, added = [x for x in old if x not in new], [x for x in new if x not in old]
+        if gone or added:
+            return {"gone": gone, "new": added}
+        moved = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+        return {"reordered": [f"{i}: {old[i]!r} -> {new[i]!r}" for i in moved[:30]]}
+    return (old, new)
+
+
+def runtime_diff(before: dict[str, Any], after: dict[str, Any], *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Per part of the runtime snapshot: the keys (or lines) that differ, before -> after."""
+    diff: dict[str, Any] = {}
+    for part in sorted(set(before) | set(after)):
+        if part in skip:
+            continue
+        old, new = before.get(part), after.get(part)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            diff[part] = {k: _changed(old.get(k), new.get(k)) for k in sorted(set(old) | set(new))
+                          if old.get(k) != new.get(k)}
+        else:
+            diff[part] = _changed(old, new)
+    return diff
+
+
 # The test's own SSH logins: each is a session scope under the admin's user manager.
 # (systemd 257, Debian 13, names a session without an audit id "c<N>").
 SESSION_UNITS = re.compile(r"^(session-c?\d+\.scope|run-user-\d+\.mount|user@\d+\.service|user-\d+\.slice|user-runtime-dir@\d+\.service)$")

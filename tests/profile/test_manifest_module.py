@@ -165,3 +165,20 @@ def test_failed_undo_stays_in_the_manifest_for_a_rerun(tmp_path: Path, tree: dic
     rb2 = manifest(tmp_path, role="t", action="rollback")
     assert rb2["_rc"] == 0
     assert not tree["absent"].exists() and tree["edited"].read_bytes() == b"original\n\x00binary ok\n"
+
+
+def test_iptables_rule_absence_is_recorded_once_and_rollback_with_nothing_to_delete_finishes(tmp_path: Path) -> None:
+    """Where iptables is not installed (this machine), a rule cannot exist: its absence is
+    recorded (a daemon installed later may add it), a second record adds nothing, and the
+    rollback finds nothing to delete and empties the manifest. Deleting a rule dockerd added
+    is proven with packets on a lab host (tests/profile/test_egress_isolation.py)."""
+    if subprocess.run(["sh", "-c", "command -v iptables"], capture_output=True).returncode == 0:
+        pytest.skip("iptables is installed here: this test would read the machine's own rules")
+    rule = "nat POSTROUTING -o docker0 -m addrtype --src-type LOCAL -j MASQUERADE"
+    first = manifest(tmp_path, role="t", iptables_rules=[rule])
+    assert first["_rc"] == 0 and [e["key"] for e in first["recorded"]] == [rule], first
+    again = manifest(tmp_path, role="t", iptables_rules=[rule])
+    assert again["_rc"] == 0 and again["recorded"] == [] and again["changed"] is False, again
+    rb = manifest(tmp_path, role="t", action="rollback")
+    assert rb["_rc"] == 0 and rb["undone"] == [] and rb["errors"] == [], rb
+    assert json.loads((tmp_path / "state/manifest.json").read_text())["entries"] == []

@@ -87,6 +87,15 @@ options:
     type: list
     elements: str
     default: []
+  iptables_rules:
+    description:
+      - IPv4 iptables rules as C(table chain rule-spec...) (e.g. C(nat POSTROUTING -o docker0 -m
+        addrtype --src-type LOCAL -j MASQUERADE)) whose absence is recorded; rollback deletes
+        those that did not exist and exist now (rules a daemon adds for a setting the profile
+        chose and does not take back when the setting is undone).
+    type: list
+    elements: str
+    default: []
   hold_patterns:
     description:
       - For C(action=hold), regular expressions (full match) of package names. Installed
@@ -216,6 +225,7 @@ def main():
             group_members=dict(type="list", elements="str", default=[]),
             sysctls=dict(type="list", elements="str", default=[]),
             nft_tables=dict(type="list", elements="str", default=[]),
+            iptables_rules=dict(type="list", elements="str", default=[]),
             hold_patterns=dict(type="list", elements="str", default=[]),
             remove_empty=dict(type="bool", default=True),
         ),

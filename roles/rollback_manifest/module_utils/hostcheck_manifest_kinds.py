@@ -428,6 +428,44 @@ class HoldKind(Kind):
         return True
 
 
+class IptablesRuleKind(Kind):
+    """An IPv4 iptables rule that did not exist (dockerd adds masquerade rules for its
+    bridges when userland-proxy is off, and Docker 20.10 leaves them when it is back on)."""
+
+    NAME = "iptables_rule"
+
+    @staticmethod
+    def _check(module, spec):
+        """True present, False absent (or no iptables at all), None: iptables could not tell."""
+        binary = module.get_bin_path("iptables")
+        if binary is None:
+            return False
+        table, chain, rule = spec[0], spec[1], spec[2:]
+        rc, _out, _err = module.run_command([binary, "-w", "-t", table, "-C", chain] + rule)
+        return True if rc == 0 else False if rc == 1 else None
+
+    def record(self, rec, values):
+        for key in values:
+            spec = key.split()
+            if len(spec) < 3:
+                rec.module.fail_json(msg="iptables_rules entries are 'table chain rule...', got %r" % key)
+            if rec.manifest.find(self.NAME, key) is not None:
+                continue
+            present = self._check(rec.module, spec)
+            if present is None:
+                rec.module.fail_json(msg="iptables could not check the rule %r" % key)
+            if not present:
+                rec.add(rec.entry(self.NAME, key))
+
+    def undo(self, ctx, entry):
+        spec = entry["key"].split()
+        if self._check(ctx.module, spec):
+            ctx.undone.append({"iptables_rule": entry["key"], "action": "delete"})
+            return ctx.run([ctx.module.get_bin_path("iptables"), "-w", "-t", spec[0], "-D", spec[1]] + spec[2:],
+                           "iptables rule " + entry["key"])
+        return True
+
+
 PACKAGES = PackagesKind()
 HOLD = HoldKind()
 
@@ -443,6 +481,7 @@ RECORD_ORDER = [
     ("units", UnitKind()),
     ("sysctls", SysctlKind()),
     ("nft_tables", NftTableKind()),
+    ("iptables_rules", IptablesRuleKind()),
     ("packages", PACKAGES),
 ]
 
