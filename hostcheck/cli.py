@@ -339,12 +339,58 @@ def policies(
                 typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
 
 
+def _explain_agent(agent_id: str) -> None:
+    from hostcheck.agents import load_catalog
+    from hostcheck.render.escape import escape_text
+
+    def terminal_safe(text: str) -> str:
+        return "\n".join(escape_text(line) for line in text.split("\n"))
+
+    catalog = load_catalog()
+    agent = catalog.get(agent_id)
+    if agent is None:
+        _die(f"unknown agent {agent_id!r}")
+    typer.echo(terminal_safe(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why"))
+    typer.echo(terminal_safe(f"Modelled on: {agent.modelled}"))
+    keys: list[str] = []
+    for take in agent.takes:
+        typer.echo(terminal_safe(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]"))
+        keys.append(take.source)
+    channel = agent.update_channel
+    kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
+    typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
+    keys.append(channel.source)
+    recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
+    typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
+    typer.echo("\nSources:")
+    for key in dict.fromkeys(keys):
+        source = catalog.sources[key]
+        typer.echo(terminal_safe(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>"))
+        if source.note:
+            typer.echo(terminal_safe(f"    {source.note.strip()}"))
+    typer.echo("\nChecks: AGT-1010 (root), AGT-1020 (update channel), AGT-1030 (one agent), AGT-1040 (ECC), "
+               "AGT-1050 (updates), AGT-1060 (sudo logging), OWN-1050 (root on a personal machine)")
+
+
 @app.command()
-def explain(check_id: Annotated[str, typer.Argument(help="A check id, e.g. GPU-1050.")]) -> None:
-    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold."""
+def explain(check_id: Annotated[str, typer.Argument(
+        help="A check id, e.g. GPU-1050, or a provider agent: vast, salad, ionet, tensordock (or 'agents' for all).")]) -> None:
+    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold;
+    or, for a provider agent, what it takes on the machine and why, with sources."""
+    from hostcheck.agents import load_catalog
     from hostcheck.checks import load_registry
     from hostcheck.policy import load_shipped, shipped_policy_names
 
+    agent_ids = [a.id for a in load_catalog().agents]
+    if check_id.lower() == "agents":
+        for number, agent_id in enumerate(agent_ids):
+            if number:
+                typer.echo("\n" + "-" * 72 + "\n")
+            _explain_agent(agent_id)
+        return
+    if check_id.lower() in agent_ids:
+        _explain_agent(check_id.lower())
+        return
     registry = load_registry()
     meta = registry.get(check_id.upper())
     if meta is None:

@@ -55,7 +55,22 @@ docker.reachable docker.unreachable_reason docker.version docker.runtimes docker
 docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.apparmor
 docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root
 docker.published_ports.*.container docker.published_ports.*.host_ip docker.published_ports.*.host_port
-docker.published_ports.*.proto docker.daemon_json.*
+docker.published_ports.*.proto docker.daemon_json.* docker.containers.*.name docker.containers.*.image
+
+agents.installed.*.id agents.installed.*.platform agents.installed.*.evidence
+agents.installed.*.accounts.*.name agents.installed.*.accounts.*.uid agents.installed.*.accounts.*.shell
+agents.installed.*.accounts.*.groups agents.installed.*.accounts.*.sudo.scope
+agents.installed.*.accounts.*.sudo.rules.*.file agents.installed.*.accounts.*.sudo.rules.*.line
+agents.installed.*.accounts.*.sudo.rules.*.rule agents.installed.*.accounts.*.sudo.rules.*.nopasswd
+agents.installed.*.accounts.*.sudo.rules.*.commands agents.installed.*.accounts.*.sudo.root_giving
+agents.installed.*.accounts.*.sudo.io_logging agents.installed.*.accounts.*.sudo.syslog
+agents.installed.*.accounts.*.sudo.logfile agents.installed.*.accounts.*.sudo.files_read
+agents.installed.*.accounts.*.sudo.unreadable agents.installed.*.accounts.*.sudo.unparsed_lines
+agents.installed.*.units.*.name agents.installed.*.units.*.present agents.installed.*.units.*.enabled
+agents.installed.*.units.*.active agents.installed.*.update_channel agents.installed.*.packages
+agents.update_units.* agents.kernel_params.*
+agents.sudo_activity.since agents.sudo_activity.entries agents.sudo_activity.commands.*.user
+agents.sudo_activity.commands.*.command agents.sudo_activity.commands.*.outcome agents.sudo_activity.commands.*.count
 
 ssh.installed ssh.running ssh.source ssh.settings.* ssh.files_read
 

@@ -30,6 +30,9 @@ PRECONDITIONS = {
     "SYS-1060": "Apple Silicon Macs only",
     "SYS-1140": "Linux KVM hosts only",
 }
+# Owner-risk items that say the platform's agent holds root here: named in the headline even
+# when the rating they give is medium (a dedicated machine).
+AGENT_ROOT_CHECKS = ("AGT-1010", "AGT-1020")
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
 
@@ -102,7 +105,10 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         if feasible:
             return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
         return f"{lead} No platform would accept it as it is either.{then}"
-    risk_text = f"owner risk {rating.upper()}"
+    # A provider agent's root is what the owner must hear first, on a dedicated machine too.
+    agent_root = [r.get("note") or r["title"] for r in risk_rows
+                  if r["status"] == Status.WARN and r["level"] == Level.MEDIUM and r["id"] in AGENT_ROOT_CHECKS]
+    risk_text = f"owner risk {rating.upper()}" + (f" ({'; '.join(agent_root)})" if rating == Rating.MEDIUM and agent_root else "")
     if feasible:
         return f"Yes, you can host this machine on {where_text}; {risk_text}.{then}"
     if undetermined:

@@ -100,6 +100,7 @@ class Family(StrEnum):
     PKG = "PKG"
     OWN = "OWN"
     PLAT = "PLAT"
+    AGT = "AGT"
 
 
 FAMILY_TITLES: dict[Family, str] = {
@@ -114,6 +115,7 @@ FAMILY_TITLES: dict[Family, str] = {
     Family.PKG: "Packages and updates",
     Family.OWN: "Owner risk",
     Family.PLAT: "Platform",
+    Family.AGT: "Provider agent",
 }
 
 

@@ -104,6 +104,22 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
     return ports
 
 
+MAX_CONTAINERS = 256
+
+
+def container_names(containers: Any) -> list[dict[str, str]]:
+    """Running containers by name and image, from the list GET /containers/json already gave
+    (the agent checks match names such as io.net's io-worker-vc; nothing inside is read)."""
+    out: list[dict[str, str]] = []
+    for c in containers if isinstance(containers, list) else []:
+        if not isinstance(c, dict) or len(out) >= MAX_CONTAINERS:
+            continue
+        names = c.get("Names")
+        name = str(names[0]).lstrip("/") if isinstance(names, list) and names else str(c.get("Id", ""))[:12]
+        out.append({"name": name[:128], "image": str(c.get("Image", ""))[:256]})
+    return out
+
+
 def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[str, Any]:
     """Daemon settings from daemon.json and dockerd flags, dockerd's defaults for the rest.
 
@@ -148,9 +164,12 @@ def _from_api(client: Any) -> dict[str, Any]:
                     "seccomp", "apparmor", "no_new_privileges", "live_restore", "data_root"):
             facts[key] = info
     try:
-        facts["published_ports"] = published_ports(client.containers())
+        running = client.containers()
     except Exception as exc:
-        facts["published_ports"] = Unknown(f"GET /containers/json failed: {exc}")
+        facts["published_ports"] = facts["containers"] = Unknown(f"GET /containers/json failed: {exc}")
+        return facts
+    facts["published_ports"] = published_ports(running)
+    facts["containers"] = container_names(running)
     return facts
 
 
@@ -177,7 +196,7 @@ def _connect_and_collect() -> dict[str, Any]:
 
 ALL_KEYS = ("version", "runtimes", "default_runtime", "nvidia_runtime", "userns_remap",
             "rootless", "seccomp", "apparmor", "no_new_privileges", "live_restore", "icc",
-            "userland_proxy", "data_root", "published_ports")
+            "userland_proxy", "data_root", "published_ports", "containers")
 
 
 def _network_docker_host() -> bool:
