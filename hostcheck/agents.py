@@ -63,6 +63,10 @@ class Agent(_Strict):
     rewrites_daemon_json: bool
     # Its sources say no other container engine or agent may share the machine.
     exclusive: bool
+    # Why another agent on the same machine breaks it (exclusive agents, and those that
+    # rewrite the shared Docker daemon's configuration), with its source key.
+    conflict: Text | None = None
+    conflict_source: str | None = None
     takes: tuple[Take, ...] = Field(min_length=1)
 
 
@@ -74,7 +78,10 @@ class Catalog(_Strict):
     @model_validator(mode="after")
     def _sources_exist(self) -> Catalog:
         for agent in self.agents:
-            keys = [agent.update_channel.source, *(t.source for t in agent.takes)]
+            keys = [agent.update_channel.source, *(t.source for t in agent.takes),
+                    *([agent.conflict_source] if agent.conflict_source else [])]
+            if (agent.conflict is None) != (agent.conflict_source is None):
+                raise ValueError(f"agent {agent.id}: conflict and conflict_source go together")
             missing = [k for k in keys if k not in self.sources]
             if missing:
                 raise ValueError(f"agent {agent.id}: unknown source key(s) {', '.join(missing)}")

@@ -360,6 +360,9 @@ def _explain_agent(agent_id: str) -> None:
     kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
     typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
     keys.append(channel.source)
+    if agent.conflict and agent.conflict_source:
+        typer.echo(terminal_safe(f"\nAlone on the machine:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
+        keys.append(agent.conflict_source)
     recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
     typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
     typer.echo("\nSources:")

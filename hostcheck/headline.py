@@ -30,8 +30,8 @@ PRECONDITIONS = {
     "SYS-1060": "Apple Silicon Macs only",
     "SYS-1140": "Linux KVM hosts only",
 }
-# Owner-risk items that say the platform's agent holds root here: named in the headline even
-# when the rating they give is medium (a dedicated machine).
+# Owner-risk items that say the platform's agent holds root here: named in the headline and the
+# owner-risk statement whatever the rating (on a dedicated machine they rate medium).
 AGENT_ROOT_CHECKS = ("AGT-1010", "AGT-1020")
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
@@ -96,7 +96,8 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         then = f" Undetermined until unknown blockers are settled: {said}."
 
     if rating in OWNER_RISK_STOPS:
-        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == Status.WARN and r["level"] == Level.HIGH]
+        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == Status.WARN
+                   and (r["level"] == Level.HIGH or r["id"] in AGENT_ROOT_CHECKS)]
         if rating == Rating.HIGH:
             why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
         else:
@@ -105,7 +106,6 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         if feasible:
             return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
         return f"{lead} No platform would accept it as it is either.{then}"
-    # A provider agent's root is what the owner must hear first, on a dedicated machine too.
     agent_root = [r.get("note") or r["title"] for r in risk_rows
                   if r["status"] == Status.WARN and r["level"] == Level.MEDIUM and r["id"] in AGENT_ROOT_CHECKS]
     risk_text = f"owner risk {rating.upper()}" + (f" ({'; '.join(agent_root)})" if rating == Rating.MEDIUM and agent_root else "")

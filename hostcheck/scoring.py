@@ -6,6 +6,7 @@ from typing import Any
 
 from hostcheck.checks import load_registry
 from hostcheck.facts import to_jsonable
+from hostcheck.headline import AGENT_ROOT_CHECKS
 from hostcheck.judge import run_check, source_ref
 from hostcheck.models import (
     UNDECIDED,
@@ -111,7 +112,10 @@ def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str
     what was measured), then what that rating means in general."""
     if rating not in (Rating.HIGH, Rating.MEDIUM):
         return general
-    named = [r for r in rows if r.status == Status.WARN and r.level == Level(rating.value)]
+    # The rating's own items, and always the agent's root: installing the agent is the owner's
+    # decision to hand the platform this machine, whatever else sets the rating.
+    named = [r for r in rows if r.status == Status.WARN
+             and (r.level == Level(rating.value) or r.id in AGENT_ROOT_CHECKS)]
     if not named:
         return general
     items = "; ".join(f"{r.note or r.title} ({r.detail})" if r.detail else (r.note or r.title)

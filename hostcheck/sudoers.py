@@ -77,16 +77,21 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     ``#include``/``#includedir`` are directives, not comments. Over-long lines are cut."""
     out: list[tuple[int, str]] = []
     pending: list[str] = []
+    pending_chars = 0
     start = 0
     for number, raw in enumerate(text[:MAX_FILE_CHARS].replace("\0", "").splitlines(), start=1):
         if not pending:
             start = number
         if raw.endswith("\\"):
             pending.append(raw[:-1])
-            if sum(map(len, pending)) > MAX_LOGICAL_LINE:
-                out.append((start, " ".join(pending)[:MAX_LOGICAL_LINE]))
-                pending = []
+            pending_chars += len(raw)  # the joining space counts: a chain of empty pieces is bounded too
+            if pending_chars > MAX_LOGICAL_LINE:
+                joined = " ".join(pending)[:MAX_LOGICAL_LINE].strip()
+                if joined:
+                    out.append((start, joined))
+                pending, pending_chars = [], 0
             continue
+        pending_chars = 0
         pending.append(raw)
         line = " ".join(pending)[:MAX_LOGICAL_LINE]
         pending = []
@@ -101,7 +106,7 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
             line = line[: cut.start()]
         if line.strip():
             out.append((start, line.strip()))
-    if pending:
+    if pending and " ".join(pending).strip():
         out.append((start, " ".join(pending)[:MAX_LOGICAL_LINE].strip()))
     return out
 
@@ -166,6 +171,8 @@ def parse(text: str, path: str) -> Parsed:
                 parsed.includes.append((target, False))
             continue
         head = line.split(None, 1)
+        if not head:
+            continue
         word = head[0]
         if word.startswith("Defaults"):
             binding = word[len("Defaults"):]

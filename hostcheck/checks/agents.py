@@ -200,8 +200,7 @@ def one_agent(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, blind = installed_agents(facts)
     names = [f"{_platform(a)} ({', '.join(a.get('evidence') or [])})" for a in agents]
     if len(agents) >= 2:
-        exclusive = [a for a in (_agent(e) for e in agents) if a is not None and (a.exclusive or a.rewrites_daemon_json)]
-        why = "; ".join(f"{a.platform}: {a.takes[0].what}" for a in exclusive)
+        why = "; ".join(a.conflict for a in (_agent(e) for e in agents) if a is not None and a.conflict)
         return failed(len(agents), "conflict: " + "; ".join(names) + (f". {why}" if why else ""))
     if blind and agents:
         return unknown(f"found {names[0]}; agents known only by their containers (io.net) cannot be ruled out: {blind}",

@@ -39,6 +39,7 @@ KERNEL_PARAMS = ("nvidia_drm.modeset", "intel_iommu", "amd_iommu", "iommu", "vfi
 DPKG_INFO = Path("/var/lib/dpkg/info")
 # sudo's syslog line: "USER : [TTY=... ; ]PWD=... ; USER=root ; COMMAND=..." (or a refusal
 # "USER : command not allowed ; ...").
+REFUSALS = ("command not allowed", "a password is required", "incorrect password", "user NOT in sudoers")
 SUDO_LINE = re.compile(r"^\s*(?P<user>[^\s:]+) : (?P<rest>.*)$")
 
 
@@ -170,7 +171,7 @@ def summarise_sudo_journal(lines: list[str], accounts: set[str]) -> dict[str, An
             continue
         rest = match.group("rest")
         command = rest.split("COMMAND=", 1)[1] if "COMMAND=" in rest else ""
-        outcome = "refused" if ("not allowed" in rest or "incorrect password" in rest) else "ran"
+        outcome = "refused" if any(word in rest for word in REFUSALS) else "ran"
         key = (match.group("user"), command[:MAX_COMMAND_CHARS], outcome)
         counts[key] = counts.get(key, 0) + 1
         total += 1
