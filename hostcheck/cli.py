@@ -218,6 +218,27 @@ SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Tim
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
+AgentSinceOpt = Annotated[str | None, typer.Option(
+    "--agent-since", help="Summarise what provider-agent accounts ran through sudo since this ISO 8601 date or time (UTC unless given; default: 7 days ago).")]
+
+
+def _agent_since(text: str | None) -> float | None:
+    """--agent-since as epoch seconds; a bad value is a usage error (exit 2)."""
+    import datetime as dt
+    import time
+
+    if text is None:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise UsageError(f"--agent-since {text!r}: not an ISO 8601 date or time (e.g. 2026-12-01 or 2026-12-01T08:00)") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    epoch = when.timestamp()
+    if not 0 < epoch <= time.time():
+        raise UsageError(f"--agent-since {text!r}: must lie in the past")
+    return epoch
 
 
 @app.command()
@@ -245,6 +266,7 @@ def audit(
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = 10.0,
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
+    agent_since: AgentSinceOpt = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -262,6 +284,7 @@ def audit(
             facts = load_snapshot(facts_file)
         else:
             ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            ctx.agent_since = _agent_since(agent_since)
             speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
             if speed_args is not None:
@@ -291,6 +314,7 @@ def facts(
     argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
+    agent_since: AgentSinceOpt = None,
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
     from hostcheck.facts import to_jsonable
@@ -298,6 +322,7 @@ def facts(
 
     try:
         ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+        ctx.agent_since = _agent_since(agent_since)
     except UsageError as exc:
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))

@@ -12,8 +12,8 @@ from typing import Any
 
 from hostcheck.agents import Agent, load_catalog
 from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
-from hostcheck.checks.isolation import dedicated
 from hostcheck.checks.gpu import NOT_SUPPORTED
+from hostcheck.checks.isolation import dedicated
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hostcheck import sudoers
 from hostcheck.agents import Agent, load_catalog
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.collectors.accounts import GroupEntry, PasswdEntry, parse_group, parse_passwd
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.facts import Unknown
-from hostcheck import sudoers
 
 SECTION = "agents"
 TIMEOUT = 6.0
