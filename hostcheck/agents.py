@@ -54,7 +54,7 @@ class Agent(_Strict):
     units: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
-    containers: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()  # image names (last path component, no tag) or container names
     update_channel: UpdateChannel
     # What the agent's installer does to the host's updates: removes unattended-upgrades (and
     # masks the apt timers), or keeps them.

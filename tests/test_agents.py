@@ -248,7 +248,9 @@ def gpus(*ecc: Any) -> dict[str, Any]:
 
 PERSONAL = {"isolation": {"graphical_session": True, "display_manager": "gdm3", "credentials": [], "unreadable_homes": []}}
 DEDICATED = {"isolation": {"graphical_session": False, "display_manager": None, "credentials": [], "unreadable_homes": []}}
-IONET_CONTAINERS = [{"name": "io-worker-vc", "image": "ionet/io-worker-vc"}, {"name": "io-launch", "image": "ionet/launch"}]
+# Docker's random names, io.net's images (as `docker ps` listings in io.net setup guides show them).
+IONET_CONTAINERS = [{"name": "goofy_vaughan", "image": "ionetcontainers/io-worker-monitor"},
+                    {"name": "friendly_meninsky", "image": "ionetcontainers/io-worker-vc:latest"}]
 NOT_SUPPORTED = Unknown("not supported by this GPU/driver")
 
 CASES = [

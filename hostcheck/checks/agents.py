@@ -1,7 +1,7 @@
 """Provider-agent checks (AGT-*, OWN-1050): what the platform's own agent holds on this machine.
 
 An agent is "installed" when the agents collector found its account, unit, path or package,
-or when a running container carries one of its container names (``docker.containers``). What
+or when a running container runs one of its images (``docker.containers``). What
 each agent is known to do comes from the agent catalog (policies/agents/agents.yaml), whose
 entries cite the installers.
 """
@@ -28,14 +28,21 @@ def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     if isinstance(containers, Unknown):
         blind = containers.reason
         containers = []
-    names = {str(c.get("name")) for c in containers if isinstance(c, dict)}
+    # Docker names io.net's containers at random; their images say what they are
+    # (ionetcontainers/io-worker-vc:TAG): match the image's last path component, or the name.
+    names = set()
+    for c in containers:
+        if isinstance(c, dict):
+            image = str(c.get("image", "")).split("@", 1)[0]
+            names.add(image.rsplit("/", 1)[-1].split(":", 1)[0])
+            names.add(str(c.get("name")))
     catalog = load_catalog()
     for agent in catalog.agents:
         seen = sorted(names & set(agent.containers))
         if not seen:
             continue
         entry = next((a for a in found if a["id"] == agent.id), None)
-        evidence = [f"container {name}" for name in seen]
+        evidence = [f"container image {name}" for name in seen]
         if entry is None:
             found.append({"id": agent.id, "platform": agent.platform, "evidence": evidence, "accounts": [],
                           "units": [], "update_channel": [], "packages": []})
