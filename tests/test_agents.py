@@ -321,6 +321,15 @@ def test_two_agents_name_the_conflict_from_the_sources() -> None:
     assert "allows no other docker or containerd" in outcome.detail
 
 
+def test_gpus_bound_to_vfio_are_part_of_the_conflict() -> None:
+    tensordock = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
+                  "accounts": [account("tensordock", ["tensordock"], sudo_view("unrestricted"))],
+                  "units": [], "update_channel": [], "packages": []}
+    given = facts(vast(), tensordock, extra={"agents": {"kernel_params": {"vfio-pci.ids": "10de:2684,10de:22ba"}}})
+    outcome = run_check(REGISTRY["AGT-1030"], given, None)
+    assert outcome.status == "fail" and "vfio-pci.ids=10de:2684,10de:22ba" in outcome.detail
+
+
 def test_a_missing_agents_section_is_unknown_never_a_pass() -> None:
     outcome = run_check(REGISTRY["AGT-1010"], {"meta": {}}, None)
     assert outcome.status == "unknown"

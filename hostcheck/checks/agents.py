@@ -207,7 +207,13 @@ def one_agent(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, blind = installed_agents(facts)
     names = [f"{_platform(a)} ({', '.join(a.get('evidence') or [])})" for a in agents]
     if len(agents) >= 2:
-        why = "; ".join(a.conflict for a in (_agent(e) for e in agents) if a is not None and a.conflict)
+        reasons = [a.conflict for a in (_agent(e) for e in agents) if a is not None and a.conflict]
+        params = lookup(facts, "agents.kernel_params")
+        if isinstance(params, dict) and params.get("vfio-pci.ids"):
+            # TensorDock's installer binds the NVIDIA cards to vfio-pci for its VMs.
+            reasons.append(f"the GPUs are bound to vfio-pci (vfio-pci.ids={params['vfio-pci.ids']}): "
+                           "only a VM platform can use them")
+        why = "; ".join(reasons)
         return failed(len(agents), "conflict: " + "; ".join(names) + (f". {why}" if why else ""))
     if blind and agents:
         return unknown(f"found {names[0]}; agents known only by their containers (io.net) cannot be ruled out: {blind}",
