@@ -6,7 +6,7 @@ from typing import Any
 
 from hostcheck.checks import load_registry
 from hostcheck.facts import to_jsonable
-from hostcheck.headline import AGENT_ROOT_CHECKS
+from hostcheck.headline import agent_root_rows
 from hostcheck.judge import run_check, source_ref
 from hostcheck.models import (
     UNDECIDED,
@@ -114,8 +114,8 @@ def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str
         return general
     # The rating's own items, and always the agent's root: installing the agent is the owner's
     # decision to hand the platform this machine, whatever else sets the rating.
-    named = [r for r in rows if r.status == Status.WARN
-             and (r.level == Level(rating.value) or r.id in AGENT_ROOT_CHECKS)]
+    rooted = {r["id"] for r in agent_root_rows([row.model_dump() for row in rows])}
+    named = [r for r in rows if (r.status == Status.WARN and r.level == Level(rating.value)) or r.id in rooted]
     if not named:
         return general
     items = "; ".join(f"{r.note or r.title} ({r.detail})" if r.detail else (r.note or r.title)
