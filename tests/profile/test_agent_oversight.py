@@ -22,8 +22,8 @@ through sudo, and the audit reports that the logging is on and what it ran. The 
 is refused without the operator's statement, then applied once. Rollback restores every file
 under /etc and /var/lib as it was before the role, and removes the I/O logs.
 
-Cost: one host, one hostcheck install, six audits, five playbook runs: 153 s measured alone,
-240 s with other tests sharing the 2 cores.
+Cost: one host, one hostcheck install, six audits, five playbook runs: 122-153 s measured on
+the 2-core machine, 240 s while other tests shared its cores.
 """
 
 from __future__ import annotations
