@@ -276,6 +276,27 @@ SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help="Tim
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help="Byte cap of the speed test, both directions together, MB (1-20000).")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Remove IP/MAC addresses, serials, GPU UUIDs, host and user names.")]
+AgentSinceOpt = Annotated[str | None, typer.Option(
+    "--agent-since", help="Summarise what provider-agent accounts ran through sudo since this ISO 8601 date or time (UTC unless given; default: 7 days ago).")]
+
+
+def _agent_since(text: str | None) -> float | None:
+    """--agent-since as epoch seconds; a bad value is a usage error (exit 2)."""
+    import datetime as dt
+    import time
+
+    if text is None:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise UsageError(f"--agent-since {text!r}: not an ISO 8601 date or time (e.g. 2026-12-01 or 2026-12-01T08:00)") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    epoch = when.timestamp()
+    if not 0 < epoch <= time.time():
+        raise UsageError(f"--agent-since {text!r}: must lie in the past")
+    return epoch
 
 
 @app.command()
@@ -305,6 +326,7 @@ def audit(
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
     insecure_http: InsecureHttpOpt = False,
     watch_db: Annotated[Path | None, typer.Option("--watch-db", help="A `hostcheck watch` database to judge uptime from (default /var/lib/hostcheck-watch/watch.db when present).")] = None,
+    agent_since: AgentSinceOpt = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -327,6 +349,7 @@ def audit(
             ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
                            insecure_http)
             ctx.watch_db = None if watch_db is None else str(watch_db)
+            ctx.agent_since = _agent_since(agent_since)
             speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
             facts = _collect_live(ctx, show_progress=fmt == "table" and sys.stderr.isatty() and output is None)
             if speed_args is not None:
@@ -361,6 +384,7 @@ def facts(
     probe_port: ProbePortOpt = [],  # noqa: B006
     public_range: PublicRangeOpt = [],  # noqa: B006
     insecure_http: InsecureHttpOpt = False,
+    agent_since: AgentSinceOpt = None,
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
     from hostcheck.facts import to_jsonable
@@ -370,6 +394,7 @@ def facts(
         _check_output(output)
         ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
                        insecure_http)
+        ctx.agent_since = _agent_since(agent_since)
     except UsageError as exc:
         _die(str(exc))
     data = to_jsonable(_collect_live(ctx, show_progress=False))
@@ -414,12 +439,61 @@ def policies(
                 typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
 
 
+def _explain_agent(agent_id: str) -> None:
+    from hostcheck.agents import load_catalog
+    from hostcheck.render.escape import escape_text
+
+    def terminal_safe(text: str) -> str:
+        return "\n".join(escape_text(line) for line in text.split("\n"))
+
+    catalog = load_catalog()
+    agent = catalog.get(agent_id)
+    if agent is None:
+        _die(f"unknown agent {agent_id!r}")
+    typer.echo(terminal_safe(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why"))
+    typer.echo(terminal_safe(f"Modelled on: {agent.modelled}"))
+    keys: list[str] = []
+    for take in agent.takes:
+        typer.echo(terminal_safe(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]"))
+        keys.append(take.source)
+    channel = agent.update_channel
+    kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
+    typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
+    keys.append(channel.source)
+    if agent.conflict and agent.conflict_source:
+        typer.echo(terminal_safe(f"\nAlone on the machine:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
+        keys.append(agent.conflict_source)
+    recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
+    typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
+    typer.echo("\nSources:")
+    for key in dict.fromkeys(keys):
+        source = catalog.sources[key]
+        typer.echo(terminal_safe(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>"))
+        if source.note:
+            typer.echo(terminal_safe(f"    {source.note.strip()}"))
+    typer.echo("\nChecks: AGT-1010 (root), AGT-1020 (update channel), AGT-1030 (one agent), AGT-1040 (ECC), "
+               "AGT-1050 (updates), AGT-1060 (sudo logging), OWN-1050 (root on a personal machine)")
+
+
 @app.command()
-def explain(check_id: Annotated[str, typer.Argument(help="A check id, e.g. GPU-1050.")]) -> None:
-    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold."""
+def explain(check_id: Annotated[str, typer.Argument(
+        help="A check id, e.g. GPU-1050, or a provider agent: vast, salad, ionet, tensordock (or 'agents' for all).")]) -> None:
+    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold;
+    or, for a provider agent, what it takes on the machine and why, with sources."""
+    from hostcheck.agents import load_catalog
     from hostcheck.checks import load_registry
     from hostcheck.policy import load_shipped, shipped_policy_names
 
+    agent_ids = [a.id for a in load_catalog().agents]
+    if check_id.lower() == "agents":
+        for number, agent_id in enumerate(agent_ids):
+            if number:
+                typer.echo("\n" + "-" * 72 + "\n")
+            _explain_agent(agent_id)
+        return
+    if check_id.lower() in agent_ids:
+        _explain_agent(check_id.lower())
+        return
     registry = load_registry()
     meta = registry.get(check_id.upper())
     if meta is None:

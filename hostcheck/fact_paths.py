@@ -67,7 +67,22 @@ docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy do
 docker.published_ports.*.container=container docker.published_ports.*.host_ip=addr docker.published_ports.*.host_port
 docker.published_ports.*.proto docker.daemon_json.*
 docker.containers.*.name=container docker.containers.*.network_mode docker.containers.*.privileged
-docker.containers.*.pid_mode docker.containers.*.ipc_mode docker.containers.*.host_mounts=path
+docker.containers.*.image docker.containers.*.pid_mode docker.containers.*.ipc_mode docker.containers.*.host_mounts=path
+
+agents.installed.*.id agents.installed.*.platform agents.installed.*.evidence=text
+agents.installed.*.accounts.*.name=user agents.installed.*.accounts.*.uid agents.installed.*.accounts.*.shell
+agents.installed.*.accounts.*.groups agents.installed.*.accounts.*.sudo.scope
+agents.installed.*.accounts.*.sudo.rules.*.file=path agents.installed.*.accounts.*.sudo.rules.*.line
+agents.installed.*.accounts.*.sudo.rules.*.rule=text agents.installed.*.accounts.*.sudo.rules.*.nopasswd
+agents.installed.*.accounts.*.sudo.rules.*.commands=text agents.installed.*.accounts.*.sudo.root_giving
+agents.installed.*.accounts.*.sudo.io_logging agents.installed.*.accounts.*.sudo.syslog
+agents.installed.*.accounts.*.sudo.logfile=path agents.installed.*.accounts.*.sudo.files_read=path
+agents.installed.*.accounts.*.sudo.unreadable=text agents.installed.*.accounts.*.sudo.unparsed_lines=text
+agents.installed.*.units.*.name agents.installed.*.units.*.present agents.installed.*.units.*.enabled
+agents.installed.*.units.*.active agents.installed.*.update_channel agents.installed.*.packages
+agents.update_units.* agents.kernel_params.*
+agents.sudo_activity.since agents.sudo_activity.entries agents.sudo_activity.commands.*.user=user
+agents.sudo_activity.commands.*.command=text agents.sudo_activity.commands.*.outcome agents.sudo_activity.commands.*.count
 
 ssh.installed ssh.running ssh.source ssh.settings.*=sshd ssh.files_read=path
 

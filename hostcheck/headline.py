@@ -30,6 +30,18 @@ PRECONDITIONS = {
     "SYS-1060": "Apple Silicon Macs only",
     "SYS-1140": "Linux KVM hosts only",
 }
+# Owner-risk items that say the platform's agent holds root here: named in the headline and the
+# owner-risk statement whatever the rating (on a dedicated machine they rate medium).
+AGENT_ROOT_CHECKS = ("AGT-1010", "AGT-1020")
+# On a personal machine OWN-1050 says what AGT-1010 says, and more: the two are not repeated.
+SUPERSEDED = {"AGT-1010": "OWN-1050"}
+
+
+def agent_root_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failing owner-risk rows that say the agent holds root, without repeats."""
+    warned = {r["id"] for r in rows if r["status"] == Status.WARN}
+    return [r for r in rows if r["id"] in AGENT_ROOT_CHECKS and r["id"] in warned
+            and SUPERSEDED.get(r["id"]) not in warned]
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
 
@@ -93,7 +105,9 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         then = f" Undetermined until unknown blockers are settled: {said}."
 
     if rating in OWNER_RISK_STOPS:
-        failing = [r.get("note") or r["title"] for r in risk_rows if r["status"] == Status.WARN and r["level"] == Level.HIGH]
+        rooted = agent_root_rows(risk_rows)
+        failing = [r.get("note") or r["title"] for r in risk_rows
+                   if (r["status"] == Status.WARN and r["level"] == Level.HIGH) or r in rooted]
         if rating == Rating.HIGH:
             why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
         else:
@@ -102,7 +116,8 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         if feasible:
             return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
         return f"{lead} No platform would accept it as it is either.{then}"
-    risk_text = f"owner risk {rating.upper()}"
+    agent_root = [r.get("note") or r["title"] for r in agent_root_rows(risk_rows)]
+    risk_text = f"owner risk {rating.upper()}" + (f" ({'; '.join(agent_root)})" if rating == Rating.MEDIUM and agent_root else "")
     if feasible:
         return f"Yes, you can host this machine on {where_text}; {risk_text}.{then}"
     if undetermined:

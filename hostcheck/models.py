@@ -101,6 +101,7 @@ class Family(StrEnum):
     OWN = "OWN"
     PLAT = "PLAT"
     REL = "REL"
+    AGT = "AGT"
 
 
 FAMILY_TITLES: dict[Family, str] = {
@@ -116,6 +117,7 @@ FAMILY_TITLES: dict[Family, str] = {
     Family.OWN: "Owner risk",
     Family.PLAT: "Platform",
     Family.REL: "Reliability (recorded)",
+    Family.AGT: "Provider agent",
 }
 
 

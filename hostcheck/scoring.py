@@ -6,6 +6,7 @@ from typing import Any
 
 from hostcheck.checks import load_registry
 from hostcheck.facts import to_jsonable
+from hostcheck.headline import agent_root_rows
 from hostcheck.judge import run_check, source_ref
 from hostcheck.models import (
     UNDECIDED,
@@ -100,4 +101,24 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
         Rating.UNKNOWN: "hostcheck could not see enough to rate your exposure (run as root for a "
         "fuller view); treat it as high until shown otherwise.",
     }
-    return OwnerRisk(rating=rating, findings=rows, statement=statements[rating])
+    return OwnerRisk(rating=rating, findings=rows, statement=statement(rating, rows, statements[rating]))
+
+
+MAX_NAMED = 4
+
+
+def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str:
+    """The owner-risk paragraph: which items make the rating what it is (each one's note and
+    what was measured), then what that rating means in general."""
+    if rating not in (Rating.HIGH, Rating.MEDIUM):
+        return general
+    # The rating's own items, and always the agent's root: installing the agent is the owner's
+    # decision to hand the platform this machine, whatever else sets the rating.
+    rooted = {r["id"] for r in agent_root_rows([row.model_dump() for row in rows])}
+    named = [r for r in rows if (r.status == Status.WARN and r.level == Level(rating.value)) or r.id in rooted]
+    if not named:
+        return general
+    items = "; ".join(f"{r.note or r.title} ({r.detail})" if r.detail else (r.note or r.title)
+                      for r in named[:MAX_NAMED])
+    more = f"; and {len(named) - MAX_NAMED} more below" if len(named) > MAX_NAMED else ""
+    return f"{rating.value.upper()} because of: {items}{more}. {general}"

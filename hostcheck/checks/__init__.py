@@ -2,7 +2,7 @@
 
 from hostcheck.checks.base import REGISTRY, CheckMeta
 
-CHECK_MODULES = ("gpu", "machine", "storage", "isolation", "docker", "ssh", "packages", "network", "reliability")
+CHECK_MODULES = ("gpu", "machine", "storage", "isolation", "docker", "ssh", "packages", "network", "reliability", "agents")
 
 
 def load_registry() -> dict[str, CheckMeta]:

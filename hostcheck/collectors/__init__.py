@@ -30,6 +30,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hostcheck.collectors.power",
     "hostcheck.collectors.storage",
     "hostcheck.collectors.accounts",
+    "hostcheck.collectors.agents",
     "hostcheck.collectors.docker_daemon",
     "hostcheck.collectors.sshd",
     "hostcheck.collectors.packages",
@@ -58,6 +59,9 @@ class CollectContext:
     public_ranges: list[str] = field(default_factory=list)
     # A `hostcheck watch` database to judge uptime from (None: the default path).
     watch_db: str | None = None
+    # Start of the window the agents collector summarises sudo's journal over (epoch seconds;
+    # None: the last 7 days).
+    agent_since: float | None = None
     deadline: float = 0.0
 
     def remaining(self) -> float:

@@ -122,8 +122,11 @@ def container_settings(inspected: Any) -> dict[str, Any] | None:
                       and m.get("Type") == "bind" and isinstance(m.get("Source"), str)}
                      if isinstance(mounts, list) else set())
     name = str(inspected.get("Name") or inspected.get("Id", ""))[:128].lstrip("/")
+    config = inspected.get("Config")
+    image = config.get("Image") if isinstance(config, dict) else None
     return {
         "name": name,
+        "image": str(image or "")[:256],
         "network_mode": str(host.get("NetworkMode") or "default")[:128],
         "privileged": host.get("Privileged") is True,
         "pid_mode": str(host.get("PidMode") or "")[:128],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -113,13 +112,6 @@ def report(
         _die(str(exc))
     analysis = analyse(recording)
     text = render(analysis, score_all(analysis), str(db), fmt)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    from hostcheck.safeio import write_atomic
+    from hostcheck.cli import _emit
 
-    try:
-        write_atomic(output, text, private=True)
-    except OSError as exc:
-        sys.stdout.write(text)
-        _die(f"cannot write {output}: {exc.strerror or exc}; the report was printed to stdout instead")
+    _emit(text, output)

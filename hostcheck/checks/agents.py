@@ -1,0 +1,335 @@
+"""Provider-agent checks (AGT-*, OWN-1050): what the platform's own agent holds on this machine.
+
+An agent is "installed" when the agents collector found its account, unit, path or package,
+or when a running container runs one of its images (``docker.containers``). What
+each agent is known to do comes from the agent catalog (policies/agents/agents.yaml), whose
+entries cite the installers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.agents import Agent, load_catalog
+from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
+from hostcheck.checks.gpu import NOT_SUPPORTED
+from hostcheck.checks.isolation import dedicated
+from hostcheck.facts import Unknown, lookup
+from hostcheck.models import Status
+
+
+def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """The installed agents (the collector's, plus those only their containers show) and, when
+    the running containers could not be listed, why (agents known only by their containers
+    may then be missing)."""
+    found = [dict(a) for a in need(facts, "agents.installed") if isinstance(a, dict) and a.get("id")]
+    containers = lookup(facts, "docker.containers")
+    blind = ""
+    if isinstance(containers, Unknown):
+        blind = containers.reason
+        containers = []
+    # Docker names io.net's containers at random; their images say what they are
+    # (ionetcontainers/io-worker-vc:TAG): match the image's last path component, or the name.
+    names = set()
+    for c in containers:
+        if isinstance(c, dict):
+            image = str(c.get("image", "")).split("@", 1)[0]
+            names.add(image.rsplit("/", 1)[-1].split(":", 1)[0])
+            names.add(str(c.get("name")))
+    catalog = load_catalog()
+    for agent in catalog.agents:
+        seen = sorted(names & set(agent.containers))
+        if not seen:
+            continue
+        entry = next((a for a in found if a["id"] == agent.id), None)
+        evidence = [f"container image {name}" for name in seen]
+        if entry is None:
+            found.append({"id": agent.id, "platform": agent.platform, "evidence": evidence, "accounts": [],
+                          "units": [], "update_channel": [], "packages": []})
+        else:
+            entry["evidence"] = [*entry.get("evidence", []), *evidence]
+    return found, blind
+
+
+def _agent(entry: dict[str, Any]) -> Agent | None:
+    return load_catalog().get(str(entry.get("id")))
+
+
+def _platform(entry: dict[str, Any]) -> str:
+    return str(entry.get("platform") or entry.get("id"))
+
+
+def _root_by_account(account: dict[str, Any]) -> tuple[bool | None, str]:
+    """(holds root?, how) for one agent account; None when sudoers could not be read and no
+    other route (the docker group) settles it."""
+    name = account.get("name", "?")
+    groups = account.get("groups") or []
+    sudo = account.get("sudo")
+    docker = "docker" in groups
+    if isinstance(sudo, Unknown):
+        if docker:
+            return True, f"{name} is in the docker group (root-equivalent); its sudo rules: unknown ({sudo.reason})"
+        return None, f"{name}: sudo rules unknown ({sudo.reason})"
+    if not isinstance(sudo, dict):
+        return (True, f"{name} is in the docker group (root-equivalent)") if docker else (None, f"{name}: sudo rules not collected")
+    rules = [r for r in sudo.get("rules", []) if isinstance(r, dict)]
+    where = "; ".join(f"`{r.get('rule')}` ({r.get('file')}:{r.get('line')})" for r in rules[:3])
+    if sudo.get("scope") == "unrestricted":
+        return True, f"{name} may run any command as root without a password: {where}"
+    giving = sudo.get("root_giving") or []
+    if giving:
+        return True, (f"{name} has a sudo allowlist ({where}), but {len(giving)} allowed command(s) can be "
+                      f"turned into a root shell (inference), e.g. `{giving[0]}`")
+    if docker:
+        return True, f"{name} is in the docker group (root-equivalent)" + (f"; sudo: {where}" if where else "")
+    return False, f"{name}: sudo limited to {len(rules)} rule(s) that give no shell" if rules else f"{name}: no sudo rules"
+
+
+def agent_root(entry: dict[str, Any]) -> tuple[bool | None, str]:
+    """Whether this installed agent holds root, and the words that say how."""
+    accounts = [a for a in entry.get("accounts") or [] if isinstance(a, dict)]
+    platform = _platform(entry)
+    if not accounts:
+        agent = _agent(entry)
+        why = agent.takes[0].what if agent else "its services"
+        return True, f"{platform}'s agent runs as root through the host's services ({why})"
+    verdicts = [_root_by_account(a) for a in accounts]
+    if any(v is True for v, _ in verdicts):
+        return True, f"{platform}: " + "; ".join(how for v, how in verdicts if v is True)
+    if any(v is None for v, _ in verdicts):
+        return None, f"{platform}: " + "; ".join(how for v, how in verdicts if v is None)
+    return False, f"{platform}: " + "; ".join(how for _, how in verdicts)
+
+
+@check(
+    "AGT-1010",
+    title="No provider agent holds root on this machine",
+    op="==",
+    unit="agents",
+    threshold="none",
+    why="A host agent that may run any command as root (passwordless sudo for everything, or "
+    "membership of the docker group) hands the platform root on this machine: whoever controls "
+    "the agent or its update server can read and change everything here. Vast's installer gives "
+    "vastai_kaalia `ALL=(ALL) NOPASSWD:ALL` and the docker group; TensorDock's gives tensordock "
+    "the same sudo rule. Installing such an agent is a decision to trust the platform with root.",
+    fix="Host only on a machine you are willing to hand to the platform (nothing personal on it). "
+    "Record what the agent runs with sudo's own logging (agent_oversight role); a sudo allowlist "
+    "is a tripwire, not containment: `hostcheck explain vast`.",
+    fix_role="agent_oversight: agent_oversight_sudo_logging",
+)
+def agent_holds_root(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, blind = installed_agents(facts)
+    if not agents:
+        if blind:
+            return passed(0, f"no provider agent found (running containers not visible: {blind})")
+        return passed(0, "no provider agent installed")
+    holding = []
+    undecided = []
+    for entry in agents:
+        verdict, how = agent_root(entry)
+        if verdict is True:
+            holding.append(how)
+        elif verdict is None:
+            undecided.append(how)
+    if holding:
+        return failed(len(holding), "the platform has root on this machine: " + " | ".join(holding))
+    if undecided:
+        return unknown(" | ".join(undecided), 0)
+    return passed(0, " | ".join(agent_root(e)[1] for e in agents))
+
+
+@check(
+    "OWN-1050",
+    title="No provider agent with root on a personal machine",
+    op="==",
+    threshold="none",
+    why="On a personal machine the agent's root reaches the owner's own accounts, files, browser "
+    "sessions and credentials: installing it hands the platform everything the owner keeps there.",
+    fix="Do not install a provider agent on a machine you use yourself; use a dedicated machine "
+    "(or a separate disk with its own server install).",
+    fix_role="isolation: isolation_enabled",
+)
+def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Outcome:
+    root = agent_holds_root(facts, threshold)
+    if root.status == Status.PASS:
+        return passed("no agent with root", root.detail)
+    machine = dedicated(facts, threshold)
+    if machine.status == Status.PASS:
+        return passed("dedicated machine", f"{root.detail} (the machine is dedicated to hosting)")
+    if root.status == Status.FAIL and machine.status == Status.FAIL:
+        return failed("agent root on a personal machine", f"{root.detail}; and this machine is personal: {machine.detail}")
+    return unknown(f"{root.detail or 'agent root unknown'}; {machine.detail or 'personal use unknown'}")
+
+
+@check(
+    "AGT-1020",
+    title="No agent that fetches and runs code from its platform",
+    op="==",
+    unit="agents",
+    threshold="none",
+    why="An agent that downloads its next version and runs it on its own (Vast's update_launcher.sh "
+    "fetches install_update.sh and runs it with the account's root; io.net's launcher downloads "
+    "the latest release on every run) is a remote root channel: whoever controls the platform's "
+    "update server, or its account, runs code here, without any action of the owner.",
+    fix="Accept it knowingly: it is how the platform updates its agent. Log what the account runs "
+    "(agent_oversight role) and watch the journal; do not host where that trust is too much.",
+    fix_role="agent_oversight: agent_oversight_sudo_logging",
+)
+def remote_update_channel(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, _ = installed_agents(facts)
+    channels = []
+    for entry in agents:
+        agent = _agent(entry)
+        if agent is None or not agent.update_channel.remote_code:
+            continue
+        seen = [p for p in entry.get("update_channel") or [] if isinstance(p, str)]
+        where = f" ({', '.join(seen)})" if seen else ""
+        channels.append(f"{agent.platform}{where}: {agent.update_channel.text.strip()}")
+    if channels:
+        return failed(len(channels), " | ".join(channels))
+    return passed(0, "no installed agent updates itself from its platform" if agents else "no provider agent installed")
+
+
+@check(
+    "AGT-1030",
+    title="At most one provider agent on this machine",
+    op="<=",
+    unit="agents",
+    threshold="none",
+    why="Agents expect the machine, and its Docker daemon, to themselves: Salad's Linux node needs "
+    "its own containerd and allows no other docker or containerd; io.net's setup rewrites "
+    "/etc/docker/daemon.json (runtime and cgroup driver), which breaks another platform's "
+    "runtime on the same daemon. Two agents fight over the GPU and the engine, and rentals fail.",
+    fix="Keep one provider per machine: uninstall the other agent (its own uninstaller), or give "
+    "each platform its own machine.",
+)
+def one_agent(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, blind = installed_agents(facts)
+    names = [f"{_platform(a)} ({', '.join(a.get('evidence') or [])})" for a in agents]
+    if len(agents) >= 2:
+        reasons = [a.conflict for a in (_agent(e) for e in agents) if a is not None and a.conflict]
+        params = lookup(facts, "agents.kernel_params")
+        if isinstance(params, dict) and params.get("vfio-pci.ids"):
+            # TensorDock's installer binds the NVIDIA cards to vfio-pci for its VMs.
+            reasons.append(f"the GPUs are bound to vfio-pci (vfio-pci.ids={params['vfio-pci.ids']}): "
+                           "only a VM platform can use them")
+        why = "; ".join(reasons)
+        return failed(len(agents), "conflict: " + "; ".join(names) + (f". {why}" if why else ""))
+    if blind and agents:
+        return unknown(f"found {names[0]}; agents known only by their containers (io.net) cannot be ruled out: {blind}",
+                       len(agents))
+    return passed(len(agents), names[0] if names else "no provider agent installed")
+
+
+@check(
+    "AGT-1040",
+    title="ECC left on by the agent on cards that have it",
+    op="==",
+    unit="GPUs",
+    threshold="none",
+    why="io.net's setup turns ECC off (`nvidia-smi --ecc-config=0`) on every card that has it on, "
+    "trading silent memory errors in renters' results (and the host's reputation) for a little "
+    "VRAM and speed.",
+    fix="`sudo nvidia-smi -i N -e 1` and reboot, if the platform allows it; otherwise know that "
+    "results on this card are not protected against memory errors.",
+)
+def ecc_left_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, _ = installed_agents(facts)
+    culprits = [a for a in (_agent(e) for e in agents) if a is not None and a.ecc_off]
+    if not culprits:
+        return passed(0, "no installed agent turns ECC off" if agents else "no provider agent installed")
+    devices = need(facts, "gpu.devices")
+    if not isinstance(devices, list):
+        raise Missing("gpu.devices", "not a list")
+    off, undecided = [], []
+    for device in devices:
+        if not isinstance(device, dict):
+            continue
+        ecc = device.get("ecc_enabled", Unknown("not collected"))
+        label = f"GPU {device.get('index', '?')} {device.get('name', '')}".strip()
+        if ecc is False:
+            off.append(label)
+        elif isinstance(ecc, Unknown) and NOT_SUPPORTED not in ecc.reason:
+            undecided.append(f"{label}: {ecc.reason}")
+    who = ", ".join(a.platform for a in culprits)
+    if off:
+        return failed(len(off), f"ECC off on {', '.join(off)}; {who}'s setup turns it off")
+    if undecided:
+        return unknown("; ".join(undecided))
+    return passed(0, "ECC on, or the cards have none")
+
+
+@check(
+    "AGT-1050",
+    title="Automatic security updates not removed by the agent",
+    op="==",
+    threshold="none",
+    why="Vast's installer purges unattended-upgrades and masks the apt-daily timers so that an "
+    "upgrade cannot move the NVIDIA libraries under a rental; the host then gets no security "
+    "fixes unless the owner patches it by hand.",
+    fix="Patch by hand on a schedule, or reinstall unattended-upgrades for the security origin only "
+    "and hold the NVIDIA packages (host_baseline role); Vast's own pages disagree on which is right.",
+    fix_role="host_baseline: host_baseline_security_updates",
+)
+def updates_kept(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, _ = installed_agents(facts)
+    removers = [a for a in (_agent(e) for e in agents) if a is not None and a.unattended_upgrades == "removed"]
+    if not removers:
+        return passed("not changed", "no installed agent removes automatic updates" if agents else "no provider agent installed")
+    state = need(facts, "packages.unattended_upgrades")
+    units = lookup(facts, "agents.update_units")
+    changed = []
+    if isinstance(state, dict) and state.get("installed") is False:
+        changed.append("unattended-upgrades is not installed")
+    if isinstance(units, dict):
+        changed += [f"{u} is masked" for u, s in sorted(units.items()) if s == "masked"]
+    who = ", ".join(a.platform for a in removers)
+    if changed:
+        return failed("removed", f"{'; '.join(changed)} ({who}'s installer does this)")
+    if isinstance(units, Unknown):
+        return unknown(f"apt timer states unknown: {units.reason}")
+    return passed("kept", "unattended-upgrades installed and the apt timers not masked")
+
+
+@check(
+    "AGT-1060",
+    title="What the agent account runs through sudo is recorded",
+    op="==",
+    threshold="none",
+    why="The agent's sudo is the platform's root on this machine. sudo's own I/O log "
+    "(log_input/log_output) keeps every command and its output, so the owner can see afterwards "
+    "what the platform did; without it only the one-line syslog entries remain, if any.",
+    fix="Enable sudo I/O logging for the agent account, with rotation (agent_oversight role), "
+    "and read it with `sudo sudoreplay -l user ACCOUNT` or `journalctl SYSLOG_IDENTIFIER=sudo`.",
+    fix_role="agent_oversight: agent_oversight_sudo_logging",
+)
+def sudo_logged(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    agents, _ = installed_agents(facts)
+    accounts = [a for e in agents for a in e.get("accounts") or [] if isinstance(a, dict)]
+    if not accounts:
+        return passed("no agent account", "no provider agent account on this machine")
+    activity = lookup(facts, "agents.sudo_activity")
+    if isinstance(activity, Unknown):
+        ran = f"what it ran: unknown ({activity.reason})"
+    elif isinstance(activity, dict):
+        commands = [c for c in activity.get("commands") or [] if isinstance(c, dict)]
+        shown = ", ".join(f"`{c.get('command')}` x{c.get('count')}" + (" refused" if c.get("outcome") == "refused" else "")
+                          for c in commands[:5])
+        ran = f"{activity.get('entries', 0)} sudo entries since {activity.get('since')}" + (f": {shown}" if shown else "")
+    else:
+        ran = "what it ran: not collected"
+    states = []
+    for account in accounts:
+        sudo = account.get("sudo")
+        if isinstance(sudo, Unknown) or not isinstance(sudo, dict):
+            reason = sudo.reason if isinstance(sudo, Unknown) else "not collected"
+            return unknown(f"{account.get('name')}: sudo settings unknown ({reason}); {ran}")
+        if sudo.get("io_logging"):
+            states.append((True, f"{account.get('name')}: I/O logged"))
+        else:
+            syslog = "commands reach the journal through syslog only" if sudo.get("syslog") else "not logged at all"
+            states.append((False, f"{account.get('name')}: {syslog}"))
+    detail = "; ".join(s for _, s in states) + f"; {ran}"
+    if all(ok for ok, _ in states):
+        return passed("logged", detail)
+    return failed("not logged", detail)

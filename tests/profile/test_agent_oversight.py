@@ -1,0 +1,275 @@
+"""Provider agents on a real host: the audit names what a Vast-shaped agent holds, catches a
+second agent, and agent_oversight records what the agent account runs through sudo.
+
+One nspawn host (Debian 12) for the module. Nothing is downloaded from a platform and no real
+installer runs: the stand-ins are shaped like the public installers, as modelled in
+policies/agents/agents.yaml --
+
+- Vast (host installer, public copy of about 2020; the sudo rules low-pe/vastai-security-hardening
+  saw on 2025-10-24): system account vastai_kaalia, primary group docker, shell /bin/bash,
+  home /var/lib/vastai_kaalia with update_launcher.sh; `vastai_kaalia ALL=(ALL) NOPASSWD:ALL`
+  appended to /etc/sudoers; vastai.service and vast_metrics.service running as that account
+  (here they only sleep); the apt-daily timers masked.
+- Salad (Linux onboarding page of 2026-07-01): root services crisper and spinner, config in
+  /etc/salad/crisper.ini (a dummy token).
+- A human (admin, uid 1000) put in the docker group, as io.net's setup does to the
+  installing user.
+
+The audit runs twice before the role: as root (sudoers readable) and as an unprivileged
+account (sudoers and the journal unreadable: those facts are unknown, with the reason). Then
+agent_oversight is applied (and rerun: nothing changes), the stand-in account runs a command
+through sudo, and the audit reports that the logging is on and what it ran. The Vast allowlist
+is refused without the operator's statement, then applied once. Rollback restores every file
+under /etc and /var/lib as it was before the role, and removes the I/O logs.
+
+Cost: one host, one hostcheck install, six audits, five playbook runs: 122-153 s measured on
+the 2-core machine, 240 s while other tests shared its cores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
+from tests.lab.nspawn import LabHost
+from tests.profile import play
+from tests.profile.test_profile_lifecycle import IDLE_NOISE
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(200)]
+
+VAST_RULE = "vastai_kaalia ALL=(ALL) NOPASSWD:ALL"
+STAND_INS = f"""set -e
+groupadd -f docker
+useradd --system --gid docker --home-dir /var/lib/vastai_kaalia --no-create-home --shell /bin/bash vastai_kaalia
+mkdir -p /var/lib/vastai_kaalia
+cat > /var/lib/vastai_kaalia/update_launcher.sh <<'EOF'
+#!/bin/bash
+# stand-in shaped like Vast's: never run by this test (the address is unreachable on purpose)
+cd ~vastai_kaalia
+wget -q http://127.0.0.1:9/update -O install_update.sh
+chmod +x install_update.sh
+./install_update.sh "$@"
+EOF
+chown -R vastai_kaalia:docker /var/lib/vastai_kaalia
+printf '# To allow Vast.ai host daemon to administer configuration\\n{VAST_RULE}\\n' >> /etc/sudoers
+visudo -c -q
+for unit in vastai vast_metrics; do
+cat > /etc/systemd/system/$unit.service <<EOF
+[Unit]
+Description=stand-in for Vast's $unit
+[Service]
+User=vastai_kaalia
+ExecStart=/bin/sleep infinity
+[Install]
+WantedBy=multi-user.target
+EOF
+done
+systemctl daemon-reload
+systemctl enable --now vastai.service vast_metrics.service
+systemctl mask apt-daily.timer apt-daily-upgrade.timer
+usermod -aG docker admin
+useradd --no-create-home --shell /usr/sbin/nologin auditor
+"""
+SALAD = """set -e
+mkdir -p /etc/salad
+printf '[matrix]\\njwt="stand-in"\\n' > /etc/salad/crisper.ini
+chmod 0600 /etc/salad/crisper.ini
+for unit in crisper spinner; do
+printf '[Unit]\\nDescription=stand-in for Salad %s\\n[Service]\\nExecStart=/bin/sleep infinity\\n[Install]\\nWantedBy=multi-user.target\\n' $unit > /etc/systemd/system/$unit.service
+done
+systemctl daemon-reload
+systemctl enable --now crisper.service spinner.service
+"""
+ENABLE = {"agent_oversight_enabled": True}
+ALLOWLIST = {**ENABLE, "agent_oversight_vast_allowlist": True}
+
+
+@dataclass
+class Oversight:
+    host: LabHost
+    audits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plays: dict[str, play.PlayResult] = field(default_factory=dict)
+    snaps: dict[str, play.Snapshot] = field(default_factory=dict)
+    probes: dict[str, Any] = field(default_factory=dict)
+
+
+def audit(host: LabHost, *, user: str = "root") -> dict[str, Any]:
+    command = f"{VENV}/bin/hostcheck audit --offline --format json --policy vast --policy salad-linux"
+    if user != "root":
+        command = f"cd / && sudo -u {user} {command}"
+    result = host.sudo(command, timeout=120)
+    assert result.stdout, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def owner_row(report: dict[str, Any], check_id: str) -> dict[str, Any]:
+    return next(r for r in report["owner_risk"]["findings"] if r["id"] == check_id)
+
+
+def finding(report: dict[str, Any], policy: str, check_id: str) -> dict[str, Any]:
+    result = next(p for p in report["policies"] if p["id"] == policy)
+    return next(f for f in result["findings"] if f["id"] == check_id)
+
+
+@pytest.fixture(scope="module")
+def oversight(lab, tmp_path_factory) -> Iterator[Oversight]:
+    host = lab.start_hosts(1)[0]
+    life = Oversight(host)
+    tmp = tmp_path_factory.mktemp("oversight")
+    playbook = play.write_playbook(tmp, "oversight.yml", ["agent_oversight"])
+    try:
+        install_hostcheck(host, build_wheelhouse(tmp_path_factory.mktemp("wheelhouse")))
+        host.sudo(STAND_INS, check=True, timeout=60)
+        life.audits["vast_root"] = audit(host)
+        life.audits["vast_unprivileged"] = audit(host, user="auditor")
+        host.sudo(SALAD, check=True, timeout=60)
+        life.audits["two_agents"] = audit(host)
+
+        life.snaps["before"] = play.snapshot(host)
+        life.plays["converge"] = play.run_playbook(host.inventory_path, playbook, extra_vars=ENABLE)
+        assert life.plays["converge"].rc == 0, life.plays["converge"].describe()
+        life.plays["rerun"] = play.run_playbook(host.inventory_path, playbook, extra_vars=ENABLE)
+        life.probes["dropin"] = host.sudo("cat /etc/sudoers.d/50-hostcheck-agent-oversight").stdout
+        # The stand-in account uses its sudo the way the agent does: non-interactive, no tty.
+        life.probes["agent_sudo"] = host.sudo("sudo -u vastai_kaalia sudo -n /usr/bin/id -u")
+        life.probes["iolog"] = host.sudo("sudoreplay -d /var/log/sudo-io/vastai_kaalia -l")
+        life.audits["logged"] = audit(host)
+
+        life.plays["allowlist_refused"] = play.run_playbook(host.inventory_path, playbook, extra_vars=ALLOWLIST)
+        life.probes["sudoers_after_refusal"] = host.sudo("cat /etc/sudoers").stdout
+        life.plays["allowlist"] = play.run_playbook(
+            host.inventory_path, playbook,
+            extra_vars={**ALLOWLIST, "agent_oversight_vast_allowlist_is_a_tripwire": True})
+        life.probes["allowed"] = host.sudo("sudo -u vastai_kaalia sudo -n /usr/bin/nvidia-smi -pm 1")
+        life.probes["refused"] = host.sudo("sudo -u vastai_kaalia sudo -n /usr/bin/id -u")
+        life.audits["allowlist"] = audit(host)
+
+        life.plays["rollback"] = play.run_playbook(host.inventory_path, "rollback.yml")
+        life.snaps["rolled_back"] = play.snapshot(host)
+        life.probes["iolog_after"] = host.sudo("test -e /var/log/sudo-io && echo present || echo absent").stdout.strip()
+        life.probes["agent_sudo_after"] = host.sudo("sudo -u vastai_kaalia sudo -n /usr/bin/id -u")
+        yield life
+    finally:
+        lab.stop_hosts([host])
+
+
+def test_vast_agent_root_is_in_the_headline_area_with_account_and_rule(oversight: Oversight) -> None:
+    report = oversight.audits["vast_root"]
+    agt = owner_row(report, "AGT-1010")
+    assert agt["status"] == "warn" and agt["level"] == "medium"
+    assert "the platform has root on this machine" in agt["detail"]
+    assert "vastai_kaalia may run any command as root without a password" in agt["detail"]
+    assert f"`{VAST_RULE.replace('NOPASSWD:ALL', 'NOPASSWD: ALL')}` (/etc/sudoers:" in agt["detail"]
+    # The lab host has no desktop and no personal data: dedicated, so the agent's root rates
+    # medium (OWN-1050 passes); whatever else sets the rating, the headline and the owner-risk
+    # statement say that the platform gets root, and the statement names the account and rule.
+    assert owner_row(report, "OWN-1050")["status"] == "pass"
+    assert "installing the provider agent hands the platform root on this machine" in report["headline"]
+    statement = report["owner_risk"]["statement"]
+    assert "installing the provider agent hands the platform root on this machine" in statement
+    assert "vastai_kaalia may run any command as root without a password: `vastai_kaalia ALL=(ALL) NOPASSWD: ALL` (/etc/sudoers:" in statement
+
+
+def test_vast_agent_facts_as_root(oversight: Oversight) -> None:
+    agents = oversight.audits["vast_root"]["facts"]["agents"]
+    (vast,) = agents["installed"]
+    assert vast["id"] == "vast"
+    assert {"account vastai_kaalia", "unit vastai.service", "unit vast_metrics.service",
+            "path /var/lib/vastai_kaalia"} <= set(vast["evidence"])
+    (account,) = vast["accounts"]
+    assert account["groups"] == ["docker"] and account["shell"] == "/bin/bash"
+    assert account["sudo"]["scope"] == "unrestricted"
+    assert {u["name"]: (u["enabled"], u["active"]) for u in vast["units"]} == {
+        "vastai.service": ("enabled", True), "vast_metrics.service": ("enabled", True)}
+    assert vast["update_channel"] == ["/var/lib/vastai_kaalia/update_launcher.sh"]
+    assert agents["update_units"]["apt-daily.timer"] == "masked"
+    report = oversight.audits["vast_root"]
+    assert owner_row(report, "AGT-1020")["status"] == "warn"
+    assert finding(report, "vast", "AGT-1060")["detail"].startswith("vastai_kaalia: commands reach the journal through syslog only")
+
+
+def test_unprivileged_audit_says_what_it_cannot_read(oversight: Oversight) -> None:
+    """sudoers is 0440 root and the journal needs systemd-journal or adm: both unknown, with
+    the reason. The docker group alone still settles that the platform has root."""
+    report = oversight.audits["vast_unprivileged"]
+    (vast,) = report["facts"]["agents"]["installed"]
+    sudo = vast["accounts"][0]["sudo"]
+    assert "permission denied reading /etc/sudoers" in sudo["$unknown"]
+    assert "systemd-journal" in report["facts"]["agents"]["sudo_activity"]["$unknown"]
+    agt = owner_row(report, "AGT-1010")
+    assert agt["status"] == "warn"
+    assert "vastai_kaalia is in the docker group (root-equivalent); its sudo rules: unknown" in agt["detail"]
+    assert finding(report, "vast", "AGT-1060")["status"] == "unknown"
+
+
+def test_two_agents_are_a_conflict_before_anything_breaks(oversight: Oversight) -> None:
+    report = oversight.audits["two_agents"]
+    assert sorted(a["id"] for a in report["facts"]["agents"]["installed"]) == ["salad", "vast"]
+    salad = finding(report, "salad-linux", "AGT-1030")
+    assert salad["status"] == "fail" and salad["severity"] == "blocker" and salad["measured"] == 2
+    assert "Salad (Linux beta)" in salad["detail"] and "Vast.ai" in salad["detail"]
+    assert "AGT-1030" in next(p for p in report["policies"] if p["id"] == "salad-linux")["blockers"]
+    assert finding(report, "vast", "AGT-1030")["status"] == "warn"
+
+
+def test_a_human_in_the_docker_group_is_reported(oversight: Oversight) -> None:
+    row = owner_row(oversight.audits["vast_root"], "ISO-1020")
+    assert row["status"] == "warn" and row["detail"] == "admin"
+
+
+def test_logging_role_records_what_the_agent_ran(oversight: Oversight) -> None:
+    assert "Defaults:vastai_kaalia syslog=authpriv, log_input, log_output" in oversight.probes["dropin"]
+    ran = oversight.probes["agent_sudo"]
+    assert ran.rc == 0 and ran.stdout.strip() == "0", ran
+    listing = oversight.probes["iolog"]
+    assert listing.rc == 0 and "COMMAND=/usr/bin/id -u" in listing.stdout, listing
+    report = oversight.audits["logged"]
+    logged = finding(report, "vast", "AGT-1060")
+    assert logged["status"] == "pass" and logged["detail"].startswith("vastai_kaalia: I/O logged")
+    activity = report["facts"]["agents"]["sudo_activity"]
+    assert {"user": "vastai_kaalia", "command": "/usr/bin/id -u", "outcome": "ran", "count": 1} in activity["commands"]
+    # only the agent's entries are counted: admin's own sudo calls (this test's) are not
+    assert all(c["user"] == "vastai_kaalia" for c in activity["commands"])
+
+
+def test_rerun_changes_nothing(oversight: Oversight) -> None:
+    rerun = oversight.plays["rerun"]
+    assert rerun.rc == 0 and rerun.stats(oversight.host.name)["changed"] == 0, rerun.changed_tasks
+
+
+def test_allowlist_is_refused_without_the_operators_statement(oversight: Oversight) -> None:
+    refused = oversight.plays["allowlist_refused"]
+    assert refused.rc != 0 and "is a tripwire, not containment" in refused.output
+    assert VAST_RULE in oversight.probes["sudoers_after_refusal"].splitlines()
+
+
+def test_allowlist_is_a_tripwire_not_containment(oversight: Oversight) -> None:
+    result = oversight.plays["allowlist"]
+    assert result.rc == 0, result.describe()
+    # nvidia-smi is not installed here: sudo allows it and then cannot find it (rc 1, not sudo's refusal)
+    assert "not allowed" not in oversight.probes["allowed"].stderr
+    refused = oversight.probes["refused"]
+    assert refused.rc != 0 and ("a password is required" in refused.stderr or "not allowed" in refused.stderr), refused
+    report = oversight.audits["allowlist"]
+    (vast, *_) = [a for a in report["facts"]["agents"]["installed"] if a["id"] == "vast"]
+    sudo = vast["accounts"][0]["sudo"]
+    assert sudo["scope"] == "restricted" and sudo["root_giving"], sudo
+    agt = owner_row(report, "AGT-1010")
+    assert agt["status"] == "warn" and "can be turned into a root shell" in agt["detail"]
+    refusals = [c for c in report["facts"]["agents"]["sudo_activity"]["commands"] if c["outcome"] == "refused"]
+    assert any(c["command"] == "/usr/bin/id -u" for c in refusals), refusals
+
+
+def test_rollback_restores_the_host_exactly(oversight: Oversight) -> None:
+    assert oversight.plays["rollback"].rc == 0, oversight.plays["rollback"].describe()
+    # /var/lib/sudo holds sudo's own per-user state (the lecture marks) from this test's sudo calls.
+    diff = play.file_diff(oversight.snaps["before"], oversight.snaps["rolled_back"], ignore=(*IDLE_NOISE, "/var/lib/sudo"))
+    assert diff == {}
+    assert oversight.probes["iolog_after"] == "absent"
+    assert oversight.probes["agent_sudo_after"].stdout.strip() == "0"
