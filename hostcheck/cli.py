@@ -245,6 +245,10 @@ def audit(
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = 10.0,
     speedtest_max_mb: SpeedMaxMbOpt = 1000,
+    price: Annotated[float | None, typer.Option("--price", help="Your price per GPU-hour: the report ends with net per month per feasible platform (see `hostcheck earnings`).")] = None,
+    electricity: Annotated[str | None, typer.Option("--electricity", help="Electricity per kWh (0.30) or HH-HH=PRICE,... for those lines.")] = None,
+    occupancy: Annotated[float | None, typer.Option("--occupancy", help="Share of hours rented, 0-100 %, for those lines.")] = None,
+    earnings_config: Annotated[Path | None, typer.Option("--earnings-config", help="Earnings config file (default: $XDG_CONFIG_HOME/hostcheck/earnings.toml if present).")] = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -274,8 +278,31 @@ def audit(
 
         report = redact(report)
     color = fmt == "table" and output is None and sys.stdout.isatty()
-    _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
+    text = render(report, fmt, verbose=verbose, color=color)
+    if fmt != "json":
+        text += _earnings_tail(report, facts, price, electricity, occupancy, earnings_config, fmt)
+    _emit(text, output, private=not redact_output)
     raise typer.Exit(exit_code(report, strict=strict, accept_owner_risk=accept_owner_risk))
+
+
+def _earnings_tail(report: dict[str, Any], facts: dict[str, Any], price: float | None, electricity: str | None,
+                   occupancy: float | None, config: Path | None, fmt: str) -> str:
+    """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
+    from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, audit_lines, merged_values
+    from hostcheck.earnings.inputs import config_path
+    from hostcheck.render.escape import escape_text
+
+    flags = {"price": price, "electricity": electricity, "occupancy": occupancy}
+    if all(v is None for v in flags.values()) and config is None and config_path() is None:
+        return ""
+    try:
+        values, path = merged_values(flags, config)
+        lines = audit_lines(report, facts, values, path)
+    except (EarningsInputError, EconomicsDataError) as exc:
+        _die(str(exc))
+    bullet = "- " if fmt == "markdown" else ""
+    head = "\n## Earnings\n\n" if fmt == "markdown" else "\n"
+    return head + "".join(f"{bullet}{escape_text(line)}\n" for line in lines)
 
 
 @app.command()
@@ -514,6 +541,12 @@ def fleet(
     if problems:
         # The view is complete for every other host; the exit code still says input was bad.
         _die(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
+
+
+# `hostcheck earnings`: its options live in hostcheck/earnings/cli.py (one module per command family).
+from hostcheck.earnings.cli import earnings as _earnings  # noqa: E402
+
+app.command("earnings")(_earnings)
 
 
 def main() -> None:
