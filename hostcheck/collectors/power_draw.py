@@ -275,7 +275,9 @@ def sample_power(
         if not isinstance(gpus, Unknown):
             for window in gpus:
                 window.begin()
-        deadline = start + seconds
+        # Nothing that counts over time (no GPU, RAPL unreadable): no window to wait for.
+        idle_window = isinstance(gpus, Unknown) and isinstance(rapl.start, Unknown)
+        deadline = start if idle_window else start + seconds
         while (left := deadline - clock()) > 0:
             sleep(min(POLL_S, left))
             if not isinstance(gpus, Unknown):

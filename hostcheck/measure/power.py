@@ -23,6 +23,7 @@ MAX_WALL_W = 20_000.0
 # Rest of the system (board, RAM, drives, fans): nothing in software reads these. Assumptions
 # (inference, not a measurement), by chassis kind.
 REST_OF_SYSTEM_W = {"laptop": 8.0, "desktop": 30.0, "server": 60.0, "other": 30.0}
+KIND_TEXT = {"laptop": "a laptop", "desktop": "a desktop", "server": "a server", "other": "a machine of unknown kind"}
 # CPU package when RAPL cannot be read: idle, and while feeding a rented GPU (one or two busy
 # cores, not an all-core load). Assumptions as well.
 CPU_IDLE_W = {"laptop": 5.0, "desktop": 15.0, "server": 40.0, "other": 15.0}
@@ -193,7 +194,7 @@ def estimate_power(
     rest = _fig(
         REST_OF_SYSTEM_W[kind],
         Provenance.ESTIMATED,
-        f"hostcheck's assumption for a {kind} (board, RAM, drives, fans: nothing in software reads them)",
+        f"hostcheck's assumption for {KIND_TEXT[kind]} (board, RAM, drives, fans: nothing in software reads them)",
     )
     rest_w = REST_OF_SYSTEM_W[kind]
     eff, eff_source = PSU_EFFICIENCY[kind], PSU_SOURCE[kind]
@@ -204,7 +205,7 @@ def estimate_power(
         assumed = (CPU_LOAD_W if load else CPU_IDLE_W)[kind]
         if cpu.watts is not None:
             assumed = max(assumed, cpu.watts)
-        return assumed, f"CPU package {assumed:g} W assumed for a {kind} {'feeding a GPU job' if load else 'at idle'}"
+        return assumed, f"CPU package {assumed:g} W assumed for {KIND_TEXT[kind]} {'feeding a GPU job' if load else 'at idle'}"
 
     def wall(gpu: PowerFigure, load: bool) -> PowerFigure:
         if gpu.watts is None:
