@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -93,7 +93,7 @@ def earnings(
 
     if fmt not in FORMATS:
         _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    flags = {
+    flags: dict[str, Any] = {
         "electricity": electricity, "price": price, "occupancy": occupancy, "fee": fee, "heating": heating,
         "heating_months": heating_months, "heat_share": heat_share, "heat_pump_spf": heat_pump_spf,
         "boiler_efficiency": boiler_efficiency, "fuel_price": fuel_price, "cooling_months": cooling_months,

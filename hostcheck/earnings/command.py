@@ -38,7 +38,7 @@ def _power(facts: dict[str, Any] | None, given: Given, sample_seconds: float) ->
 def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple[int, str | None]:
     devices = (facts or {}).get("gpu", {}).get("devices") if isinstance((facts or {}).get("gpu"), dict) else None
     if isinstance(devices, list) and devices:
-        names = {d.get("name") for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)}
+        names = {str(d["name"]) for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)}
         if given.gpus is not None and given.gpus != len(devices):
             notes.append(f"--gpus {given.gpus} used; the facts list {len(devices)} GPU(s)")
             return given.gpus, None
@@ -49,7 +49,10 @@ def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple
     return given.gpus, None
 
 
-def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes: list[str]) -> list[tuple[PlatformDocument, str | None]]:
+def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes: list[str],
+              asked: bool = False) -> list[tuple[PlatformDocument, str | None]]:
+    """Each platform with the audit's best verdict among its policies. Unless the owner named
+    the platforms, those the audit says cannot apply to this machine are left out (and said)."""
     if report is None:
         return [(doc, None) for doc in docs]
     by_id = {p["id"]: p for p in report["policies"]}
@@ -57,7 +60,7 @@ def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes
     skipped = []
     for doc in docs:
         judged = [by_id[pid] for pid in doc.policies if pid in by_id]
-        if judged and not any(p.get("applicable", True) for p in judged):
+        if judged and not asked and not any(p.get("applicable", True) for p in judged):
             skipped.append(f"{doc.platform} ({judged[0]['precondition']})")
             continue
         order = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
@@ -93,8 +96,8 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
         audit_report = build_report(facts, resolve_policies([]))
     estimate = _power(facts, given, sample_seconds)
     gpus, gpu_name = _gpus(facts, given, notes)
-    power = {name: PowerOut(watts=None if fig.watts is None else round(fig.watts, 2), provenance=str(fig.provenance),
-                            how=fig.how)
+    power = {name: PowerOut.model_validate({"watts": None if fig.watts is None else round(fig.watts, 2),
+                                            "provenance": str(fig.provenance), "how": fig.how})
              for name in ("wall_idle", "wall_load", "gpu_idle", "gpu_load", "cpu_package", "rest_of_system")
              for fig in [getattr(estimate, name)]}
     load, idle = estimate.wall_load.watts, estimate.wall_idle.watts
@@ -129,7 +132,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     else:
         machine = Machine.model_validate({"from": source, "gpus": gpus, "gpu_name": gpu_name,
                                           "audit_headline": None, "owner_risk": None})
-    report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes),
+    report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
                             power=power, powers=powers, machine=machine, notes=notes)
     return report, EXIT_OK if powers is not None else EXIT_NOT_MEASURED
 

@@ -199,6 +199,8 @@ def load_config(path: Path) -> dict[str, Any]:
                 raise EarningsInputError(f"{path}: platform_price: must be a table of platform = price")
             for name, price in value.items():
                 check_number("price", price, f"{path}: platform_price.{name}")
+        elif key == "electricity":
+            parse_tariff(value, f"{path}: electricity")
         elif key in BOUNDS:
             check_number(key, value, f"{path}: {key}")
         elif key == "gpus":
@@ -235,6 +237,9 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
         return None if value is None else check_number(key, value, where(key))
 
     used: list[str] = []
+    for key in BOUNDS:  # every number given is checked, used in this run or not
+        if key != "electricity":
+            num(key)
 
     def default(key: str, constant: str) -> float:
         value = num(key)
@@ -258,12 +263,14 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
     if kind in ("gas", "oil") and fuel_price is None:
         raise EarningsInputError(f"--fuel-price: {kind} heating needs the price per kWh of {kind}")
     heating_months = frozenset[int]()
-    if kind != "none":
-        raw_months = values.get("heating_months")
-        if raw_months is None:
-            used.append("heating_months")
-            raw_months = constants.constants["heating_months"].value
+    raw_months = values.get("heating_months")
+    if raw_months is not None:
         heating_months = parse_months(raw_months, where("heating_months"))
+    elif kind != "none":
+        used.append("heating_months")
+        heating_months = parse_months(constants.constants["heating_months"].value, "constants.yaml: heating_months")
+    if kind == "none":
+        heating_months = frozenset()
     cooling_months = parse_months(values.get("cooling_months") or "", where("cooling_months"))
     overlap = sorted(heating_months & cooling_months)
     if overlap:

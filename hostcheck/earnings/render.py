@@ -76,7 +76,7 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool) -> list[str]:
         out.append(f"  source: {fee['source']['title']} <{fee['source']['url']}> (read {fee['source']['checked']})")
     seasons = p.get("seasons")
     if seasons:
-        rows = [("", "months", "net per month", "break-even price/GPU-h", "break-even occupancy")]
+        rows: list[tuple[str, ...]] = [("", "months", "net per month", "break-even price/GPU-h", "break-even occupancy")]
         for name, s in seasons.items():
             rows.append((SEASON_TITLES[name], str(s["months"]), span_text(s["net_per_month"], currency),
                          span_text(s["break_even_price"], currency, 3, none="no price"),
