@@ -135,12 +135,66 @@ def fio_version(fio: str) -> str | None:
     return out.stdout.strip()[:40] or None
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (fio's job processes)."""
+    kids = []
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read(1024).decode("ascii", "replace")
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            kids.append(int(entry))
+    return kids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) no longer reads anything
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read(1024).rsplit(b")", 1)[-1].split()[:1] == [b"Z"]
+    except OSError:
+        return True
+
+
+def _stop_fio(proc: subprocess.Popen[str], grace_s: float = 3.0, wait_s: float = 10.0) -> None:
+    """Stop fio and its job processes, and wait until they are gone. Each job calls setsid(), so a
+    process-group kill misses them: SIGTERM asks fio to end its jobs itself; what is left after
+    the grace period is killed by process id (the jobs fio forked, read from /proc)."""
+    kids = _children(proc.pid)
+    try:
+        proc.terminate()
+        proc.communicate(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        kids = sorted(set(kids) | set(_children(proc.pid)))
+        proc.kill()
+        proc.communicate()
+    except ProcessLookupError:
         pass
-    proc.wait()
+    deadline = time.monotonic() + wait_s
+    for kid in kids:
+        try:
+            os.kill(kid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    while kids and time.monotonic() < deadline:
+        kids = [k for k in kids if not _gone(k)]
+        if kids:
+            time.sleep(0.05)
 
 
 def run_fio(
@@ -151,16 +205,16 @@ def run_fio(
     try:
         proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+        )  # its own session: a Ctrl-C at the terminal reaches hostcheck, which then stops fio
     except OSError as exc:
         return Unknown(f"cannot run {fio}: {exc.strerror or exc}"), command
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _stop_fio(proc)
         return Unknown(f"fio did not finish within {timeout_s:g} s and was stopped"), command
     except BaseException:
-        _kill_group(proc)
+        _stop_fio(proc)
         raise
     if proc.returncode != 0:
         last = (err.strip().splitlines() or out.strip().splitlines() or ["no output"])[-1]
