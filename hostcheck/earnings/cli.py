@@ -87,7 +87,8 @@ def earnings(
 
     from hostcheck.cli import FORMATS, _collect_live, _die, _emit
     from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, merged_values, run
-    from hostcheck.earnings.inputs import parse_platform_prices
+    from hostcheck.earnings.data import load_constants
+    from hostcheck.earnings.inputs import build, parse_platform_prices
     from hostcheck.exit_codes import EXIT_INTERNAL
     from hostcheck.facts import FactsError, load_snapshot
 
@@ -112,6 +113,7 @@ def earnings(
         values, path = merged_values(flags, config, use_config=not no_config)
         if "platform_price" in values and "platform_price" in flags and path is not None:
             values["platform_price"] = {**load_platform_prices(path), **flags["platform_price"]}
+        build(values, load_constants(), path)  # bad input fails before any collecting or sampling
         facts = None
         source = "flags"
         if facts_file is not None:
