@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +34,7 @@ needs_fio = pytest.mark.skipif(FIO is None, reason="fio is not installed (script
 
 
 @pytest.fixture
-def disk_dir() -> Path:
+def disk_dir() -> Iterator[Path]:
     """A directory on this machine's disk (not tmpfs: O_DIRECT reads must reach a block device)."""
     path = Path(tempfile.mkdtemp(prefix="hostcheck-disk_bw-", dir="/var/tmp"))
     yield path
@@ -142,9 +144,12 @@ def test_unwritable_directory_is_unknown(disk_dir: Path) -> None:
 
 
 def test_bounds_are_refused(disk_dir: Path) -> None:
-    for kwargs in ({"size_mib": 4}, {"size_mib": 4096}, {"runtime_s": 0.0}, {"runtime_s": 2.0, "timeout_s": 1.0}):
+    cases: list[dict[str, Any]] = [
+        {"size_mib": 4}, {"size_mib": 4096}, {"runtime_s": 0.0}, {"runtime_s": 2.0, "timeout_s": 1.0},
+    ]
+    for kwargs in cases:
         with pytest.raises(ValueError):
-            measure_disk_bw(str(disk_dir), "", **kwargs)  # type: ignore[arg-type]
+            measure_disk_bw(str(disk_dir), "", **kwargs)
 
 
 def test_target_is_docker_root_or_its_parent_said_so(disk_dir: Path) -> None:
