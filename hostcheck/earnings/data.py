@@ -10,6 +10,7 @@ policies: an unknown key, a wrong type or a missing source is an error naming fi
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,7 +20,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from hostcheck import safeio
 from hostcheck.models import IsoDate, Text
-from hostcheck.policy import _field, _Lines, _refuse_bombs
+from hostcheck.policy import MAX_ALIASES, _field, _Lines
+
+# libyaml when PyYAML was built with it: the data files are read on every run, and the pure-Python
+# parser is most of the time `hostcheck earnings` takes.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 DATA_FORMAT = 1
 MAX_DATA_BYTES = 256 << 10
@@ -180,11 +185,27 @@ def _reason(error: Any) -> str:
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, not {value!r}"
 
 
+def _refuse_bombs(text: str) -> None:
+    """Aliases and nesting counted on the event stream before any node is built (as for policies)."""
+    aliases = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise EconomicsDataError(f"line {event.start_mark.line + 1}: more than {MAX_ALIASES} YAML aliases")
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > safeio.MAX_DEPTH:
+                raise EconomicsDataError(f"line {event.start_mark.line + 1}: nested deeper than {safeio.MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def _parse(text: str, path: str, model: type[BaseModel]) -> Any:
     lines = _Lines()
     try:
         _refuse_bombs(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
         data = None if node is None else lines.build(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -235,6 +256,7 @@ def shipped_platform_names() -> list[str]:
                   if p.name.endswith(".yaml") and p.name != f"{CONSTANTS_FILE}.yaml")
 
 
+@lru_cache(maxsize=32)
 def load_platform(name: str) -> PlatformDocument:
     entry = _folder() / f"{name}.yaml"
     if not entry.is_file():
@@ -250,6 +272,7 @@ def load_platform_file(path: Path) -> PlatformDocument:
     return parse_platform(text, str(path))
 
 
+@lru_cache(maxsize=1)
 def load_constants() -> ConstantsDocument:
     entry = _folder() / f"{CONSTANTS_FILE}.yaml"
     return parse_constants(entry.read_text(encoding="utf-8"), f"policies/economics/{CONSTANTS_FILE}.yaml")
