@@ -185,6 +185,11 @@ def _reason(error: Any) -> str:
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, not {value!r}"
 
 
+def _line(event: Any) -> int | str:
+    mark = getattr(event, "start_mark", None)
+    return int(mark.line) + 1 if mark is not None else "?"
+
+
 def _refuse_bombs(text: str) -> None:
     """Aliases and nesting counted on the event stream before any node is built (as for policies)."""
     aliases = depth = 0
@@ -192,11 +197,11 @@ def _refuse_bombs(text: str) -> None:
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > MAX_ALIASES:
-                raise EconomicsDataError(f"line {event.start_mark.line + 1}: more than {MAX_ALIASES} YAML aliases")
+                raise EconomicsDataError(f"line {_line(event)}: more than {MAX_ALIASES} YAML aliases")
         elif isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > safeio.MAX_DEPTH:
-                raise EconomicsDataError(f"line {event.start_mark.line + 1}: nested deeper than {safeio.MAX_DEPTH} levels")
+                raise EconomicsDataError(f"line {_line(event)}: nested deeper than {safeio.MAX_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
