@@ -165,7 +165,7 @@ def test_reference_laptop_headline_still_says_do_not_host() -> None:
     facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
     report, code = run({"electricity": 0.30, "price": 0.10, "occupancy": 30}, facts=facts,
                        source="reference-laptop.json", platforms=[])
-    assert code == 0
+    assert code == 4  # as the audit's: owner risk high, whatever it earns
     assert report["headline"].startswith("Do not host on this machine as it is")
     assert report["machine"]["owner_risk"] == "high"
     # The 45 W cap (of 125 W default) is the GPU's upper bound under load.
@@ -382,3 +382,41 @@ def test_a_bad_platform_file_names_file_and_field(tmp_path: Path, change: tuple[
     with pytest.raises(EconomicsDataError) as err:
         load_platform_file(path)
     assert str(path) in str(err.value) and named in str(err.value)
+
+
+# ------------------------------------------------------------------ the README and --help examples
+
+
+def _readme_examples() -> list[tuple[str, list[str]]]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Will it earn?", 1)[1].split("\n## ", 1)[0]
+    examples = []
+    for block in section.split("```console\n")[1:]:
+        lines = block.split("```", 1)[0].splitlines()
+        assert lines[0].startswith("$ hostcheck earnings ")
+        examples.append((lines[0][2:], lines[1:]))
+    return examples
+
+
+@pytest.mark.parametrize(("command", "shown"), _readme_examples(), ids=lambda v: v[:60] if isinstance(v, str) else "")
+def test_the_readme_examples_run_as_shown(command: str, shown: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    monkeypatch.chdir(REPO)
+    code, output = _cli(shlex.split(command)[1:])
+    printed = [line.rstrip() for line in output.splitlines()]
+    for line in shown:
+        assert line.rstrip() in printed, f"README shows a line the command does not print:\n{line}"
+    assert code == (4 if printed[2].startswith("Do not host") else 0)
+
+
+def test_help_shows_the_worked_example_and_its_arithmetic_holds() -> None:
+    code, output = _cli(["earnings", "--help"])
+    assert code == 0
+    assert "hostcheck earnings --wall-idle-w 50 --wall-load-w 450 --electricity 0.30" in output
+    assert "tests/snapshots/reference-laptop.json" in output and "rtx3090" in output
+    # The help's arithmetic, from the formula: R − K·E with K = H·(U·450 + (1−U)·50)/1000.
+    k = H * (0.5 * 450 + 0.5 * 50) / 1000
+    assert f"{k:g} kWh" in output and f"net 91.25 - {k * 0.30:.2f} = {0.25 * 0.5 * H - k * 0.30:.2f}" in output
+    vast = platform(flags_only(), "vast")
+    assert vast["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(0.25 * 0.5 * H - k * 0.30, abs=0.01)

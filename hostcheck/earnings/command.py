@@ -10,7 +10,8 @@ from hostcheck.earnings import model as m
 from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.inputs import EarningsInputError, Given, build, config_path, load_config
 from hostcheck.earnings.report import Machine, PowerOut, build_earnings, span_text
-from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK
+from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK, EXIT_OWNER_RISK
+from hostcheck.models import OWNER_RISK_STOPS
 
 __all__ = ["EarningsInputError", "audit_lines", "merged_values", "run"]
 
@@ -134,7 +135,10 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
                                           "audit_headline": None, "owner_risk": None})
     report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
                             power=power, powers=powers, machine=machine, notes=notes)
-    return report, EXIT_OK if powers is not None else EXIT_NOT_MEASURED
+    if powers is None:
+        return report, EXIT_NOT_MEASURED
+    # As the audit does: a high or unknown owner risk is never a plain success, whatever it earns.
+    return report, EXIT_OWNER_RISK if machine.owner_risk in OWNER_RISK_STOPS else EXIT_OK
 
 
 def audit_lines(audit_report: dict[str, Any], facts: dict[str, Any], values: dict[str, Any],
