@@ -161,3 +161,36 @@ def test_target_is_docker_root_or_its_parent_said_so(disk_dir: Path) -> None:
     assert "does not exist yet" in where[1] and str(disk_dir) in where[1]
     assert isinstance(target_directory(Unknown("docker.data_root unreadable")), Unknown)
     assert isinstance(target_directory("relative/docker"), Unknown)
+
+
+TMPFS_PROBE = """
+import sys
+from hostcheck.collectors.disk_bw import measure_disk_bw
+r = measure_disk_bw(sys.argv[1], "", size_mib=64)
+print(r.bytes_written, r.mib_s.reason if hasattr(r.mib_s, "reason") else r.mib_s)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="a small filesystem of its own needs a private mount namespace (root)")
+def test_too_little_free_space_writes_nothing(disk_dir: Path) -> None:
+    """A 200 MiB tmpfs in a mount namespace of the test's own (gone when the process ends): the
+    64 MiB file plus the 1 GiB margin does not fit, so nothing is written."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    script = f'mount -t tmpfs -o size=200m hostcheck-test "$1" && exec "{sys.executable}" -c "$2" "$1"'
+    out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                          str(disk_dir), TMPFS_PROBE], capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 0, out.stderr
+    written, _, reason = out.stdout.strip().partition(" ")
+    assert written == "0"
+    if shutil.which("fio") is None:
+        assert "fio is not installed" in reason
+    else:
+        assert "MiB free" in reason and "nothing was written" in reason
+
+
+def test_the_audit_never_measures_the_disk() -> None:
+    from hostcheck.collectors import COLLECTOR_MODULES
+
+    assert "hostcheck.collectors.disk_bw" not in COLLECTOR_MODULES
+    assert "hostcheck.collectors.power_draw" not in COLLECTOR_MODULES
