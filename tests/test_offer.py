@@ -210,3 +210,33 @@ def test_help_says_it_is_not_read_only() -> None:
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "NOT read-only" in text and "--no-disk-bw" in text and "sudo apt install fio" in text
+
+
+@needs_fio
+def test_interrupted_offer_leaves_no_test_file() -> None:
+    """Ctrl-C while the test file is being written: hostcheck exits 130 and the file is gone."""
+    import signal
+    import subprocess
+    import sys
+
+    disk_dir = Path(tempfile.mkdtemp(prefix="hostcheck-offer-int-", dir="/var/tmp"))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hostcheck.cli", "offer", "--offline", "--power-seconds", "0",
+             "--disk-dir", str(disk_dir), "--disk-size-mib", "1024"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        seen = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(n.startswith(TEST_FILE_PREFIX) for n in os.listdir(disk_dir)):
+                seen = True
+                break
+            time.sleep(0.01)
+        assert seen, "the test file never appeared"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert [n for n in os.listdir(disk_dir) if n.startswith(TEST_FILE_PREFIX)] == []
+    finally:
+        shutil.rmtree(disk_dir, ignore_errors=True)
