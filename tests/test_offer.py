@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -215,10 +218,6 @@ def test_help_says_it_is_not_read_only() -> None:
 @needs_fio
 def test_interrupted_offer_leaves_no_test_file() -> None:
     """Ctrl-C while the test file is being written: hostcheck exits 130 and the file is gone."""
-    import signal
-    import subprocess
-    import sys
-
     disk_dir = Path(tempfile.mkdtemp(prefix="hostcheck-offer-int-", dir="/var/tmp"))
     try:
         proc = subprocess.Popen(
