@@ -420,3 +420,14 @@ def test_help_shows_the_worked_example_and_its_arithmetic_holds() -> None:
     assert f"{k:g} kWh" in output and f"net 91.25 - {k * 0.30:.2f} = {0.25 * 0.5 * H - k * 0.30:.2f}" in output
     vast = platform(flags_only(), "vast")
     assert vast["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(0.25 * 0.5 * H - k * 0.30, abs=0.01)
+
+
+def test_unknown_idle_draw_is_shown_as_a_range_from_zero_to_the_load() -> None:
+    report, code = run({"wall_load_w": 300, "electricity": 0.30, "price": 0.25, "occupancy": 40, "fee": 0},
+                       facts=None, source="flags", platforms=["vast"])
+    assert code == 0 and report["power"]["wall_idle"]["provenance"] == "unknown"
+    worst, _ = net0(p=0.25, u=0.4, fee=0, idle=300, load=300, e=0.30)
+    best, _ = net0(p=0.25, u=0.4, fee=0, idle=0, load=300, e=0.30)
+    assert platform(report, "vast")["seasons"]["year"]["net_per_month"] == pytest.approx(
+        {"worst": worst, "best": best}, abs=0.01)
+    assert any("idle draw unknown" in note for note in report["notes"])
