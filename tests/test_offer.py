@@ -239,3 +239,34 @@ def test_interrupted_offer_leaves_no_test_file() -> None:
         assert [n for n in os.listdir(disk_dir) if n.startswith(TEST_FILE_PREFIX)] == []
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
+
+
+def test_self_test_preflight_from_vasts_rules() -> None:
+    """Vast's self-test thresholds (vast-cli machine_diagnostics.py), recomputed here."""
+    for snapshot in ("reference-laptop.json", "dgx-a100-8x-ecc.json", "mixed-3090-1080ti.json"):
+        facts = load_snapshot(SNAPSHOTS / snapshot)
+        devices = facts["gpu"]["devices"]
+        total_vram = sum(d["vram_total_mib"] for d in devices)
+        checks = {c.field: c for c in build_offer(facts).self_test}
+        cuda = float(facts["gpu"]["cuda_driver_version"])
+        assert checks["cuda_max_good"].status == ("pass" if cuda >= 11.8 else "fail"), snapshot
+        per_gpu_gib = total_vram / len(devices) / 1024
+        assert checks["gpu_ram"].status == ("pass" if per_gpu_gib > 7 else "fail"), snapshot
+        need_ram = min(0.95 * total_vram, 2_000_000)
+        assert checks["cpu_ram"].required == pytest.approx(need_ram, abs=0.01)
+        assert checks["cpu_ram"].status == ("pass" if facts["system"]["ram_total_mib"] >= need_ram else "fail")
+        assert checks["cpu_cores"].required == 2 * len(devices)
+        # Bandwidth floor: 100 Mb/s, 500 cap, linear against 192 GiB of total VRAM.
+        floor = min(500.0, max(100.0, 500.0 * total_vram / 1024 / 192))
+        assert checks["inet_down"].required == pytest.approx(floor, abs=0.01)
+        assert checks["reliability"].status == "unknown"  # not before listing
+        assert checks["pcie_bw"].status == "unknown"  # not measured without CUDA
+
+
+def test_self_test_in_json_and_text() -> None:
+    rc, doc, _ = offer_json("--facts", str(SNAPSHOTS / "reference-laptop.json"))
+    assert rc == 0
+    assert "machine_diagnostics.py" in doc["self_test"]["source"]
+    assert {c["field"] for c in doc["self_test"]["checks"]} >= {"cuda_max_good", "gpu_ram", "cpu_ram", "inet_down"}
+    proc = hostcheck("offer", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "markdown")
+    assert "self-test preflight" in proc.stdout

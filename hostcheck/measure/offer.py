@@ -63,11 +63,27 @@ class OfferField:
 
 
 @dataclass(frozen=True)
+class SelfTestCheck:
+    """One of the thresholds Vast's self-test checks on the offer before it rents the machine."""
+
+    field: str
+    actual: float | None
+    operator: str
+    required: float
+    unit: str
+    status: str  # "pass" | "fail" | "unknown"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
 class Offer:
     fields: list[OfferField]
     power: PowerEstimate | None
     disk: DiskBandwidth | None
     notes: list[str] = field(default_factory=list)
+    self_test: list[SelfTestCheck] = field(default_factory=list)
 
     def field(self, name: str) -> OfferField:
         return next(f for f in self.fields if f.name == name)
@@ -78,6 +94,7 @@ class Offer:
             "fields": [f.as_dict() for f in self.fields],
             "power": None if self.power is None else self.power.as_dict(),
             "disk_bw_run": None if self.disk is None else self.disk.as_dict(),
+            "self_test": {"source": _source(SELF_TEST), "checks": [c.as_dict() for c in self.self_test]},
             "notes": list(self.notes),
         }
 
@@ -313,4 +330,57 @@ def build_offer(
         "Field names and definitions are Vast's; values are what hostcheck reads or measures here, "
         "before listing: Vast measures again once the machine is listed.",
     ]
-    return Offer(fields, power, disk, notes)
+    return Offer(fields, power, disk, notes, self_test_checks(facts, fields))
+
+
+# Vast's self-test preflight (vast-cli machine_diagnostics.py preflight_requirement_checks and
+# util.required_inet_mbps): the thresholds an offer must meet before the self-test rents it.
+SYSTEM_RAM_CAP_MIB = 2_000_000
+
+
+def required_inet_mbps(gpu_total_ram_mib: float) -> float:
+    """100 Mb/s floor, 500 cap, linear in total VRAM against 192 GiB (Vast's rule)."""
+    return min(500.0, max(100.0, 500.0 * (gpu_total_ram_mib / 1024.0) / 192.0))
+
+
+def _compare(actual: float, operator: str, required: float) -> bool:
+    return actual > required if operator == ">" else actual >= required
+
+
+def self_test_checks(facts: dict[str, Any], fields: list[OfferField]) -> list[SelfTestCheck]:
+    values = {f.name: f.value for f in fields}
+    devices = _devices(facts)
+    total_vram: float | None = None
+    if not isinstance(devices, Unknown) and devices and all(_number(d.get("vram_total_mib")) for d in devices):
+        total_vram = float(sum(d["vram_total_mib"] for d in devices))
+    num: Any = values.get("num_gpus")
+    per_gpu_gib = total_vram / num / 1024 if total_vram is not None and _number(num) and num else None
+    rules: list[tuple[str, Any, str, float | None, str]] = [
+        ("cuda_max_good", values.get("cuda_max_good"), ">=", 11.8, "CUDA"),
+        ("reliability", None, ">", 0.90, "ratio"),
+        ("direct_port_count", values.get("direct_port_count"), ">=", 4, "ports"),
+        ("pcie_bw", values.get("pcie_bw"), ">", 2.85, "GB/s"),
+        ("inet_down", values.get("inet_down"), ">=",
+         None if total_vram is None else round(required_inet_mbps(total_vram), 2), "Mb/s"),
+        ("inet_up", values.get("inet_up"), ">=",
+         None if total_vram is None else round(required_inet_mbps(total_vram), 2), "Mb/s"),
+        ("gpu_ram", None if per_gpu_gib is None else round(per_gpu_gib, 2), ">", 7, "GiB"),
+        ("cpu_ram", values.get("cpu_ram"), ">=",
+         None if total_vram is None else round(min(0.95 * total_vram, SYSTEM_RAM_CAP_MIB), 2), "MiB"),
+        ("cpu_cores", values.get("cpu_cores"), ">=", 2.0 * num if _number(num) else None, "cores"),
+    ]
+    checks = []
+    for name, actual, operator, required, unit in rules:
+        if required is None:
+            continue  # the threshold depends on a figure that is unknown here
+        number = None
+        if isinstance(actual, str):
+            try:
+                number = float(actual)
+            except ValueError:
+                number = None
+        elif _number(actual):
+            number = float(actual)
+        status = "unknown" if number is None else ("pass" if _compare(number, operator, required) else "fail")
+        checks.append(SelfTestCheck(name, number, operator, float(required), unit, status))
+    return checks

@@ -51,6 +51,27 @@ def _power_lines(offer: Offer, markdown: bool) -> list[str]:
     return lines
 
 
+def _plain(number: float) -> str:
+    return f"{number:.2f}".rstrip("0").rstrip(".")
+
+
+def _self_test_lines(offer: Offer, markdown: bool) -> list[str]:
+    if not offer.self_test:
+        return []
+    title = "Vast's self-test preflight (vast-cli machine_diagnostics.py): would the offer qualify?"
+    lines = ["", f"## {title}" if markdown else title]
+    if markdown:
+        lines += ["", "| field | actual | required | result |", "|---|---|---|---|"]
+    for c in offer.self_test:
+        actual = "-" if c.actual is None else f"{_plain(c.actual)} {c.unit}"
+        need = f"{c.operator} {_plain(c.required)} {c.unit}"
+        if markdown:
+            lines.append(f"| `{c.field}` | {actual} | {need} | {c.status} |")
+        else:
+            lines.append(f"  {c.field:20} {actual:>16}  {need:>18}  {c.status}")
+    return lines
+
+
 def render_offer(offer: Offer, fmt: str) -> str:
     if fmt == "json":
         return dumps(offer.as_dict(), indent=2) + "\n"
@@ -72,6 +93,7 @@ def render_offer(offer: Offer, fmt: str) -> str:
     lines += ["", ("Not measurable before listing: " + ", ".join(later) + " (Vast computes or observes them "
                    "once the machine is listed).")]
     lines += _power_lines(offer, markdown)
+    lines += _self_test_lines(offer, markdown)
     lines += ["", "## Definitions" if markdown else "Definitions (Vast's own words)"]
     if markdown:
         lines.append("")
