@@ -134,6 +134,50 @@ class ConstantOut(_Out):
     source: SourceOut
 
 
+class Period(_Out):
+    from_hour: int = Field(ge=0, le=23)
+    to_hour: int = Field(ge=0, le=24)
+    price_per_kwh: float
+
+
+class Electricity(_Out):
+    periods: list[Period]
+    mean_per_kwh: float = Field(description="hour-weighted mean (rentals assumed spread over the day)")
+    peak_per_kwh: float
+
+
+class HeatingIn(_Out):
+    kind: Literal["none", "resistive", "heat-pump", "gas", "oil"]
+    months: list[int]
+    share_pct: float
+    spf: float
+    boiler_efficiency_pct: float
+    fuel_price_per_kwh: float | None
+
+
+class CoolingIn(_Out):
+    months: list[int]
+    cop: float
+    share_pct: float
+
+
+class Inputs(_Out):
+    electricity: Electricity
+    price_per_gpu_hour: float | None
+    platform_price: dict[str, float]
+    occupancy_pct: float = Field(ge=0, le=100)
+    fee_pct: float | None = Field(description="the fee the owner gave (replaces the data files'); null: not given")
+    heating: HeatingIn
+    cooling: CoolingIn
+    hardware_value: float
+    remaining_life_years: float | None
+    baseline_w: float
+    tax_pct: float
+    other_income_per_month: float
+    min_bid: float | None
+    config_file: str | None
+
+
 class Machine(_Out):
     from_: str = Field(alias="from", description="facts file, this machine, or flags")
     gpus: int
@@ -151,7 +195,7 @@ class EarningsReport(_Out):
     headline: str
     currency: str
     machine: Machine
-    inputs: dict[str, Any]
+    inputs: Inputs
     power: dict[str, PowerOut]
     power_known: bool
     constants: list[ConstantOut]
@@ -200,9 +244,9 @@ def constants_out(constants: ConstantsDocument, given: Given) -> list[ConstantOu
     return out
 
 
-def inputs_out(given: Given) -> dict[str, Any]:
+def inputs_out(given: Given) -> Inputs:
     o = given.owner
-    return {
+    return Inputs.model_validate({
         "electricity": {
             "periods": [{"from_hour": a, "to_hour": b, "price_per_kwh": p} for a, b, p in o.tariff.periods],
             "mean_per_kwh": round(o.tariff.mean, 6), "peak_per_kwh": o.tariff.peak,
@@ -220,7 +264,7 @@ def inputs_out(given: Given) -> dict[str, Any]:
         "hardware_value": o.hardware_value, "remaining_life_years": o.life_years if o.hardware_value else None,
         "baseline_w": o.baseline_w, "tax_pct": round(o.tax * 100, 6), "other_income_per_month": o.other_income,
         "min_bid": given.min_bid, "config_file": str(given.config) if given.config else None,
-    }
+    })
 
 
 def _fee(doc: PlatformDocument, given: Given) -> FeeOut:
