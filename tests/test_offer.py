@@ -270,3 +270,42 @@ def test_self_test_in_json_and_text() -> None:
     assert {c["field"] for c in doc["self_test"]["checks"]} >= {"cuda_max_good", "gpu_ram", "cpu_ram", "inet_down"}
     proc = hostcheck("offer", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "markdown")
     assert "self-test preflight" in proc.stdout
+
+
+HOSTILE = ("x", -1, 0, None, [], {}, 1e308, True, "\x1b[2J", {"$unknown": "gone"})
+
+
+def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(node, dict) and "$unknown" not in node:
+        return [p for k, v in node.items() for p in _leaves(v, (*path, k))] or [path]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _leaves(v, (*path, i))] or [path]
+    return [path]
+
+
+def test_hostile_values_never_crash_the_preview() -> None:
+    """Every leaf the offer or the power figures read, replaced by each hostile value in turn."""
+    from hostcheck.facts import from_jsonable
+    from hostcheck.measure.power import estimate_power
+    from hostcheck.render.offer import render_offer
+
+    base = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    base["network"]["bandwidth"] = {"measured": True, "download_mbps": 300.0, "upload_mbps": 20.0,
+                                    "server": "https://probe.example:8470", "reason": None}
+    read = ("gpu", "system", "storage", "power", "network")
+    # The leaves the preview reads (the rest of the facts never reach it), and each whole section.
+    wanted = (("gpu",), ("system",), ("storage", "docker_root"), ("power", "chassis_type"), ("network", "bandwidth"),
+              ("network", "inbound"))
+    paths = [p for p in _leaves(base) if any(p[: len(w)] == w for w in wanted)]
+    paths += [(section,) for section in read] + [("gpu", "devices", 0), ("network", "bandwidth"), ("network", "inbound")]
+    for path in paths:
+        for bad in HOSTILE:
+            doc = json.loads(json.dumps(base))
+            node = doc
+            for part in path[:-1]:
+                node = node[part]
+            node[path[-1]] = bad
+            facts = from_jsonable(doc)
+            offer = build_offer(facts, power=estimate_power(facts))
+            for fmt in ("table", "json"):
+                assert "\x1b" not in render_offer(offer, fmt)

@@ -92,7 +92,7 @@ def check_wall_reading(value: float | None, field: str) -> float | None:
 def chassis_kind(facts: dict[str, Any]) -> str:
     power = facts.get("power")
     kind = power.get("chassis_type") if isinstance(power, dict) else None
-    return kind if kind in REST_OF_SYSTEM_W else "other"
+    return kind if isinstance(kind, str) and kind in REST_OF_SYSTEM_W else "other"
 
 
 def _devices(facts: dict[str, Any]) -> list[dict[str, Any]] | Unknown:
