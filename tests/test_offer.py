@@ -272,7 +272,7 @@ def test_self_test_in_json_and_text() -> None:
     assert "self-test preflight" in proc.stdout
 
 
-HOSTILE = ("x", -1, 0, None, [], {}, 1e308, True, "\x1b[2J", {"$unknown": "gone"})
+HOSTILE: tuple[Any, ...] = ("x", -1, 0, None, [], {}, 1e308, True, "\x1b[2J", {"$unknown": "gone"})
 
 
 def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
