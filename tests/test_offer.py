@@ -309,3 +309,16 @@ def test_hostile_values_never_crash_the_preview() -> None:
             offer = build_offer(facts, power=estimate_power(facts))
             for fmt in ("table", "json"):
                 assert "\x1b" not in render_offer(offer, fmt)
+
+
+def test_live_offer_without_fio_says_how_to_get_it() -> None:
+    disk_dir = Path(tempfile.mkdtemp(prefix="hostcheck-offer-nofio-", dir="/var/tmp"))
+    try:
+        proc = hostcheck("offer", "--format", "json", "--offline", "--power-seconds", "0", "--disk-dir", str(disk_dir),
+                         env={"PATH": str(disk_dir)})  # an empty directory: no fio on PATH
+        assert proc.returncode == 0, proc.stderr
+        field = by_name(json.loads(proc.stdout))["disk_bw"]
+        assert field["label"] == "unknown" and "sudo apt install fio" in field["how"]
+        assert os.listdir(disk_dir) == []
+    finally:
+        shutil.rmtree(disk_dir, ignore_errors=True)
