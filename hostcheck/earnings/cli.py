@@ -139,7 +139,7 @@ def earnings(
         from hostcheck.earnings.render import render_earnings
 
         text = render_earnings(report, markdown=fmt == "markdown")
-    _emit(text, output, private=False)
+    _emit(text, output)
     sys.stdout.flush()
     raise typer.Exit(code)
 

@@ -117,6 +117,8 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     if given.owner.tariff.peak != given.owner.tariff.mean:
         notes.append("day/night tariff: costs use the hour-weighted mean price, which assumes rentals are spread "
                      "evenly over the day [inference]; the minimum-bid floor uses the dearest hour")
+    if values.get("heating_months") is not None and given.owner.heating.kind == "none":
+        notes.append("heating months given but no heating (--heating none): no heat credit counted")
     if given.owner.baseline_w:
         notes.append("baseline: only the draw above what the machine would draw anyway is charged to hosting, "
                      "and never less than zero per state [deviation from the notes' formula]")
