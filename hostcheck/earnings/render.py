@@ -61,7 +61,7 @@ def _power_lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _platform_lines(p: dict[str, Any], currency: str, md: bool) -> list[str]:
+def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool = True) -> list[str]:
     fee = p["fee"]
     fee_text = (f"{fee['low_pct']:g} %" if fee["low_pct"] == fee["high_pct"]
                 else f"{fee['low_pct']:g}-{fee['high_pct']:g} % ({fee['status'].replace('-', ' ')})")
@@ -98,7 +98,7 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool) -> list[str]:
         for u, values in zip(sens["occupancy_pct"], sens["net_per_month"], strict=True):
             rows.append((f"{u:g} %", *(f"{v:,.2f}" for v in values)))
         out += _table(rows, md)
-    chart = p.get("chart")
+    chart = p.get("chart") if with_chart else None
     if chart:
         lines = chart_lines(chart, currency)
         out += ["", "```", *lines, "```"] if md else ["", *lines]
@@ -167,8 +167,15 @@ def render_earnings(report: dict[str, Any], *, markdown: bool = False) -> str:
             out.append(f"  {c['name']} = {c['value']} {c['unit']}: {label}{inference}{override}; {c['note']}")
             out.append(f"    source: {c['source']['title']} <{c['source']['url']}> (read {c['source']['checked']})")
         out.append("")
+    # One chart: for the first platform the audit finds feasible (else the first shown); the JSON
+    # report has every platform's, and --platform NAME draws another's.
+    feasible = [p for p in report["platforms"] if (p.get("audit_verdict") or "").endswith(("feasible", "with risks"))
+                and not (p.get("audit_verdict") or "").endswith("not feasible")]
+    charted = (feasible or report["platforms"] or [None])[0]
     for p in report["platforms"]:
-        out += [*_platform_lines(p, currency, md), ""]
+        out += [*_platform_lines(p, currency, md, with_chart=p is charted), ""]
+    if len(report["platforms"]) > 1 and charted is not None and charted.get("chart"):
+        report["notes"].append(f"the chart is drawn for {charted['title']}; --platform NAME draws another's")
     if report["notes"]:
         out.append(f"{'## ' if md else ''}Notes")
         out += [f"{'- ' if md else '  '}{n}" for n in report["notes"]]
