@@ -179,7 +179,8 @@ def break_even_price(owner: Owner, power: Power, *, fee: float, season: str,
         owner, power, fee=fee, season=season, occupancy=u, price=0.0)
     if slope <= 0:
         return None
-    return -net(owner, power, fee=fee, season=season, occupancy=u, price=0.0) / slope
+    # Zero when even a free GPU-hour does not lose money (other income, a high baseline).
+    return max(0.0, -net(owner, power, fee=fee, season=season, occupancy=u, price=0.0) / slope)
 
 
 def break_even_occupancy(owner: Owner, power: Power, *, fee: float, season: str,
