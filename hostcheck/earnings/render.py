@@ -70,6 +70,8 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool
     price = p["price_per_gpu_hour"]
     out.append(f"price {money(price, currency, 3) if price is not None else 'not given'} per GPU-hour"
                f" ({p['price_from']}); fee {fee_text}")
+    if p.get("price_set_by") == "platform" or price is None:
+        out.append(f"  pricing: {p['pricing_note']}")
     if fee["status"] != "published":
         out.append(f"  fee: {fee['why']}")
     if fee.get("source"):

@@ -113,6 +113,8 @@ class PlatformOut(_Out):
     audit_verdict: str | None = Field(description="the audit's verdict for this platform; null without facts")
     price_per_gpu_hour: float | None
     price_from: str
+    price_set_by: Literal["host", "platform"] = Field(description="who sets the rate (platform: give the rate it shows you)")
+    pricing_note: str
     fee: FeeOut
     at_given: MonthParts | None = Field(description="one whole-year-average month, worst case, at the given price")
     seasons: dict[str, SeasonFigures] | None
@@ -347,7 +349,7 @@ def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.P
                 floor_per_gpu_hour=round(floor, 4), min_bid=bid, covers=None if bid is None else bid >= floor,
                 note=doc.min_bid.note, source=_src(doc, doc.min_bid.source))
     return PlatformOut(platform=doc.platform, title=doc.title, audit_verdict=verdict, price_per_gpu_hour=price,
-                       price_from=price_from, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
+                       price_from=price_from, price_set_by=doc.pricing.set_by, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
                        sensitivity=sensitivity, chart=chart, min_bid=min_bid, payout=_payout(doc))
 
 
