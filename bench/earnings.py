@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,31 +31,45 @@ FORMULA = ("H=730;u=.5;k=H*(u*450+(1-u)*50)/1000;e=(16*.32+8*.18)/24;"
            "print(.25*u*H-k*e+k*.7*e/2.8)")
 
 
-def timed(argv: list[str], runs: int) -> tuple[float, list[float]]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], runs: int) -> tuple[float, float, list[float]]:
+    """Median wall seconds, median CPU seconds (user + system: what a busy machine does not
+    inflate as much), and the wall samples."""
     env = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent"}
-    samples = []
+    samples, cpu = [], []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _children_cpu()
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=REPO, env=env)
         samples.append(time.perf_counter() - started)
-    return statistics.median(samples), samples
+        cpu.append(_children_cpu() - cpu_started)
+    return statistics.median(samples), statistics.median(cpu), samples
 
 
-def in_process(args: list[str], runs: int) -> tuple[float, list[float]]:
+def in_process(args: list[str], runs: int) -> tuple[float, float, list[float]]:
     from typer.testing import CliRunner
 
     from hostcheck.cli import app
 
     runner = CliRunner()
     runner.invoke(app, ["earnings", *args], env={"XDG_CONFIG_HOME": "/nonexistent"})  # imports, once
-    samples = []
+    samples, cpu = [], []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _self_cpu()
         result = runner.invoke(app, ["earnings", *args], env={"XDG_CONFIG_HOME": "/nonexistent"})
         samples.append(time.perf_counter() - started)
+        cpu.append(_self_cpu() - cpu_started)
         if result.exit_code not in (0, 4):  # 4: priced, but the audit's owner risk is high
             raise SystemExit(f"earnings {' '.join(args)} exited {result.exit_code}: {result.output}")
-    return statistics.median(samples), samples
+    return statistics.median(samples), statistics.median(cpu), samples
 
 
 def main() -> int:
@@ -69,9 +84,10 @@ def main() -> int:
         ("earnings, flags only (in-process)", *in_process(FLAGS, args.runs)),
         ("earnings --facts (in-process)", *in_process(SNAPSHOT, args.runs)),
     ]
-    print(f"{'command':38} {'median s':>9}  samples")
-    for name, median, samples in rows:
-        print(f"{name:38} {median:9.3f}  {', '.join(f'{s:.3f}' for s in samples)}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"{'command':38} {'wall s':>7} {'CPU s':>7}  wall samples")
+    for name, median, cpu, samples in rows:
+        print(f"{name:38} {median:7.3f} {cpu:7.3f}  {', '.join(f'{s:.3f}' for s in samples)}")
     return 0
 
 
