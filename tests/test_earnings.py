@@ -432,3 +432,32 @@ def test_unknown_idle_draw_is_shown_as_a_range_from_zero_to_the_load() -> None:
     assert platform(report, "vast")["seasons"]["year"]["net_per_month"] == pytest.approx(
         {"worst": worst, "best": best}, abs=0.01)
     assert any("idle draw unknown" in note for note in report["notes"])
+
+
+def test_a_yaml_config_file_is_read_and_flags_win(tmp_path: Path) -> None:
+    (tmp_path / "hostcheck").mkdir()
+    (tmp_path / "hostcheck" / "earnings.yaml").write_text(
+        "electricity: 07-23=0.32,23-07=0.18\nprice: 0.30\noccupancy: 50\nwall_idle_w: 50\nwall_load_w: 450\n"
+        "fee: 0\nplatform_price: {vast: 0.25}\n")
+    code, output = _cli(["earnings", "--occupancy", "40", "--platform", "vast", "--format", "json"],
+                        env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert code == 0, output
+    report = json.loads(output)
+    vast = platform(report, "vast")
+    assert vast["price_per_gpu_hour"] == 0.25 and vast["price_from"] == "--platform-price"
+    mean = (16 * 0.32 + 8 * 0.18) / 24
+    expected, _ = net0(p=0.25, u=0.4, fee=0, idle=50, load=450, e=mean)
+    assert vast["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.01)
+    assert report["inputs"]["config_file"].endswith("earnings.yaml")
+
+
+def test_on_this_machine_without_readings_it_is_bounded_and_never_a_silent_zero() -> None:
+    proc = hostcheck("earnings", "--electricity", "0.3", "--price", "0.2", "--occupancy", "40", "--timeout", "5",
+                     "--format", "json", timeout=60, env={"XDG_CONFIG_HOME": "/nonexistent"})
+    assert proc.returncode in (0, 3, 4), proc.stderr
+    report = json.loads(proc.stdout)
+    if proc.returncode == 3:  # no NVIDIA GPU here: unknown, and it asks for the wall reading
+        assert report["power"]["wall_load"]["watts"] is None and "--wall-load-w" in report["headline"]
+        assert all(p["seasons"] is None for p in report["platforms"])
+    else:
+        assert report["power"]["wall_load"]["watts"] > 0
