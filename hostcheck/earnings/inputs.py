@@ -27,8 +27,8 @@ from hostcheck.earnings.model import HEATING_KINDS, Cooling, Heating, Owner, Tar
 MAX_CONFIG_BYTES = 64 << 10
 CONFIG_NAMES = ("earnings.toml", "earnings.yaml", "earnings.yml")
 
-# Field -> (lowest, highest, lowest allowed itself?, what it is). Bounds well past any real
-# figure: a price above them is a typo (a missing decimal point), not a tariff.
+# Field -> (lowest, highest (allowed itself), lowest allowed itself?, what it is). Bounds well past
+# any real figure: a price above them is a typo (a missing decimal point), not a tariff.
 BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "price": (0.0, 100.0, False, "price per GPU-hour"),
     "min_bid": (0.0, 100.0, False, "minimum bid per GPU-hour"),
@@ -49,10 +49,6 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "tax": (0.0, 100.0, True, "tax rate in %"),
     "other_income": (0.0, 1_000_000.0, True, "other income per month"),
 }
-HIGHEST_ALLOWED_ITSELF = {"occupancy", "fee", "heat_share", "cooling_share", "boiler_efficiency",
-                          "hardware_value", "remaining_life_years", "baseline_w", "wall_idle_w", "wall_load_w",
-                          "other_income", "price", "min_bid", "electricity", "fuel_price", "heat_pump_spf",
-                          "cooling_cop"}
 TEXT_KEYS = ("currency", "heating", "heating_months", "cooling_months")
 CONFIG_KEYS = frozenset((*BOUNDS, *TEXT_KEYS, "platform_price", "gpus"))
 
@@ -74,11 +70,9 @@ def check_number(key: str, value: Any, where: str | None = None) -> float:
     low, high, low_ok, what = BOUNDS[key]
     if not math.isfinite(number):
         raise EarningsInputError(f"{name}: must be a finite number ({what}), not {value!r}")
-    high_ok = key in HIGHEST_ALLOWED_ITSELF
-    if number < low or (number == low and not low_ok) or number > high or (number == high and not high_ok):
+    if number < low or (number == low and not low_ok) or number > high:
         lo = f"{'at least' if low_ok else 'above'} {low:g}"
-        hi = f"{'at most' if high_ok else 'below'} {high:g}"
-        raise EarningsInputError(f"{name}: {what} must be {lo} and {hi}, not {value!r}")
+        raise EarningsInputError(f"{name}: {what} must be {lo} and at most {high:g}, not {value!r}")
     return number
 
 
