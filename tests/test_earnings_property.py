@@ -116,3 +116,42 @@ def test_no_input_ends_in_a_traceback(config_home: Path, options: list[tuple[str
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code in (0, 2, 3), result.output
     assert "Traceback" not in result.output
+
+
+junk = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(), text),
+                    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)),
+                    max_leaves=8)
+
+
+@pytest.fixture(scope="module")
+def laptop() -> tuple[dict, dict]:
+    from hostcheck.facts import load_snapshot
+    from hostcheck.policy import resolve_policies
+    from hostcheck.report import build_report
+    from tests.helpers import SNAPSHOTS
+
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    return facts, build_report(facts, resolve_policies([]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(("gpu", "power", "system")), junk,
+       st.one_of(st.none(), st.sampled_from(("name", "power_limit_w", "power_draw_w", "index"))))
+def test_hostile_facts_never_crash_the_money(laptop: tuple[dict, dict], section: str, value: object,
+                                             device_key: str | None) -> None:
+    import copy
+
+    from hostcheck.earnings.command import run
+
+    facts, report = laptop
+    facts = copy.deepcopy(facts)
+    if device_key is None:
+        facts[section] = value
+    else:
+        facts["gpu"]["devices"][0][device_key] = value
+    result, code = run({"electricity": 0.3, "price": 0.2, "occupancy": 40}, facts=facts, source="x", platforms=[],
+                       audit_report=report)
+    assert code in (0, 3, 4)
+    for p in result["platforms"]:
+        if p["seasons"]:
+            assert p["seasons"]["year"]["net_per_month"]["worst"] is not None
