@@ -635,7 +635,7 @@ def fleet(
 # `hostcheck earnings`: its options live in hostcheck/earnings/cli.py (one module per command family).
 from hostcheck.earnings.cli import earnings as _earnings  # noqa: E402
 
-app.command("earnings")(_earnings)
+app.command("earnings", short_help="Will it earn? Net per month per platform, break-even price and occupancy, heat credit.")(_earnings)
 
 
 def main() -> None:
