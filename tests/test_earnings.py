@@ -461,3 +461,11 @@ def test_on_this_machine_without_readings_it_is_bounded_and_never_a_silent_zero(
         assert all(p["seasons"] is None for p in report["platforms"])
     else:
         assert report["power"]["wall_load"]["watts"] > 0
+
+
+def test_audit_without_a_price_gives_the_break_even_price() -> None:
+    code, output = _cli(["audit", "--facts", str(SNAPSHOTS / "tensordock-4x4090-server.json"), "--electricity", "0.25",
+                         "--occupancy", "60"], env={"XDG_CONFIG_HOME": "/nonexistent"})
+    lines = [line for line in output.splitlines() if line.startswith("Earnings on ")]
+    assert lines and all(": break-even " in line and "per GPU-hour at 60 % occupancy" in line for line in lines)
+    assert code == 0  # feasible, owner risk low: the earnings lines change nothing
