@@ -129,8 +129,8 @@ def earnings(
                            sample_seconds=sample_seconds if facts_file is None else 0.0, config=path)
     except (EarningsInputError, FactsError) as exc:
         _die(str(exc))
-    except EconomicsDataError as exc:
-        _die(str(exc), EXIT_INTERNAL if config is None else 2)
+    except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
+        _die(str(exc), EXIT_INTERNAL)
     if fmt == "json":
         from hostcheck.safeio import dumps
 
