@@ -177,7 +177,7 @@ def break_even_price(owner: Owner, power: Power, *, fee: float, season: str,
     u = owner.occupancy if occupancy is None else occupancy
     slope = net(owner, power, fee=fee, season=season, occupancy=u, price=1.0) - net(
         owner, power, fee=fee, season=season, occupancy=u, price=0.0)
-    if slope <= 0:
+    if slope <= 1e-9:  # no rented hours to speak of: no price can pay for the idle draw
         return None
     # Zero when even a free GPU-hour does not lose money (other income, a high baseline).
     return max(0.0, -net(owner, power, fee=fee, season=season, occupancy=u, price=0.0) / slope)
