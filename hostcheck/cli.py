@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | fleet | watch`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | offer | earnings | fleet | watch`.
 
 Heavy modules (collectors, psutil, NVML, docker, rich rendering) are imported inside the
 commands so that `hostcheck --help` stays fast. Data goes to stdout, diagnostics to stderr.
@@ -327,6 +327,10 @@ def audit(
     insecure_http: InsecureHttpOpt = False,
     watch_db: Annotated[Path | None, typer.Option("--watch-db", help="A `hostcheck watch` database to judge uptime from (default /var/lib/hostcheck-watch/watch.db when present).")] = None,
     agent_since: AgentSinceOpt = None,
+    price: Annotated[float | None, typer.Option("--price", help="Your price per GPU-hour: the report ends with net per month per feasible platform (see `hostcheck earnings`).")] = None,
+    electricity: Annotated[str | None, typer.Option("--electricity", help="Electricity per kWh (0.30) or HH-HH=PRICE,... for those lines.")] = None,
+    occupancy: Annotated[float | None, typer.Option("--occupancy", help="Share of hours rented, 0-100 %, for those lines.")] = None,
+    earnings_config: Annotated[Path | None, typer.Option("--earnings-config", help="Earnings config file (default: $XDG_CONFIG_HOME/hostcheck/earnings.toml if present).")] = None,
 ) -> None:
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import FactsError, load_snapshot
@@ -366,8 +370,31 @@ def audit(
             typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
                        "judge the unredacted facts for the real verdicts", err=True)
     color = fmt == "table" and output is None and sys.stdout.isatty()
-    _emit(render(report, fmt, verbose=verbose, color=color), output, private=not redact_output)
+    text = render(report, fmt, verbose=verbose, color=color)
+    if fmt != "json":
+        text += _earnings_tail(report, facts, price, electricity, occupancy, earnings_config, fmt)
+    _emit(text, output, private=not redact_output)
     raise typer.Exit(code)
+
+
+def _earnings_tail(report: dict[str, Any], facts: dict[str, Any], price: float | None, electricity: str | None,
+                   occupancy: float | None, config: Path | None, fmt: str) -> str:
+    """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
+    from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, audit_lines, merged_values
+    from hostcheck.earnings.inputs import config_path
+    from hostcheck.render.escape import escape_text
+
+    flags = {"price": price, "electricity": electricity, "occupancy": occupancy}
+    if all(v is None for v in flags.values()) and config is None and config_path() is None:
+        return ""
+    try:
+        values, path = merged_values(flags, config)
+        lines = audit_lines(report, facts, values, path)
+    except (EarningsInputError, EconomicsDataError) as exc:
+        _die(str(exc))
+    bullet = "- " if fmt == "markdown" else ""
+    head = "\n## Earnings\n\n" if fmt == "markdown" else "\n"
+    return head + "".join(f"{bullet}{escape_text(line)}\n" for line in lines)
 
 
 @app.command()
@@ -640,6 +667,95 @@ def speedtest_command(
 
 
 @app.command()
+def offer(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
+    output: OutputOpt = None,
+    facts_file: Annotated[Path | None, typer.Option("--facts", help="Preview from a saved facts snapshot (measures nothing).")] = None,
+    no_disk_bw: Annotated[bool, typer.Option("--no-disk-bw", help="Do not measure disk_bw (writes nothing).")] = False,
+    disk_dir: Annotated[Path | None, typer.Option("--disk-dir", help="Measure disk_bw in this directory instead of Docker's data root (the output says so).")] = None,
+    disk_size_mib: Annotated[int, typer.Option("--disk-size-mib", help="Size of the disk_bw test file, MiB (64-1024).")] = 256,
+    power_seconds: Annotated[float, typer.Option("--power-seconds", help="Sample power at idle for this long, seconds (0: no sampling, at most 60).")] = 2.0,
+    wall_idle_w: Annotated[float | None, typer.Option("--wall-idle-w", help="Your wall-socket (smart plug) reading at idle, watts.")] = None,
+    wall_load_w: Annotated[float | None, typer.Option("--wall-load-w", help="Your wall-socket (smart plug) reading under GPU load, watts.")] = None,
+    offline: OfflineOpt = False,
+    timeout: TimeoutOpt = 10.0,
+    stun_server: StunOpt = [],  # noqa: B006
+    probe: ProbeOpt = None,
+    token_file: TokenOpt = None,
+    probe_fingerprint: FingerprintOpt = None,
+    argv_token: ArgvTokenOpt = None,
+    probe_port: ProbePortOpt = [],  # noqa: B006
+    public_range: PublicRangeOpt = [],  # noqa: B006
+    speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure inet_down/inet_up against the --probe server (bulk traffic, capped).")] = False,
+    speedtest_seconds: SpeedSecondsOpt = 10.0,
+    speedtest_max_mb: SpeedMaxMbOpt = 1000,
+) -> None:
+    """The offer a Vast renter would see: Vast's fields, each labelled measured, from the system, or
+    not measurable before listing, with Vast's definition and source; and the power hosting draws.
+
+    NOT read-only: measuring disk_bw writes a test file (--disk-size-mib, 256 MiB by default) in
+    Docker's data root (or its nearest existing parent), runs Vast's fio read job on it for about a
+    second, and removes it, also on failure or timeout. --no-disk-bw writes nothing. `hostcheck
+    audit` never does this. Needs fio (`sudo apt install fio`)."""
+    from hostcheck.facts import FactsError, load_snapshot
+    from hostcheck.measure.offer import build_offer
+    from hostcheck.measure.power import check_wall_reading, estimate_power
+    from hostcheck.render.offer import render_offer
+
+    if fmt not in FORMATS:
+        _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    try:
+        check_wall_reading(wall_idle_w, "--wall-idle-w")
+        check_wall_reading(wall_load_w, "--wall-load-w")
+        if not math.isfinite(power_seconds) or not 0 <= power_seconds <= 60:
+            raise UsageError(f"--power-seconds must be 0-60, not {power_seconds}")
+        if not 64 <= disk_size_mib <= 1024:
+            raise UsageError(f"--disk-size-mib must be 64-1024, not {disk_size_mib}")
+        if disk_dir is not None and not disk_dir.is_dir():
+            raise UsageError(f"--disk-dir {disk_dir}: not an existing directory")
+        if facts_file is not None and (speedtest or disk_dir is not None):
+            raise UsageError("--speedtest and --disk-dir measure this machine; they cannot be combined with --facts")
+        if facts_file is not None:
+            facts = load_snapshot(facts_file)
+        else:
+            ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
+            speed_args = _speedtest_args(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
+            facts = _collect_live(ctx, show_progress=False)
+            if speed_args is not None:
+                _add_bandwidth(facts, ctx, speed_args)
+    except ValueError as exc:  # a bad wall reading (FactsError is a ValueError too)
+        _die(str(exc))
+    except (FactsError, UsageError) as exc:
+        _die(str(exc))
+    live = facts_file is None
+    power = estimate_power(facts, sample_seconds=power_seconds if live else 0.0,
+                           wall_idle_w=wall_idle_w, wall_load_w=wall_load_w)
+    disk = None
+    if live and not no_disk_bw:
+        disk = _measure_disk_bw(facts, disk_dir, disk_size_mib)
+    hint = "judging a snapshot (--facts); run `hostcheck offer` on the machine" if not live else "--no-disk-bw"
+    _emit(render_offer(build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt), output)
+
+
+def _measure_disk_bw(facts: dict[str, Any], disk_dir: Path | None, size_mib: int) -> Any:
+    from hostcheck.collectors.disk_bw import measure_disk_bw, target_directory
+    from hostcheck.facts import Unknown
+
+    if disk_dir is not None:
+        where: Any = (str(disk_dir), f"in {disk_dir} as asked (--disk-dir), not necessarily Docker's data root")
+    else:
+        storage = facts.get("storage")
+        docker_root = storage.get("docker_root") if isinstance(storage, dict) else storage
+        path = docker_root.get("path") if isinstance(docker_root, dict) else docker_root
+        where = target_directory(path if isinstance(path, (str, Unknown)) else Unknown("not collected"))
+    if isinstance(where, Unknown):
+        from hostcheck.collectors.disk_bw import DiskBandwidth
+
+        return DiskBandwidth(where, None, "")
+    return measure_disk_bw(where[0], where[1], size_mib=size_mib)
+
+
+@app.command()
 def fleet(
     paths: Annotated[list[Path], typer.Argument(help="Report directories or files; or: diff OLD_DIR NEW_DIR.")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policies to show (repeatable); the first sorts failing hosts first.")] = [],  # noqa: B006
@@ -725,6 +841,12 @@ def _add_watch() -> None:
 
 
 _add_watch()
+
+
+# `hostcheck earnings`: its options live in hostcheck/earnings/cli.py (one module per command family).
+from hostcheck.earnings.cli import earnings as _earnings  # noqa: E402
+
+app.command("earnings", short_help="Will it earn? Net per month per platform, break-even price and occupancy, heat credit.")(_earnings)
 
 
 def main() -> None:

@@ -50,9 +50,16 @@ def policy_schema() -> dict[str, Any]:
     return _schema(PolicyDocument, "policy-v1.json", "hostcheck policy file, format 1")
 
 
+def earnings_schema() -> dict[str, Any]:
+    from hostcheck.earnings.report import EarningsReport
+
+    return _schema(EarningsReport, "earnings-v1.json", "hostcheck earnings report, version 1")
+
+
 def generated() -> dict[str, str]:
     """File name -> the text it should have."""
-    schemas = {"report-v1.json": report_schema(), "policy-v1.json": policy_schema()}
+    schemas = {"report-v1.json": report_schema(), "policy-v1.json": policy_schema(),
+               "earnings-v1.json": earnings_schema()}
     return {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
 
 

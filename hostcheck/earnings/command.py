@@ -1,0 +1,176 @@
+"""``hostcheck earnings``: wiring from checked inputs, facts and power figures to the report,
+and the audit's closing lines (one per feasible platform)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hostcheck.earnings import model as m
+from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
+from hostcheck.earnings.inputs import EarningsInputError, Given, build, config_path, load_config
+from hostcheck.earnings.report import Machine, PowerOut, build_earnings, span_text
+from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK, EXIT_OWNER_RISK
+from hostcheck.models import OWNER_RISK_STOPS
+
+__all__ = ["EarningsInputError", "audit_lines", "merged_values", "run"]
+
+
+def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool = True) -> tuple[dict[str, Any], Path | None]:
+    """Config file values overlaid by the flags that were given (None: not given)."""
+    path = config if config is not None else (config_path() if use_config else None)
+    values: dict[str, Any] = {}
+    if path is not None:
+        values = load_config(path)
+        values["_from_config"] = tuple(values)
+    for key, value in flags.items():
+        if value is not None and value != []:
+            values[key] = value
+    return values, path
+
+
+def _power(facts: dict[str, Any] | None, given: Given, sample_seconds: float) -> Any:
+    from hostcheck.measure.power import estimate_power
+
+    return estimate_power(facts or {"meta": {"facts_format": 1}}, sample_seconds=sample_seconds,
+                          wall_idle_w=given.wall_idle_w, wall_load_w=given.wall_load_w)
+
+
+def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple[int, str | None]:
+    devices = (facts or {}).get("gpu", {}).get("devices") if isinstance((facts or {}).get("gpu"), dict) else None
+    if isinstance(devices, list) and devices:
+        names = {str(d["name"]) for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)}
+        if given.gpus is not None and given.gpus != len(devices):
+            notes.append(f"--gpus {given.gpus} used; the facts list {len(devices)} GPU(s)")
+            return given.gpus, None
+        return len(devices), ", ".join(sorted(names)) or None
+    if given.gpus is None:
+        notes.append("GPU count not known from facts: 1 assumed (give --gpus)")
+        return 1, None
+    return given.gpus, None
+
+
+def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes: list[str],
+              asked: bool = False) -> list[tuple[PlatformDocument, str | None]]:
+    """Each platform with the audit's best verdict among its policies. Unless the owner named
+    the platforms, those the audit says cannot apply to this machine are left out (and said)."""
+    if report is None:
+        return [(doc, None) for doc in docs]
+    by_id = {p["id"]: p for p in report["policies"]}
+    out = []
+    skipped = []
+    for doc in docs:
+        judged = [by_id[pid] for pid in doc.policies if pid in by_id]
+        if judged and not asked and not any(p.get("applicable", True) for p in judged):
+            skipped.append(f"{doc.platform} ({judged[0]['precondition']})")
+            continue
+        order = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
+        best = min(judged, key=lambda p: order.get(p["verdict"], 9)) if judged else None
+        out.append((doc, f"{best['id']}: {best['verdict']}" if best else None))
+    if skipped:
+        notes.append(f"not priced, the audit says they cannot apply to this machine: {'; '.join(skipped)}")
+    return out
+
+
+def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
+        sample_seconds: float = 0.0, config: Path | None = None,
+        audit_report: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """The earnings report and its exit code (0; 3 when the draw under load is unknown).
+    Raises EarningsInputError or EconomicsDataError on bad input."""
+    constants = load_constants()
+    given = build(values, constants, config)
+    docs = load_all_platforms()
+    if platforms:
+        known = {d.platform: d for d in docs}
+        unknown = [p for p in platforms if p not in known]
+        if unknown:
+            raise EarningsInputError(f"--platform: no platform data named {unknown[0]!r} (shipped: {', '.join(known)})")
+        docs = [known[p] for p in dict.fromkeys(platforms)]
+    for name in given.platform_price:
+        if name not in {d.platform for d in load_all_platforms()}:
+            raise EarningsInputError(f"--platform-price: no platform data named {name!r}")
+    notes: list[str] = []
+    if facts is not None and audit_report is None:
+        from hostcheck.policy import resolve_policies
+        from hostcheck.report import build_report
+
+        audit_report = build_report(facts, resolve_policies([]))
+    estimate = _power(facts, given, sample_seconds)
+    gpus, gpu_name = _gpus(facts, given, notes)
+    power = {name: PowerOut.model_validate({"watts": None if fig.watts is None else round(fig.watts, 2),
+                                            "provenance": str(fig.provenance), "how": fig.how})
+             for name in ("wall_idle", "wall_load", "gpu_idle", "gpu_load", "cpu_package", "rest_of_system")
+             for fig in [getattr(estimate, name)]}
+    load, idle = estimate.wall_load.watts, estimate.wall_idle.watts
+    powers = None
+    if load is not None:
+        if idle is None:
+            notes.append("idle draw unknown: shown as a range from 0 W (best) to the draw under load (worst); "
+                         "give --wall-idle-w for one figure")
+            powers = (m.Power(idle_w=load, load_w=load, gpus=gpus), m.Power(idle_w=0.0, load_w=load, gpus=gpus))
+        else:
+            p = m.Power(idle_w=min(idle, load), load_w=load, gpus=gpus)
+            powers = (p, p)
+    else:
+        notes.append(f"draw under load unknown ({estimate.wall_load.how}): no money figure can be computed; "
+                     "give --wall-load-w and --wall-idle-w from a wall-socket meter or smart plug")
+    if given.owner.tariff.peak != given.owner.tariff.mean:
+        notes.append("day/night tariff: costs use the hour-weighted mean price, which assumes rentals are spread "
+                     "evenly over the day [inference]; the minimum-bid floor uses the dearest hour")
+    if values.get("heating_months") is not None and given.owner.heating.kind == "none":
+        notes.append("heating months given but no heating (--heating none): no heat credit counted")
+    if given.owner.baseline_w:
+        notes.append("baseline: only the draw above what the machine would draw anyway is charged to hosting, "
+                     "and never less than zero per state [deviation from the notes' formula]")
+    if given.owner.tax:
+        notes.append("tax applies to the net before heat, and a loss reduces tax at the same rate [inference: "
+                     "treatment varies by country]")
+    notes.append("ranges (worst to best) come from what is not known: the fee where a platform publishes none "
+                 "or its pages disagree, and the idle draw where it is unknown")
+    if audit_report is not None:
+        hostname = audit_report["host"].get("hostname") or "this host"
+        machine = Machine.model_validate({"from": source if source != "this machine" else hostname, "gpus": gpus,
+                                          "gpu_name": gpu_name, "audit_headline": audit_report["headline"],
+                                          "owner_risk": audit_report["owner_risk"]["rating"]})
+    else:
+        machine = Machine.model_validate({"from": source, "gpus": gpus, "gpu_name": gpu_name,
+                                          "audit_headline": None, "owner_risk": None})
+    report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
+                            power=power, powers=powers, machine=machine, notes=notes)
+    if powers is None:
+        return report, EXIT_NOT_MEASURED
+    # As the audit does: a high or unknown owner risk is never a plain success, whatever it earns.
+    return report, EXIT_OWNER_RISK if machine.owner_risk in OWNER_RISK_STOPS else EXIT_OK
+
+
+def audit_lines(audit_report: dict[str, Any], facts: dict[str, Any], values: dict[str, Any],
+                config: Path | None) -> list[str]:
+    """The audit's closing lines: one per feasible platform, net per month at the given
+    occupancy or the break-even price. The audit's headline (and an owner-risk warning) stands."""
+    report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
+    currency = report["currency"]
+    occupancy = report["inputs"]["occupancy_pct"]
+    feasible = [p for p in report["platforms"] if p["audit_verdict"] and p["audit_verdict"].split(": ", 1)[1]
+                in ("feasible", "feasible with risks")]
+    out = []
+    if not report["power_known"]:
+        out.append("Earnings: unknown, the draw under load is unknown; give --wall-load-w to `hostcheck earnings`.")
+    elif not feasible:
+        out.append("Earnings: no platform is feasible for this machine as it is, so none is priced "
+                   "(`hostcheck earnings --facts FILE` shows what it would earn).")
+    for p in feasible if report["power_known"] else []:
+        year = p["seasons"]["year"]
+        if p["price_per_gpu_hour"] is not None:
+            said = (f"net {span_text(year['net_per_month'], currency)} a month at {occupancy:g} % occupancy "
+                    f"(whole year; break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour)")
+        else:
+            said = f"break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour at {occupancy:g} % occupancy"
+        out.append(f"Earnings on {p['title']} ({p['audit_verdict']}): {said}.")
+    rating = audit_report["owner_risk"]["rating"]
+    if rating in ("high", "unknown") and out:
+        out.append(f"Owner risk is {rating.upper()}: earnings do not change the headline; do not host on this "
+                   "machine as it is.")
+    return out
+
+
+__all__ += ["EconomicsDataError"]

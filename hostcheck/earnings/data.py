@@ -1,0 +1,287 @@
+"""The platforms' fee and payout rules and the default constants: data files with sources.
+
+``policies/economics/<platform>.yaml`` (shipped as ``hostcheck/policies/economics``) says, per
+platform, who sets the price, the fee (a published share, or a range where none is published
+or the platform's pages disagree), the payout's minimum, form, currency, schedule and expiry,
+each with its source and the date it was read. ``constants.yaml`` holds the labelled defaults
+(heat-pump SPF, boiler efficiency, cooling COP, ...). Both are validated as strictly as the
+policies: an unknown key, a wrong type or a missing source is an error naming file, line and field.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from hostcheck import safeio
+from hostcheck.models import IsoDate, Text
+from hostcheck.policy import MAX_ALIASES, _field, _Lines
+
+# libyaml when PyYAML was built with it: the data files are read on every run, and the pure-Python
+# parser is most of the time `hostcheck earnings` takes.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+DATA_FORMAT = 1
+MAX_DATA_BYTES = 256 << 10
+NOT_PUBLISHED = "not-published"
+CONSTANTS_FILE = "constants"
+
+
+class EconomicsDataError(ValueError):
+    """A platform data file or the constants file that cannot be used; names file, line, field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _number(value: Any) -> Any:
+    # YAML's `true` or a quoted "20" is not a number in a data file about money.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, not {value!r}")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number), Field(allow_inf_nan=False)]
+Percent = Annotated[Number, Field(ge=0, le=100)]
+NotPublished = Literal["not-published"]
+
+
+class DataSource(_Strict):
+    url: Text
+    title: Text
+    checked: IsoDate
+    note: Text | None = None
+
+
+class Pricing(_Strict):
+    set_by: Literal["host", "platform"]
+    note: Text
+    source: Text
+
+
+class Fee(_Strict):
+    status: Literal["published", "not-published", "conflicting"]
+    pct: Percent | None = Field(None, description="the published share (status published only)")
+    range_pct: tuple[Percent, Percent] | None = Field(None, description="low and high end where not published or conflicting")
+    why: Text
+    source: Text
+
+    @model_validator(mode="after")
+    def _shape(self) -> Fee:
+        if self.status == "published":
+            if self.pct is None or self.range_pct is not None:
+                raise ValueError("a published fee gives pct and no range_pct")
+        else:
+            if self.range_pct is None or self.pct is not None:
+                raise ValueError(f"a {self.status} fee gives range_pct [low, high] and no pct")
+            if self.range_pct[0] > self.range_pct[1]:
+                raise ValueError("range_pct must be [low, high] with low <= high")
+        return self
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high) share in percent; equal ends when published."""
+        if self.pct is not None:
+            return (self.pct, self.pct)
+        assert self.range_pct is not None
+        return self.range_pct
+
+
+class Minimum(_Strict):
+    amount: Annotated[Number, Field(gt=0)]
+    currency: Text
+
+
+class Payout(_Strict):
+    minimum: Minimum | NotPublished
+    form: Literal["cash", "store-credit", "token", "not-published"]
+    currency: Text
+    schedule: Text
+    expiry: Text
+    caveats: list[Text]
+    source: Text
+
+
+class MinBid(_Strict):
+    note: Text
+    source: Text
+
+
+class PlatformDocument(_Strict):
+    """One ``policies/economics/<platform>.yaml``."""
+
+    model_config = ConfigDict(title="hostcheck platform economics, format 1")
+
+    format: Literal[1]
+    platform: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
+    title: Text
+    policies: list[Text] = Field(min_length=1, description="the audit policies this platform's verdict comes from")
+    sources: dict[str, DataSource] = Field(min_length=1)
+    pricing: Pricing
+    fee: Fee
+    payout: Payout
+    min_bid: MinBid | None = None
+
+    @model_validator(mode="after")
+    def _sources_cited(self) -> PlatformDocument:
+        for where, key in (("pricing", self.pricing.source), ("fee", self.fee.source), ("payout", self.payout.source),
+                           ("min_bid", self.min_bid.source if self.min_bid else None)):
+            if key is not None and key not in self.sources:
+                raise ValueError(f"{where}.source {key!r} is not a key of 'sources'")
+        return self
+
+    def source(self, key: str) -> DataSource:
+        return self.sources[key]
+
+
+class Constant(_Strict):
+    value: Number | Text
+    unit: Text
+    option: Text | None = None
+    source: Text
+    inference: Annotated[bool, Field(strict=True)] = False
+    note: Text
+
+
+class ConstantsDocument(_Strict):
+    model_config = ConfigDict(title="hostcheck earnings constants, format 1")
+
+    format: Literal[1]
+    sources: dict[str, DataSource] = Field(min_length=1)
+    constants: dict[str, Constant] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _sources_cited(self) -> ConstantsDocument:
+        for name, constant in self.constants.items():
+            if constant.source not in self.sources:
+                raise ValueError(f"constants.{name}.source {constant.source!r} is not a key of 'sources'")
+        return self
+
+    def number(self, name: str) -> float:
+        value = self.constants[name].value
+        if isinstance(value, str):
+            raise EconomicsDataError(f"constants.yaml: constants.{name}: must be a number, not {value!r}")
+        return float(value)
+
+
+REQUIRED_CONSTANTS = ("hours_per_month", "heat_pump_spf", "boiler_efficiency_pct", "cooling_cop",
+                      "heat_share_pct", "cooling_share_pct", "heating_months")
+
+
+def _reason(error: Any) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "missing required key"
+    if kind == "value_error":
+        return str((error.get("ctx") or {}).get("error", error["msg"]))
+    return f"{error['msg'][0].lower()}{error['msg'][1:]}, not {value!r}"
+
+
+def _line(event: Any) -> int | str:
+    mark = getattr(event, "start_mark", None)
+    return int(mark.line) + 1 if mark is not None else "?"
+
+
+def _refuse_bombs(text: str) -> None:
+    """Aliases and nesting counted on the event stream before any node is built (as for policies)."""
+    aliases = depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise EconomicsDataError(f"line {_line(event)}: more than {MAX_ALIASES} YAML aliases")
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > safeio.MAX_DEPTH:
+                raise EconomicsDataError(f"line {_line(event)}: nested deeper than {safeio.MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _parse(text: str, path: str, model: type[BaseModel]) -> Any:
+    lines = _Lines()
+    try:
+        _refuse_bombs(text)
+        node = yaml.compose(text, Loader=_LOADER)
+        data = None if node is None else lines.build(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "?"
+        raise EconomicsDataError(f"{path}: {where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except ValueError as exc:  # PolicyError from the shared YAML guard
+        raise EconomicsDataError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise EconomicsDataError(f"{path}: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise EconomicsDataError(f"{path}: must be a mapping of keys, not {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        messages: list[str] = []
+        for error in exc.errors():
+            # Union members and validators add tags such as "Minimum" or "literal['x']" to the path.
+            loc = tuple(part for part in error["loc"]
+                        if not (isinstance(part, str) and (part[:1].isupper() or "[" in part or part.startswith("function-"))))
+            message = f"{path}: line {lines.at(loc)}: {_field(loc) or 'file'}: {_reason(error)}"
+            if not any(m.split(": ")[:3] == message.split(": ")[:3] for m in messages):
+                messages.append(message)
+        raise EconomicsDataError("\n".join(messages)) from None
+
+
+def parse_platform(text: str, path: str) -> PlatformDocument:
+    doc: PlatformDocument = _parse(text, path, PlatformDocument)
+    expected = Path(path).stem
+    if Path(path).suffix == ".yaml" and doc.platform != expected:
+        raise EconomicsDataError(f"{path}: platform: {doc.platform!r} must match the file name {expected!r}")
+    return doc
+
+
+def parse_constants(text: str, path: str) -> ConstantsDocument:
+    doc: ConstantsDocument = _parse(text, path, ConstantsDocument)
+    missing = [name for name in REQUIRED_CONSTANTS if name not in doc.constants]
+    if missing:
+        raise EconomicsDataError(f"{path}: constants: missing {', '.join(missing)}")
+    return doc
+
+
+def _folder() -> Any:
+    return resources.files("hostcheck") / "policies" / "economics"
+
+
+def shipped_platform_names() -> list[str]:
+    return sorted(p.name[:-5] for p in _folder().iterdir()
+                  if p.name.endswith(".yaml") and p.name != f"{CONSTANTS_FILE}.yaml")
+
+
+@lru_cache(maxsize=32)
+def load_platform(name: str) -> PlatformDocument:
+    entry = _folder() / f"{name}.yaml"
+    if not entry.is_file():
+        raise EconomicsDataError(f"no platform data named {name!r} (shipped: {', '.join(shipped_platform_names())})")
+    return parse_platform(entry.read_text(encoding="utf-8"), f"policies/economics/{name}.yaml")
+
+
+def load_platform_file(path: Path) -> PlatformDocument:
+    try:
+        text = safeio.read_text(path, limit=MAX_DATA_BYTES)
+    except safeio.InputError as exc:
+        raise EconomicsDataError(f"{path}: {exc}") from None
+    return parse_platform(text, str(path))
+
+
+@lru_cache(maxsize=1)
+def load_constants() -> ConstantsDocument:
+    entry = _folder() / f"{CONSTANTS_FILE}.yaml"
+    return parse_constants(entry.read_text(encoding="utf-8"), f"policies/economics/{CONSTANTS_FILE}.yaml")
+
+
+def load_all_platforms() -> list[PlatformDocument]:
+    return [load_platform(name) for name in shipped_platform_names()]
