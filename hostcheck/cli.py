@@ -13,17 +13,20 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from hostcheck import __version__
+from hostcheck.cli_common import FORMATS
+from hostcheck.cli_common import collect_live as _collect_live
+from hostcheck.cli_common import die as _die
+from hostcheck.cli_common import emit as _emit
 from hostcheck.exit_codes import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_NOT_MEASURED,
     EXIT_OK,
-    EXIT_USAGE,
 )
 
 app = typer.Typer(
@@ -37,45 +40,11 @@ app = typer.Typer(
     "(--accept-owner-risk turns that into 0), 2 usage or input error, 1 internal error.",
 )
 
-FORMATS = ("table", "json", "markdown")
 MAX_TIMEOUT_S = 3600
 
 
 class UsageError(Exception):
     """Bad input from the user: a clear message and exit code 2 (EXIT_USAGE)."""
-
-
-def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    from hostcheck.render.escape import escape_text
-
-    typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
-    raise typer.Exit(code)
-
-
-def _emit(text: str, output: Path | None, private: bool = True) -> None:
-    """Write to --output, or stdout. If the file cannot be written, the report still reaches stdout.
-
-    A regular file (or a new path) is replaced atomically, a device or FIFO is written
-    through, anything else is refused (hostcheck.safeio.plan_output has the rule); ``private``
-    (anything not redacted) makes a new file readable by its owner only.
-    """
-    if output is None:
-        sys.stdout.write(text)
-        return
-    from hostcheck.render.escape import escape_text
-    from hostcheck.safeio import write_output
-
-    try:
-        plan = write_output(output, text, private=private)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if str(output) == "-":
-            _die(f"cannot write to standard output: {reason}")
-        sys.stdout.write(text)
-        _die(f"cannot write {output}: {reason}; the report was printed to stdout instead")
-    if plan.how != "stdout":
-        shown = escape_text(str(output))
-        typer.echo(f"hostcheck: wrote {shown}" + ("" if plan.how == "atomic" else f" ({plan.what})"), err=True)
 
 
 def _check_output(output: Path | None) -> None:
@@ -249,17 +218,6 @@ def _add_bandwidth(facts: dict[str, Any], ctx: Any, args: dict[str, Any]) -> Non
     result = run_speedtest(ctx.probe_url, ctx.probe_token, fingerprint=ctx.probe_fingerprint, **args)
     if isinstance(facts.get("network"), dict):
         facts["network"]["bandwidth"] = result
-
-
-def _collect_live(ctx: Any, show_progress: bool) -> dict[str, Any]:
-    from hostcheck.collectors import collect_facts
-
-    if not show_progress:
-        return collect_facts(ctx)
-    from hostcheck.progress import LiveProgress
-
-    with LiveProgress() as progress:
-        return collect_facts(ctx, progress=progress.update)
 
 
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Send nothing over the network (no STUN, no probe).")]

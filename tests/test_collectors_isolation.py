@@ -329,10 +329,11 @@ CONTAINERS_JSON = [
 ]
 
 # GET /containers/{id}/json for the container above, in Docker 24's shape (keys the collector
-# does not read trimmed: State, Config, NetworkSettings, GraphDriver).
+# does not read trimmed: State, NetworkSettings, GraphDriver, and Config but for its Image).
 INSPECT_JSON = {
     "Id": CONTAINERS_JSON[0]["Id"], "Created": "2024-01-12T10:02:31.554394321Z", "Path": "/bin/sh",
     "Name": "/C.8123456", "RestartCount": 0, "Driver": "overlay2", "Platform": "linux",
+    "Config": {"Image": "vastai/base:cuda-12.1"},
     "HostConfig": {"Binds": ["/var/lib/vastai_kaalia/data/C.8123456:/workspace"], "NetworkMode": "default",
                    "PortBindings": {"22/tcp": [{"HostIp": "", "HostPort": "40022"}]}, "IpcMode": "private",
                    "PidMode": "", "Privileged": False, "ShmSize": 67108864, "Runtime": "nvidia",
@@ -503,7 +504,7 @@ def test_docker_reachable_through_the_sdk(docker_env: Any, tmp_path: Path) -> No
         ],
         # read from GET /containers/{id}/json: a bind mount of the platform's own data
         # directory is not host-level access
-        "containers": [{"name": "C.8123456", "network_mode": "default", "privileged": False, "pid_mode": "",
+        "containers": [{"name": "C.8123456", "image": "vastai/base:cuda-12.1", "network_mode": "default", "privileged": False, "pid_mode": "",
                         "ipc_mode": "private", "host_mounts": []}],
     }
     paths = [re.sub(r"^/v1\.\d+", "", p.split("?", 1)[0]) for p in server.requests]
@@ -1201,7 +1202,7 @@ def test_container_settings_keep_only_host_level_access() -> None:
     -v /:/host -v /var/run/docker.sock:/var/run/docker.sock: what the checks read, and nothing
     of its environment or command line."""
     inspected = {
-        "Id": "f" * 64, "Name": "/tools", "Config": {"Env": ["TOKEN=secret"], "Cmd": ["sleep", "1"]},
+        "Id": "f" * 64, "Name": "/tools", "Config": {"Env": ["TOKEN=secret"], "Cmd": ["sleep", "1"], "Image": "debian:12"},
         "HostConfig": {"NetworkMode": "host", "Privileged": True, "PidMode": "host", "IpcMode": "private"},
         "Mounts": [{"Type": "bind", "Source": "/", "Destination": "/host"},
                    {"Type": "bind", "Source": "/var/run/docker.sock", "Destination": "/var/run/docker.sock"},
@@ -1209,7 +1210,8 @@ def test_container_settings_keep_only_host_level_access() -> None:
                    {"Type": "volume", "Name": "cache", "Source": "/var/lib/docker/volumes/cache/_data"}],
     }
     assert docker_daemon.container_settings(inspected) == {
-        "name": "tools", "network_mode": "host", "privileged": True, "pid_mode": "host", "ipc_mode": "private",
+        "name": "tools", "image": "debian:12", "network_mode": "host", "privileged": True, "pid_mode": "host",
+        "ipc_mode": "private",
         "host_mounts": ["/", "/var/run/docker.sock"]}
     assert docker_daemon.container_settings("not a container") is None
     odd = docker_daemon.container_settings({"Name": "/" + "x" * 5000, "HostConfig": None, "Mounts": "?"})

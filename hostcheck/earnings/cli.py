@@ -86,7 +86,10 @@ def earnings(
 ) -> None:
     import math
 
-    from hostcheck.cli import FORMATS, _collect_live, _die, _emit
+    from hostcheck.cli_common import FORMATS
+    from hostcheck.cli_common import collect_live as _collect_live
+    from hostcheck.cli_common import die as _die
+    from hostcheck.cli_common import emit as _emit
     from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, merged_values, run
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.inputs import build, parse_platform_prices

@@ -112,6 +112,6 @@ def report(
         _die(str(exc))
     analysis = analyse(recording)
     text = render(analysis, score_all(analysis), str(db), fmt)
-    from hostcheck.cli import _emit
+    from hostcheck.cli_common import emit as _emit
 
     _emit(text, output)
