@@ -83,8 +83,12 @@ def test_break_even_price_really_breaks_even(case: tuple[m.Owner, m.Power, float
     owner, power, fee = case
     price = m.break_even_price(owner, power, fee=fee, season="year")
     if price is not None and price > 0:
-        # Relative to the money involved: a near-zero occupancy gives a huge price and float rounding.
-        scale = max(1.0, price * power.gpus * owner.hours_per_month * owner.occupancy)
+        # Relative to the largest amount of money involved (gross revenue, electricity, wear, heat
+        # credit, other income): the zero is their difference, so float rounding scales with them.
+        pieces = [m.month(owner, power, fee=fee, season=s, price=price) for s in ("winter", "summer", "other")]
+        amounts = [abs(x) for p in pieces for x in (p.revenue, p.electricity, p.depreciation, p.heat_credit,
+                                                      p.cooling_penalty)]
+        scale = max(1.0, price * power.gpus * owner.hours_per_month * owner.occupancy, owner.other_income, *amounts)
         assert m.net(owner, power, fee=fee, season="year", price=price) == pytest.approx(0, abs=1e-9 * scale + 1e-6)
     elif price == 0:
         assert m.net(owner, power, fee=fee, season="year", price=0.0) >= -1e-9

@@ -175,8 +175,10 @@ def break_even_price(owner: Owner, power: Power, *, fee: float, season: str,
     """The price per GPU-hour at which ``season``'s net is zero; None when no price can do it
     (no rented hours, or the fee takes everything). Net is linear in the price."""
     u = owner.occupancy if occupancy is None else occupancy
-    slope = net(owner, power, fee=fee, season=season, occupancy=u, price=1.0) - net(
-        owner, power, fee=fee, season=season, occupancy=u, price=0.0)
+    # Net's slope in the price, the same in every season (heat and wear do not depend on the
+    # price); written out rather than taken as net(1) - net(0), which loses the digits of a
+    # tiny slope to the size of the costs.
+    slope = power.gpus * u * owner.hours_per_month * (1 - fee) * (1 - owner.tax)
     if slope <= 1e-9:  # no rented hours to speak of: no price can pay for the idle draw
         return None
     # Zero when even a free GPU-hour does not lose money (other income, a high baseline).
