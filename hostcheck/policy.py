@@ -55,19 +55,20 @@ def _line_of(mark: Any) -> int:
     return int(mark.line) + 1
 
 
-def _refuse_bombs(text: str) -> None:
+def refuse_yaml_bombs(text: str, error: type[Exception] = PolicyError, loader: Any = yaml.SafeLoader) -> None:
     """Count aliases and nesting on the parser's event stream, before any node is built: the
-    event parser is iterative, so neither an alias bomb nor 5000 brackets get further."""
+    event parser is iterative, so neither an alias bomb nor 5000 brackets get further. Every
+    YAML data file hostcheck reads (policies, the earnings data) goes through this."""
     aliases = depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.AliasEvent):
             aliases += 1
             if aliases > MAX_ALIASES:
-                raise PolicyError(f"line {_line_of(event.start_mark)}: more than {MAX_ALIASES} YAML aliases")
+                raise error(f"line {_line_of(event.start_mark)}: more than {MAX_ALIASES} YAML aliases")
         elif isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > safeio.MAX_DEPTH:
-                raise PolicyError(f"line {_line_of(event.start_mark)}: nested deeper than {safeio.MAX_DEPTH} levels")
+                raise error(f"line {_line_of(event.start_mark)}: nested deeper than {safeio.MAX_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
@@ -294,7 +295,7 @@ def parse_policy(text: str, path: str) -> Policy:
     problem found (one per line)."""
     lines = _Lines()
     try:
-        _refuse_bombs(text)
+        refuse_yaml_bombs(text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = None if node is None else lines.build(node)
     except PolicyError as exc:

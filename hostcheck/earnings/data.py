@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from hostcheck import safeio
 from hostcheck.models import IsoDate, Text
-from hostcheck.policy import MAX_ALIASES, _field, _Lines
+from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 
 # libyaml when PyYAML was built with it: the data files are read on every run, and the pure-Python
 # parser is most of the time `hostcheck earnings` takes.
@@ -185,31 +185,10 @@ def _reason(error: Any) -> str:
     return f"{error['msg'][0].lower()}{error['msg'][1:]}, not {value!r}"
 
 
-def _line(event: Any) -> int | str:
-    mark = getattr(event, "start_mark", None)
-    return int(mark.line) + 1 if mark is not None else "?"
-
-
-def _refuse_bombs(text: str) -> None:
-    """Aliases and nesting counted on the event stream before any node is built (as for policies)."""
-    aliases = depth = 0
-    for event in yaml.parse(text, Loader=_LOADER):
-        if isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_ALIASES:
-                raise EconomicsDataError(f"line {_line(event)}: more than {MAX_ALIASES} YAML aliases")
-        elif isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > safeio.MAX_DEPTH:
-                raise EconomicsDataError(f"line {_line(event)}: nested deeper than {safeio.MAX_DEPTH} levels")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-
-
 def _parse(text: str, path: str, model: type[BaseModel]) -> Any:
     lines = _Lines()
     try:
-        _refuse_bombs(text)
+        refuse_yaml_bombs(text, EconomicsDataError, _LOADER)
         node = yaml.compose(text, Loader=_LOADER)
         data = None if node is None else lines.build(node)
     except yaml.YAMLError as exc:

@@ -170,10 +170,10 @@ def load_config(path: Path) -> dict[str, Any]:
     elif path.suffix in (".yaml", ".yml"):
         import yaml
 
-        from hostcheck.policy import _refuse_bombs
+        from hostcheck.policy import refuse_yaml_bombs
 
         try:
-            _refuse_bombs(text)
+            refuse_yaml_bombs(text)
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise EarningsInputError(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
