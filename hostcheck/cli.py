@@ -370,11 +370,22 @@ def facts(
     public_range: PublicRangeOpt = [],  # noqa: B006
     insecure_http: InsecureHttpOpt = False,
     agent_since: AgentSinceOpt = None,
+    upgrade: Annotated[Path | None, typer.Option(
+        "--upgrade", help="Bring this saved facts file (or JSON report) to today's facts format instead of "
+        "collecting: what the older format did not record becomes unknown with the reason.")] = None,
 ) -> None:
     """Print the raw facts as JSON (attach it to a forum post or ticket; judge it later with --facts)."""
-    from hostcheck.facts import to_jsonable
+    from hostcheck.facts import FactsError, load_snapshot, to_jsonable
     from hostcheck.safeio import dumps
 
+    if upgrade is not None:
+        try:
+            _check_output(output)
+            upgraded = to_jsonable(load_snapshot(upgrade))
+        except (UsageError, FactsError) as exc:
+            _die(str(exc))
+        _emit(dumps(upgraded, indent=2) + "\n", output, private=True)
+        return
     try:
         _check_output(output)
         ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,

@@ -1,182 +1,755 @@
-"""The declared facts layout: every dotted path a collector writes and a check may read.
+"""The facts layout, declared once: every fact a collector writes and a check may read.
 
-``docs/facts.md`` documents each of these (a test holds the two together), and
-:func:`hostcheck.facts.lookup` refuses a path that is not declared here, so a misspelt path in
-a check is an ``error`` finding and a failing table test, never a quiet ``unknown``.
+Each :class:`Fact` names its dotted path, its type, its unit, what it means, how ``--redact``
+treats it and, where it is written only in some runs, when. Everything else derives from this
+table: ``docs/facts.md`` (``scripts/gen_facts_doc.py``, held to it by a test), the JSON Schema
+of a facts snapshot (``hostcheck/schema/facts-v2.json``), the types a snapshot is validated
+against on load (:func:`type_problem`), the shape a collector must write (:func:`shape_problems`:
+no undeclared key, no declared key missing), the collectors' field lists (:func:`fields`) and
+the redaction kinds (:data:`KINDS`). :func:`hostcheck.facts.lookup` refuses a path that is not
+declared here, so a misspelt path in a check is an ``error`` finding, never a quiet unknown.
 
-``*`` stands for a list index or a key chosen by the data (a sshd keyword, a systemd target);
-the parents of a declared path are declared too.
+``*`` stands for a list index or a key chosen by the data (an sshd keyword, a systemd unit).
 
-``PATH=KIND`` also says what the value is, for ``--redact`` (:mod:`hostcheck.redact`): ``host``
-(a host name, or HOST:PORT), ``addr`` (an address, maybe with a port, zone or prefix length),
-``user`` / ``users`` (account names; ``users``: a list of them), ``path`` (a file or device path,
-a remote mount source), ``mac``, ``iface`` (an interface name), ``serial``, ``uuid``,
-``container``, ``uri``, ``sshd`` (an sshd setting, by keyword), ``text`` (free text: every
-identifier in it goes, the host's name included). A path without a kind (and its children) is a
-value the checks compare (``system.os_id``, a GPU model name, a verdict word): only what is
-shaped like an identifier (an address, a MAC, a UUID, a home path, URL credentials) is replaced
-there, never a learned name. A kind declared on a parent covers its children.
+Redaction kinds (:mod:`hostcheck.redact`): ``host`` (a host name, or HOST:PORT), ``addr`` (an
+address, maybe with a port, zone or prefix length), ``user`` / ``users`` (account names),
+``path`` (a file or device path, a remote mount source), ``mac``, ``iface`` (an interface
+name), ``serial``, ``uuid``, ``container``, ``uri``, ``sshd`` (an sshd setting, by keyword),
+``text`` (free text: every identifier in it goes). A fact without a kind is a value the checks
+compare (``system.os_id``, a GPU model, a verdict word): only what is shaped like an identifier
+is replaced there. A kind declared on a parent covers its children.
+
+Facts that accumulate over time have two declared forms: a :data:`FactType.COUNTER` (a running
+total since a reference time: NVML's violation counters) and a :data:`FactType.WINDOW` (an
+amount within a stated start and end: what a recorder saw). Both expand to declared children
+(:data:`COUNTER_FIELDS`, :data:`WINDOW_FIELDS`); :mod:`hostcheck.accumulated` reads them.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
+from typing import Any
 
-_DECLARED = """
-meta.facts_format meta.hostcheck_version meta.hostname=host meta.collected_at meta.offline meta.duration_s
-meta.collector_timings_s.* meta.source meta.description=text
+UNKNOWN_KEY = "$unknown"
+FACTS_FORMAT = 2
+"""The layout's version: bumped when the shape changes (a fact renamed, retyped, removed or
+given another meaning), with a step in :mod:`hostcheck.upgrade` from the previous one. A fact
+added is no change of format: files written before it simply lack it ("not collected")."""
 
-gpu.nvml.available gpu.nvml.reason=text gpu.driver_version gpu.cuda_driver_version gpu.nvml_version
-gpu.devices.*.index gpu.devices.*.name gpu.devices.*.uuid=uuid gpu.devices.*.serial=serial gpu.devices.*.pci_bus_id
-gpu.devices.*.vram_total_mib gpu.devices.*.vram_used_mib
-gpu.devices.*.power_limit_w gpu.devices.*.power_default_w gpu.devices.*.power_min_w gpu.devices.*.power_max_w
-gpu.devices.*.power_draw_w gpu.devices.*.temperature_c gpu.devices.*.slowdown_temp_c
-gpu.devices.*.pcie_gen_current gpu.devices.*.pcie_gen_max gpu.devices.*.pcie_width_current
-gpu.devices.*.pcie_width_max gpu.devices.*.ecc_enabled gpu.devices.*.persistence_mode
-gpu.devices.*.display_active gpu.devices.*.throttle_reasons gpu.devices.*.mig_mode gpu.devices.*.is_laptop
-gpu.devices.*.laptop_evidence=text gpu.devices.*.architecture gpu.devices.*.compute_capability
-gpu.display_adapters.*.pci_address gpu.display_adapters.*.vendor_id gpu.display_adapters.*.vendor
-gpu.display_adapters.*.device_id gpu.display_adapters.*.driver
 
-system.cpu_model system.cpu_arch system.os_kernel_name system.cpu_physical_cores system.cpu_logical_cores
-system.cpu_avx system.ram_total_mib system.os_id system.os_version_id system.os_pretty system.kernel
-system.virtualization system.secure_boot system.iommu_enabled system.iommu_groups system.uptime_s
-system.cpu_virt_ext system.kvm_device system.default_target system.desktop_sessions
+class FactType(StrEnum):
+    BOOL = "bool"
+    INT = "integer"
+    NUMBER = "number"
+    TEXT = "text"
+    TIME = "time"  # ISO 8601 text
+    TEXTS = "list of text"
+    SETTING = "text or list of text"
+    OBJECT = "object"
+    LIST = "list"  # of objects, whose fields are declared under PATH.*
+    MAP = "map"  # keys chosen by the data, values declared as PATH.*
+    RAW = "recorded"  # evidence kept as the system printed it (bounded), judged by pure code
+    COUNTER = "counter"
+    WINDOW = "window"
 
-power.chassis_type power.chassis_type_code power.battery_present power.on_ac
-power.batteries.*.name power.batteries.*.capacity_pct power.batteries.*.status power.sleep_targets.*
 
-storage.filesystems.*.mountpoint=path storage.filesystems.*.device=path storage.filesystems.*.fstype
-storage.filesystems.*.size_gib storage.filesystems.*.free_gib storage.filesystems.*.encrypted
-storage.filesystems.*.rotational
-storage.root.free_gib storage.root.size_gib storage.root.fstype storage.root.encrypted storage.root.rotational
-storage.root.device=path storage.home.mountpoint=path storage.home.encrypted
-storage.docker_root.path=path storage.docker_root.exists storage.docker_root.free_gib storage.docker_root.fstype
-storage.docker_root.xfs_project_quota storage.docker_root.separate_mount storage.docker_root.encrypted
-storage.docker_root.rotational storage.swap.*.device=path storage.swap.*.encrypted
+@dataclass(frozen=True)
+class Fact:
+    path: str
+    type: FactType
+    meaning: str
+    unit: str = ""
+    redact: str = ""
+    choices: tuple[str, ...] = ()
+    """The words it holds today, for the reader (not enforced: older files may hold others)."""
+    when: str = ""
+    """Empty: written whenever its parent is. Else the case in which it is written at all."""
 
-isolation.graphical_session isolation.display_manager
-isolation.human_accounts.*.name=user isolation.human_accounts.*.uid isolation.human_accounts.*.home=path
-isolation.human_accounts.*.shell isolation.docker_group_members=users isolation.sudo_group_members=users
-isolation.credentials.*.kind isolation.credentials.*.user=user isolation.credentials.*.path=path
-isolation.unreadable_homes=path isolation.apparmor_enabled
 
-docker.reachable docker.unreachable_reason=text docker.version docker.runtimes docker.default_runtime
-docker.nvidia_runtime docker.userns_remap docker.rootless docker.seccomp docker.apparmor
-docker.no_new_privileges docker.live_restore docker.icc docker.userland_proxy docker.data_root=path
-docker.published_ports.*.container=container docker.published_ports.*.host_ip=addr docker.published_ports.*.host_port
-docker.published_ports.*.proto docker.daemon_json.*
-docker.containers.*.name=container docker.containers.*.network_mode docker.containers.*.privileged
-docker.containers.*.image docker.containers.*.pid_mode docker.containers.*.ipc_mode docker.containers.*.host_mounts=path
+@dataclass(frozen=True)
+class Section:
+    name: str
+    collectors: str
+    intro: str
 
-agents.installed.*.id agents.installed.*.platform agents.installed.*.evidence=text
-agents.installed.*.accounts.*.name=user agents.installed.*.accounts.*.uid agents.installed.*.accounts.*.shell
-agents.installed.*.accounts.*.groups agents.installed.*.accounts.*.sudo.scope
-agents.installed.*.accounts.*.sudo.rules.*.file=path agents.installed.*.accounts.*.sudo.rules.*.line
-agents.installed.*.accounts.*.sudo.rules.*.rule=text agents.installed.*.accounts.*.sudo.rules.*.nopasswd
-agents.installed.*.accounts.*.sudo.rules.*.commands=text agents.installed.*.accounts.*.sudo.root_giving
-agents.installed.*.accounts.*.sudo.io_logging agents.installed.*.accounts.*.sudo.syslog
-agents.installed.*.accounts.*.sudo.logfile=path agents.installed.*.accounts.*.sudo.files_read=path
-agents.installed.*.accounts.*.sudo.unreadable=text agents.installed.*.accounts.*.sudo.unparsed_lines=text
-agents.installed.*.units.*.name agents.installed.*.units.*.present agents.installed.*.units.*.enabled
-agents.installed.*.units.*.active agents.installed.*.update_channel agents.installed.*.packages
-agents.update_units.* agents.kernel_params.*
-agents.sudo_activity.since agents.sudo_activity.entries agents.sudo_activity.commands.*.user=user
-agents.sudo_activity.commands.*.command=text agents.sudo_activity.commands.*.outcome agents.sudo_activity.commands.*.count
 
-ssh.installed ssh.running ssh.source ssh.settings.*=sshd ssh.files_read=path
+COUNTER_FIELDS = (
+    ("total", FactType.NUMBER, "the running total, in the fact's unit"),
+    ("since", FactType.TIME, "when the total started counting (ISO 8601 UTC)"),
+    ("read_at", FactType.TIME, "when it was read (ISO 8601 UTC)"),
+)
+WINDOW_FIELDS = (
+    ("total", FactType.NUMBER, "the amount within the window, in the fact's unit"),
+    ("start", FactType.TIME, "the window's start (ISO 8601 UTC)"),
+    ("end", FactType.TIME, "the window's end (ISO 8601 UTC)"),
+)
 
-packages.unattended_upgrades.installed packages.unattended_upgrades.enabled packages.nvidia_packages
-packages.nvidia_held packages.apt_sources.sources.*.type packages.apt_sources.sources.*.uri=uri
-packages.apt_sources.sources.*.suite packages.apt_sources.security
+T = FactType
+F = Fact
+CHASSIS = ("laptop", "desktop", "server", "other")
+SCOPES = ("loopback", "link-local", "private", "cgnat", "global", "other")
+IFACE_KINDS = ("wired", "wireless", "virtual", "loopback")
+NAT_WORDS = ("endpoint-independent", "address-dependent", "address-and-port-dependent", "endpoint-dependent",
+             "no-nat", "unknown")
+TRISTATE = ("yes", "likely", "no", "unknown")
+INBOUND = ("reachable", "unreachable", "unverified")
 
-network.interfaces.*.name=iface network.interfaces.*.kind network.interfaces.*.up network.interfaces.*.mac=mac
-network.interfaces.*.addresses.*.address=addr network.interfaces.*.addresses.*.family
-network.interfaces.*.addresses.*.prefixlen network.interfaces.*.addresses.*.scope
-network.default_route.interface=iface network.default_route.gateway=addr network.default_route.kind
-network.ipv6_global
-network.listening.*.proto network.listening.*.address=addr network.listening.*.port network.listening.*.process=text
-network.listening.*.exposure
-network.firewall.backend network.firewall.readable network.firewall.input_policy network.firewall.forward_policy
-network.firewall.rule_count network.firewall.docker_user_chain_filters
-network.firewall.nftables network.firewall.iptables.filter network.firewall.iptables.rule_count
-network.container_egress.bridges_v6 network.container_egress.legacy_iptables_tables
-network.container_egress.bridges network.container_egress.bridges_assumed
-network.container_egress.probes.*.name network.container_egress.probes.*.destination=addr
-network.container_egress.probes.*.interface=iface network.container_egress.probes.*.verdict
-network.container_egress.probes.*.evidence=text
-network.route_localnet.*
-network.nat.mapping network.nat.filtering network.nat.mapping_method network.nat.mapped_address=addr
-network.nat.mapped_port network.nat.mapped_address_v6=addr network.nat.local_address=addr network.nat.other_address=addr
-network.nat.server=host network.nat.hairpinning network.nat.reason=text network.nat.packets_sent network.nat.duration_s
-network.nat.tests
-network.path.public_ranges network.path.local_ipv4=addr network.path.local_ipv4_reason=text network.path.local_ipv6=addr
-network.path.ipv6_failure=text network.path.stun.*.server=host network.path.stun.*.local=addr network.path.stun.*.mapped=addr
-network.path.stun.*.other_address=addr network.path.stun.*.error=text network.path.stun_failure=text
-network.path.stun_ipv6.server=host network.path.stun_ipv6.local=addr network.path.stun_ipv6.mapped=addr
-network.path.stun_ipv6.error=text network.path.hops.*.ttl network.path.hops.*.address=addr network.path.hops.*.reached
-network.path.router_upnp.address=addr network.path.router_upnp.detail=text
-network.path.router_natpmp.address=addr network.path.router_natpmp.detail=text
-network.cgnat.verdict network.cgnat.double_nat network.cgnat.signals.*.name network.cgnat.signals.*.result
-network.cgnat.signals.*.evidence=text
-network.inbound.probed network.inbound.peer=addr network.inbound.ports.*.port network.inbound.ports.*.proto
-network.inbound.ports.*.result network.inbound.ports.*.detail=text network.inbound.reason=text
-network.bandwidth.measured network.bandwidth.download_mbps network.bandwidth.upload_mbps
-network.bandwidth.latency_ms network.bandwidth.jitter_ms network.bandwidth.source network.bandwidth.server=host
-network.bandwidth.streams network.bandwidth.bytes_down network.bandwidth.bytes_up
-network.bandwidth.byte_cap_reached network.bandwidth.duration_s network.bandwidth.caps.seconds
-network.bandwidth.caps.bytes network.bandwidth.warmup_s network.bandwidth.reason=text
+SECTIONS: tuple[Section, ...] = (
+    Section("meta", "the runner", "About the run that wrote the facts."),
+    Section("gpu", "gpu", """Per-device NVML readings, and every PCI display adapter from sysfs. Any
+device field may be unknown (unsupported on GeForce, the GPU lost mid-query, ...). Whether a
+device is a laptop part is judged by GPU-1060 from `name` and `power.chassis_type`."""),
+    Section("system", "system", """On macOS `os_id` is "macos", `os_version_id` the release ("14.5") and
+`cpu_model` sysctl's brand string ("Apple M2 Pro")."""),
+    Section("power", "power", "Chassis, batteries and AC, and whether systemd may put the machine to sleep."),
+    Section("storage", "storage", """`docker_root.path` is the data root dockerd uses: a `--data-root` flag (the
+running dockerd's command line, else the systemd unit's ExecStart with its drop-ins), else
+`data-root`/`graph` in daemon.json, else `/var/lib/docker`; unknown when daemon.json cannot be
+read and no flag settles it. `rotational` is unknown on virtio/Xen disks and, when true,
+inside a VM: there the flag describes the emulated disk, not the storage behind it."""),
+    Section("isolation", "accounts", """Who uses this machine and what of theirs is on it: credentials are
+recorded by presence only, never by contents."""),
+    Section("docker", "docker_daemon", """When the daemon is not reachable, daemon settings come from
+`/etc/docker/daemon.json` if readable (`daemon_json`: only `no-new-privileges`, `live-restore`,
+`icc`, `userland-proxy`, `data-root`, `graph`, `default-runtime`, `userns-remap` and the runtime
+names under `runtimes`; proxies, registry mirrors, hosts, TLS paths and everything else are
+never collected) and the rest are unknown. Flags of a running `dockerd` count only when that
+process runs as root (any user can name a process `dockerd`). With `--offline`, a network
+`DOCKER_HOST` (tcp://, ssh://) is not contacted: `reachable` is unknown. `containers` come from
+`GET /containers/{id}/json`, never from inside a container (at most 200)."""),
+    Section("agents", "agents", """Provider agents found on this machine, recognised by the names in
+`policies/agents/agents.yaml` (accounts, systemd units, paths, dpkg packages; containers are
+matched by the checks against the images in `docker.containers`). `sudo` is what sudoers (and
+the files it includes) grants an agent account; unknown when `/etc/sudoers` cannot be read (it
+is 0440 root: an unprivileged audit always gets this). `sudo_activity` comes from sudo's own
+journal entries (`SYSLOG_IDENTIFIER=sudo`); unknown when the journal is not readable (not root
+and not in `systemd-journal` or `adm`)."""),
+    Section("ssh", "sshd", """`settings` holds only the keywords checks read and those that say who may
+log in (commands, paths and banners are not collected), as `sshd -T` prints them
+(`without-password` is reported as its synonym `prohibit-password`; keywords given several
+times, such as `port`, are lists)."""),
+    Section("packages", "packages, apt_sources", "Update policy and the NVIDIA packages."),
+    Section("network", "network_local, container_egress, reachability, speedtest", """`firewall` is the ruleset
+as recorded evidence, judged by the checks (NET-1010, DOC-1070, ISO-1040, ISO-1060) with today's
+rules, so `hostcheck audit --facts FILE` re-judges a saved file; root is needed to read it.
+ISO-1040 walks probe packets from each container bridge (`docker0` when there is none yet) to
+private, shared, link-local (cloud metadata), multicast and (for bridges with IPv6) ULA,
+link-local and multicast IPv6 destinations, and to the host itself, through every nftables base
+chain they meet; matches the walk does not model (xtables extensions, verdict maps, rate
+limits) make a probe undetermined, as do legacy iptables tables when nothing drops it.
+`nat`, `path`, `cgnat` and `inbound` come from the reachability collector (`--offline` makes
+each unknown and sends nothing); `path` is the raw evidence the NAT checks judge. `bandwidth`
+is written only by `hostcheck audit --speedtest --probe URL` (NET-1070 is unknown without it)."""),
+    Section("watch", "watch", """The reliability window from a `hostcheck watch` database
+(`/var/lib/hostcheck-watch/watch.db`, or `hostcheck audit --watch-db PATH`), opened read-only;
+only the last 30 days are read."""),
+)
 
-watch.present watch.path=path watch.reason=text watch.window_start watch.window_end watch.observed_days
-watch.not_recorded_days watch.uptime_pct watch.runpod_score_pct watch.current_up_h watch.longest_up_h
-watch.outages.*.cause watch.outages.*.start watch.outages.*.minutes watch.unclean_stops
-watch.gpu_faults.*.kind watch.gpu_faults.*.code watch.gpu_faults.*.severity watch.gpu_faults.*.at
-watch.gpu_faults.*.needs_reboot watch.gpu_faults.*.hardware
-"""
+_DEVICE = "gpu.devices.*"
+_NET = "network"
+FACTS: tuple[Fact, ...] = (
+    # ------------------------------------------------------------------ meta
+    F("meta", T.OBJECT, "about this run"),
+    F("meta.facts_format", T.INT, "the layout's version (this page: 2)"),
+    F("meta.hostcheck_version", T.TEXT, "the hostcheck that collected the facts"),
+    F("meta.hostname", T.TEXT, "the machine's host name", redact="host"),
+    F("meta.collected_at", T.TIME, "when the facts were collected"),
+    F("meta.offline", T.BOOL, "collected with `--offline` (nothing was sent)"),
+    F("meta.duration_s", T.NUMBER, "how long collecting took", unit="s"),
+    F("meta.collector_timings_s", T.MAP, "how long each collector took"),
+    F("meta.collector_timings_s.*", T.NUMBER, "one collector's time", unit="s"),
+    F("meta.source", T.TEXT, "where the facts come from", choices=("live", "snapshot")),
+    F("meta.description", T.TEXT, "what a snapshot represents", redact="text", when="snapshots written by hand"),
+    F("meta.upgraded_from", T.INT, "the format the facts were upgraded from (`hostcheck facts --upgrade`)",
+      when="upgraded facts"),
+    # ------------------------------------------------------------------ gpu
+    F("gpu", T.OBJECT, "the GPUs"),
+    F("gpu.nvml", T.OBJECT, "whether NVML could be used"),
+    F("gpu.nvml.available", T.BOOL, "NVML answered"),
+    F("gpu.nvml.reason", T.TEXT, "why NVML is not usable (library missing, no driver, init failed); null when it is",
+      redact="text"),
+    F("gpu.driver_version", T.TEXT, "the NVIDIA driver (\"580.95.05\")"),
+    F("gpu.cuda_driver_version", T.TEXT, "the newest CUDA the driver supports (\"13.2\")"),
+    F("gpu.nvml_version", T.TEXT, "NVML's own version"),
+    F("gpu.devices", T.LIST, "one entry per NVIDIA GPU NVML sees"),
+    F(f"{_DEVICE}.index", T.INT, "NVML's index"),
+    F(f"{_DEVICE}.name", T.TEXT, "the product name (\"NVIDIA GeForce RTX 3080 Ti Laptop GPU\")"),
+    F(f"{_DEVICE}.uuid", T.TEXT, "the GPU's UUID", redact="uuid"),
+    F(f"{_DEVICE}.serial", T.TEXT, "the board serial (datacenter cards)", redact="serial"),
+    F(f"{_DEVICE}.pci_bus_id", T.TEXT, "PCI address (\"00000000:01:00.0\")"),
+    F(f"{_DEVICE}.vram_total_mib", T.INT, "memory on the card", unit="MiB"),
+    F(f"{_DEVICE}.vram_used_mib", T.INT, "memory in use now", unit="MiB"),
+    F(f"{_DEVICE}.power_limit_w", T.NUMBER, "the enforced power cap (what the card obeys now)", unit="W"),
+    F(f"{_DEVICE}.power_default_w", T.NUMBER, "the card's default power limit", unit="W"),
+    F(f"{_DEVICE}.power_min_w", T.NUMBER, "the lowest settable power limit", unit="W"),
+    F(f"{_DEVICE}.power_max_w", T.NUMBER, "the highest settable power limit", unit="W"),
+    F(f"{_DEVICE}.power_draw_w", T.NUMBER, "power drawn at the reading", unit="W"),
+    F(f"{_DEVICE}.temperature_c", T.NUMBER, "GPU core temperature", unit="°C"),
+    F(f"{_DEVICE}.slowdown_temp_c", T.NUMBER, "the temperature at which the card slows itself down", unit="°C"),
+    F(f"{_DEVICE}.pcie_gen_current", T.INT, "PCIe generation the link runs at now (drops at idle)"),
+    F(f"{_DEVICE}.pcie_gen_max", T.INT, "the highest PCIe generation of card and slot"),
+    F(f"{_DEVICE}.pcie_width_current", T.INT, "PCIe lanes in use now", unit="lanes"),
+    F(f"{_DEVICE}.pcie_width_max", T.INT, "the most PCIe lanes card and slot support", unit="lanes"),
+    F(f"{_DEVICE}.ecc_enabled", T.BOOL, "ECC memory on (unknown when the card has none)"),
+    F(f"{_DEVICE}.persistence_mode", T.BOOL, "the driver keeps the GPU initialised with no client"),
+    F(f"{_DEVICE}.display_active", T.BOOL, "a display is driven by this GPU"),
+    F(f"{_DEVICE}.throttle_reasons", T.TEXTS,
+      "clock event reasons active at the reading (\"sw_power_cap\", \"hw_slowdown\", \"gpu_idle\", ...)"),
+    F(f"{_DEVICE}.mig_mode", T.BOOL, "Multi-Instance GPU on (unknown when the card has none)"),
+    F(f"{_DEVICE}.architecture", T.TEXT, "\"pascal\", \"turing\", \"ampere\", \"ada\", \"hopper\", \"blackwell\" ... "
+      "(nvmlDeviceGetArchitecture; unknown on drivers that predate it)"),
+    F(f"{_DEVICE}.compute_capability", T.TEXT, "CUDA compute capability (\"8.6\")"),
+    F("gpu.display_adapters", T.LIST, "every PCI display-class device (class 0x03xxxx) from sysfs, whatever its driver"),
+    F("gpu.display_adapters.*.pci_address", T.TEXT, "PCI address"),
+    F("gpu.display_adapters.*.vendor_id", T.TEXT, "PCI vendor (\"0x10de\")"),
+    F("gpu.display_adapters.*.vendor", T.TEXT, "the vendor's name", choices=("nvidia", "amd", "intel", "other")),
+    F("gpu.display_adapters.*.device_id", T.TEXT, "PCI device id"),
+    F("gpu.display_adapters.*.driver", T.TEXT, "the bound kernel driver; null when none is bound"),
+    # ------------------------------------------------------------------ system
+    F("system", T.OBJECT, "CPU, memory, OS and firmware"),
+    F("system.cpu_model", T.TEXT, "the CPU's brand string"),
+    F("system.cpu_arch", T.TEXT, "machine architecture (\"x86_64\", \"aarch64\")"),
+    F("system.os_kernel_name", T.TEXT, "the kernel's name (\"Linux\", \"Darwin\")"),
+    F("system.cpu_physical_cores", T.INT, "physical CPU cores", unit="cores"),
+    F("system.cpu_logical_cores", T.INT, "logical CPUs (threads)", unit="threads"),
+    F("system.cpu_avx", T.BOOL, "the CPU has AVX"),
+    F("system.ram_total_mib", T.INT, "installed memory the OS sees", unit="MiB"),
+    F("system.os_id", T.TEXT, "os-release ID (\"ubuntu\", \"debian\", \"macos\")"),
+    F("system.os_version_id", T.TEXT, "os-release VERSION_ID (\"22.04\")"),
+    F("system.os_pretty", T.TEXT, "os-release PRETTY_NAME"),
+    F("system.kernel", T.TEXT, "the kernel release"),
+    F("system.virtualization", T.TEXT,
+      "\"none\", \"kvm\", \"container\", ... (systemd-detect-virt, else the CPU's hypervisor flag)"),
+    F("system.secure_boot", T.BOOL, "UEFI Secure Boot on"),
+    F("system.iommu_enabled", T.BOOL, "the IOMMU is on (/sys/kernel/iommu_groups is not empty)"),
+    F("system.iommu_groups", T.INT, "IOMMU groups"),
+    F("system.uptime_s", T.NUMBER, "time since boot", unit="s"),
+    F("system.cpu_virt_ext", T.TEXT, "hardware virtualisation (\"vmx\", \"svm\"); null when the CPU has none"),
+    F("system.kvm_device", T.BOOL, "/dev/kvm exists (false on any kernel but Linux)"),
+    F("system.default_target", T.TEXT, "systemd's boot target; not a sign of a desktop (systemd links "
+      "`default.target` to `graphical.target` by default, so stock servers report it too)"),
+    F("system.desktop_sessions", T.TEXTS, "session entries in /usr/share/xsessions and /usr/share/wayland-sessions, "
+      "which desktop environments install (\"gnome\", \"plasma\"); empty on a server"),
+    # ------------------------------------------------------------------ power
+    F("power", T.OBJECT, "chassis, batteries and sleep"),
+    F("power.chassis_type", T.TEXT, "the SMBIOS chassis, grouped", choices=CHASSIS),
+    F("power.chassis_type_code", T.INT, "the SMBIOS chassis type code"),
+    F("power.battery_present", T.BOOL, "a system battery is present"),
+    F("power.on_ac", T.BOOL, "running on mains power"),
+    F("power.batteries", T.LIST, "system batteries"),
+    F("power.batteries.*.name", T.TEXT, "the power supply's name (\"BAT0\")"),
+    F("power.batteries.*.capacity_pct", T.INT, "charge", unit="%"),
+    F("power.batteries.*.status", T.TEXT, "\"Charging\", \"Discharging\", \"Full\", ..."),
+    F("power.sleep_targets", T.MAP, "`systemctl is-enabled` of sleep.target, suspend.target, hibernate.target and "
+      "hybrid-sleep.target"),
+    F("power.sleep_targets.*", T.TEXT, "\"masked\", \"enabled\", \"static\", \"disabled\", ..."),
+    # ------------------------------------------------------------------ storage
+    F("storage", T.OBJECT, "filesystems, Docker's data root and swap"),
+    F("storage.filesystems", T.LIST, "mounted local filesystems"),
+    F("storage.filesystems.*.mountpoint", T.TEXT, "where it is mounted", redact="path"),
+    F("storage.filesystems.*.device", T.TEXT, "the block device", redact="path"),
+    F("storage.filesystems.*.fstype", T.TEXT, "\"ext4\", \"xfs\", ..."),
+    F("storage.filesystems.*.size_gib", T.NUMBER, "size", unit="GiB"),
+    F("storage.filesystems.*.free_gib", T.NUMBER, "free space", unit="GiB"),
+    F("storage.filesystems.*.encrypted", T.BOOL, "on a dm-crypt (LUKS) device"),
+    F("storage.filesystems.*.rotational", T.BOOL, "on a spinning disk"),
+    F("storage.root", T.OBJECT, "the root filesystem"),
+    F("storage.root.free_gib", T.NUMBER, "free space", unit="GiB"),
+    F("storage.root.size_gib", T.NUMBER, "size", unit="GiB"),
+    F("storage.root.fstype", T.TEXT, "filesystem type"),
+    F("storage.root.encrypted", T.BOOL, "on a dm-crypt (LUKS) device"),
+    F("storage.root.rotational", T.BOOL, "on a spinning disk"),
+    F("storage.root.device", T.TEXT, "the block device", redact="path"),
+    F("storage.home", T.OBJECT, "the filesystem that holds /home"),
+    F("storage.home.mountpoint", T.TEXT, "its mount point", redact="path"),
+    F("storage.home.encrypted", T.BOOL, "on a dm-crypt (LUKS) device"),
+    F("storage.docker_root", T.OBJECT, "the filesystem of Docker's data root"),
+    F("storage.docker_root.path", T.TEXT, "the data root dockerd uses", redact="path"),
+    F("storage.docker_root.exists", T.BOOL, "the directory exists"),
+    F("storage.docker_root.free_gib", T.NUMBER, "free space", unit="GiB"),
+    F("storage.docker_root.fstype", T.TEXT, "filesystem type"),
+    F("storage.docker_root.xfs_project_quota", T.BOOL, "XFS with project quotas (per-container disk limits)"),
+    F("storage.docker_root.separate_mount", T.BOOL, "not on the root filesystem"),
+    F("storage.docker_root.encrypted", T.BOOL, "on a dm-crypt (LUKS) device"),
+    F("storage.docker_root.rotational", T.BOOL, "on a spinning disk"),
+    F("storage.swap", T.LIST, "active swap devices and files"),
+    F("storage.swap.*.device", T.TEXT, "the swap device or file", redact="path"),
+    F("storage.swap.*.encrypted", T.BOOL, "encrypted swap"),
+    # ------------------------------------------------------------------ isolation
+    F("isolation", T.OBJECT, "people, sessions and credentials on the machine"),
+    F("isolation.graphical_session", T.BOOL, "a logind session of type x11/wayland, or an X/Wayland server running"),
+    F("isolation.display_manager", T.TEXT, "gdm, sddm, lightdm ... enabled as display-manager.service, named in "
+      "/etc/X11/default-display-manager, or running; null when none"),
+    F("isolation.human_accounts", T.LIST, "accounts with uid >= 1000 and a real login shell"),
+    F("isolation.human_accounts.*.name", T.TEXT, "account name", redact="user"),
+    F("isolation.human_accounts.*.uid", T.INT, "uid"),
+    F("isolation.human_accounts.*.home", T.TEXT, "home directory", redact="path"),
+    F("isolation.human_accounts.*.shell", T.TEXT, "login shell"),
+    F("isolation.docker_group_members", T.TEXTS, "members of the `docker` group", redact="users"),
+    F("isolation.sudo_group_members", T.TEXTS, "members of sudo, wheel and admin", redact="users"),
+    F("isolation.credentials", T.LIST, "credential stores found in homes (presence only, never contents)"),
+    F("isolation.credentials.*.kind", T.TEXT, "what it is",
+      choices=("ssh_private_key", "aws", "azure", "gcloud", "browser_profile", "password_store", "kube")),
+    F("isolation.credentials.*.user", T.TEXT, "whose it is", redact="user"),
+    F("isolation.credentials.*.path", T.TEXT, "where it is", redact="path"),
+    F("isolation.unreadable_homes", T.TEXTS, "homes that could not be read", redact="path"),
+    F("isolation.apparmor_enabled", T.BOOL, "AppArmor is enabled"),
+    # ------------------------------------------------------------------ docker
+    F("docker", T.OBJECT, "the Docker daemon"),
+    F("docker.reachable", T.BOOL, "the daemon answered"),
+    F("docker.unreachable_reason", T.TEXT, "why not: \"absent\", \"permission_denied\", \"not_running\" or a message",
+      redact="text"),
+    F("docker.version", T.TEXT, "the engine's version"),
+    F("docker.runtimes", T.TEXTS, "registered runtimes"),
+    F("docker.default_runtime", T.TEXT, "the default runtime"),
+    F("docker.nvidia_runtime", T.BOOL, "the NVIDIA runtime is registered"),
+    F("docker.userns_remap", T.BOOL, "user namespace remapping on"),
+    F("docker.rootless", T.BOOL, "a rootless daemon"),
+    F("docker.seccomp", T.BOOL, "the seccomp profile on"),
+    F("docker.apparmor", T.BOOL, "AppArmor confinement on"),
+    F("docker.no_new_privileges", T.BOOL, "no-new-privileges by default"),
+    F("docker.live_restore", T.BOOL, "containers survive a daemon restart"),
+    F("docker.icc", T.BOOL, "containers on the default bridge may talk to each other"),
+    F("docker.userland_proxy", T.BOOL, "published ports go through docker-proxy"),
+    F("docker.data_root", T.TEXT, "the daemon's DockerRootDir, else decided as `storage.docker_root.path`",
+      redact="path"),
+    F("docker.published_ports", T.LIST, "ports containers publish on the host"),
+    F("docker.published_ports.*.container", T.TEXT, "the container", redact="container"),
+    F("docker.published_ports.*.host_ip", T.TEXT, "the host address it binds", redact="addr"),
+    F("docker.published_ports.*.host_port", T.INT, "the host port"),
+    F("docker.published_ports.*.proto", T.TEXT, "\"tcp\" or \"udp\""),
+    F("docker.daemon_json", T.MAP, "the settings of /etc/docker/daemon.json named above (the daemon was not asked)",
+      when="the daemon is not reachable"),
+    F("docker.daemon_json.*", T.RAW, "one setting as written"),
+    F("docker.containers", T.LIST, "running containers' host-level access"),
+    F("docker.containers.*.name", T.TEXT, "the container's name", redact="container"),
+    F("docker.containers.*.image", T.TEXT, "its image"),
+    F("docker.containers.*.network_mode", T.TEXT, "\"host\", \"bridge\", ..."),
+    F("docker.containers.*.privileged", T.BOOL, "runs privileged"),
+    F("docker.containers.*.pid_mode", T.TEXT, "\"host\" shares the host's process namespace"),
+    F("docker.containers.*.ipc_mode", T.TEXT, "\"host\" shares the host's IPC namespace"),
+    F("docker.containers.*.host_mounts", T.TEXTS,
+      "bind mounts of the host's root or of an engine socket such as /var/run/docker.sock", redact="path"),
+    # ------------------------------------------------------------------ agents
+    F("agents", T.OBJECT, "provider agents and what they hold"),
+    F("agents.installed", T.LIST, "each agent found"),
+    F("agents.installed.*.id", T.TEXT, "the agent", choices=("vast", "salad", "ionet", "tensordock")),
+    F("agents.installed.*.platform", T.TEXT, "the platform's name"),
+    F("agents.installed.*.evidence", T.TEXTS, "what was found (\"account vastai_kaalia\", \"unit vastai.service\")",
+      redact="text"),
+    F("agents.installed.*.accounts", T.LIST, "its accounts"),
+    F("agents.installed.*.accounts.*.name", T.TEXT, "account name", redact="user"),
+    F("agents.installed.*.accounts.*.uid", T.INT, "uid"),
+    F("agents.installed.*.accounts.*.shell", T.TEXT, "login shell"),
+    F("agents.installed.*.accounts.*.groups", T.TEXTS, "its groups"),
+    F("agents.installed.*.accounts.*.sudo", T.OBJECT, "what sudoers grants it"),
+    F("agents.installed.*.accounts.*.sudo.scope", T.TEXT,
+      "\"unrestricted\" (ALL commands as root), \"restricted\" (a list of commands) or \"none\"",
+      choices=("unrestricted", "restricted", "none")),
+    F("agents.installed.*.accounts.*.sudo.rules", T.LIST, "the rules that apply to it"),
+    F("agents.installed.*.accounts.*.sudo.rules.*.file", T.TEXT, "the sudoers file", redact="path"),
+    F("agents.installed.*.accounts.*.sudo.rules.*.line", T.INT, "its line"),
+    F("agents.installed.*.accounts.*.sudo.rules.*.rule", T.TEXT, "the rule, normalised (at most 400 characters)",
+      redact="text"),
+    F("agents.installed.*.accounts.*.sudo.rules.*.nopasswd", T.BOOL, "no password asked"),
+    F("agents.installed.*.accounts.*.sudo.rules.*.commands", T.INT, "commands the rule allows"),
+    F("agents.installed.*.accounts.*.sudo.root_giving", T.TEXTS, "allowed commands that can be turned into a root "
+      "shell (a shell, an interpreter, a program that runs or writes anything; an inference)"),
+    F("agents.installed.*.accounts.*.sudo.io_logging", T.BOOL, "`log_output` or `log_input` applies to it"),
+    F("agents.installed.*.accounts.*.sudo.syslog", T.BOOL, "sudo logs its commands to syslog, hence the journal"),
+    F("agents.installed.*.accounts.*.sudo.logfile", T.BOOL, "sudo writes a log file"),
+    F("agents.installed.*.accounts.*.sudo.files_read", T.TEXTS, "sudoers files read", redact="path"),
+    F("agents.installed.*.accounts.*.sudo.unreadable", T.TEXTS, "sudoers files that could not be read",
+      redact="text"),
+    F("agents.installed.*.accounts.*.sudo.unparsed_lines", T.INT, "sudoers lines not understood"),
+    F("agents.installed.*.units", T.LIST, "its systemd units"),
+    F("agents.installed.*.units.*.name", T.TEXT, "the unit"),
+    F("agents.installed.*.units.*.present", T.BOOL, "the unit file is loaded"),
+    F("agents.installed.*.units.*.enabled", T.TEXT, "systemd's UnitFileState (\"enabled\", \"masked\", ...)"),
+    F("agents.installed.*.units.*.active", T.BOOL, "running"),
+    F("agents.installed.*.update_channel", T.TEXTS, "the agent's self-update scripts that exist"),
+    F("agents.installed.*.packages", T.TEXTS, "the agent's dpkg packages that are installed"),
+    F("agents.update_units", T.MAP, "UnitFileState of apt-daily.timer, apt-daily-upgrade.timer and "
+      "unattended-upgrades.service"),
+    F("agents.update_units.*", T.TEXT, "\"enabled\", \"masked\", ...; \"not-found\" when the unit is absent"),
+    F("agents.kernel_params", T.MAP, "the kernel parameters agents' installers set, found on /proc/cmdline "
+      "(nvidia_drm.modeset, intel_iommu, amd_iommu, iommu, vfio-pci.ids, vfio_iommu_type1.allow_unsafe_interrupts)"),
+    F("agents.kernel_params.*", T.TEXT, "the parameter's value"),
+    F("agents.sudo_activity", T.OBJECT, "what agent accounts ran through sudo"),
+    F("agents.sudo_activity.since", T.TIME, "from when (default the last 7 days; `--agent-since`)"),
+    F("agents.sudo_activity.entries", T.INT, "sudo journal entries of agent accounts"),
+    F("agents.sudo_activity.commands", T.LIST, "the 20 most frequent commands"),
+    F("agents.sudo_activity.commands.*.user", T.TEXT, "who ran it", redact="user"),
+    F("agents.sudo_activity.commands.*.command", T.TEXT, "the command (at most 200 characters)", redact="text"),
+    F("agents.sudo_activity.commands.*.outcome", T.TEXT, "what sudo did", choices=("ran", "refused")),
+    F("agents.sudo_activity.commands.*.count", T.INT, "how often"),
+    # ------------------------------------------------------------------ ssh
+    F("ssh", T.OBJECT, "the SSH server"),
+    F("ssh.installed", T.BOOL, "sshd is installed"),
+    F("ssh.running", T.BOOL, "sshd is running"),
+    F("ssh.source", T.TEXT, "where the settings come from", choices=("sshd -T", "config files")),
+    F("ssh.settings", T.MAP, "lower-case sshd keyword -> value"),
+    F("ssh.settings.*", T.SETTING, "the value as sshd -T prints it", redact="sshd"),
+    F("ssh.files_read", T.TEXTS, "configuration files in the order sshd reads them", redact="path"),
+    # ------------------------------------------------------------------ packages
+    F("packages", T.OBJECT, "update policy and NVIDIA packages"),
+    F("packages.unattended_upgrades", T.OBJECT, "unattended-upgrades"),
+    F("packages.unattended_upgrades.installed", T.BOOL, "the package is installed"),
+    F("packages.unattended_upgrades.enabled", T.BOOL, "APT::Periodic::Unattended-Upgrade \"1\""),
+    F("packages.nvidia_packages", T.TEXTS, "installed packages matching nvidia, libnvidia, cuda-drivers"),
+    F("packages.nvidia_held", T.TEXTS, "those on hold"),
+    F("packages.apt_sources", T.OBJECT, "APT sources (collector apt_sources)"),
+    F("packages.apt_sources.sources", T.LIST, "binary `deb` sources from sources.list, *.list and deb822 *.sources"),
+    F("packages.apt_sources.sources.*.type", T.TEXT, "\"deb\""),
+    F("packages.apt_sources.sources.*.uri", T.TEXT, "the mirror", redact="uri"),
+    F("packages.apt_sources.sources.*.suite", T.TEXT, "the suite (\"bookworm-security\")"),
+    F("packages.apt_sources.security", T.LIST, "the sources that are a security suite (*-security, */updates, "
+      "security.debian.org, security.ubuntu.com), with the fields of `sources`"),
+    F("packages.apt_sources.security.*.type", T.TEXT, "\"deb\""),
+    F("packages.apt_sources.security.*.uri", T.TEXT, "the mirror", redact="uri"),
+    F("packages.apt_sources.security.*.suite", T.TEXT, "the suite"),
+    # ------------------------------------------------------------------ network
+    F(_NET, T.OBJECT, "interfaces, firewall, NAT and reachability"),
+    F(f"{_NET}.interfaces", T.LIST, "network interfaces (collector network_local)"),
+    F(f"{_NET}.interfaces.*.name", T.TEXT, "interface name", redact="iface"),
+    F(f"{_NET}.interfaces.*.kind", T.TEXT, "what it is", choices=IFACE_KINDS),
+    F(f"{_NET}.interfaces.*.up", T.BOOL, "the link is up"),
+    F(f"{_NET}.interfaces.*.mac", T.TEXT, "hardware address", redact="mac"),
+    F(f"{_NET}.interfaces.*.addresses", T.LIST, "its addresses"),
+    F(f"{_NET}.interfaces.*.addresses.*.address", T.TEXT, "the address", redact="addr"),
+    F(f"{_NET}.interfaces.*.addresses.*.family", T.INT, "4 or 6"),
+    F(f"{_NET}.interfaces.*.addresses.*.prefixlen", T.INT, "prefix length", unit="bits"),
+    F(f"{_NET}.interfaces.*.addresses.*.scope", T.TEXT, "what kind of address it is", choices=SCOPES),
+    F(f"{_NET}.default_route", T.OBJECT, "the IPv4 default route; null when there is none"),
+    F(f"{_NET}.default_route.interface", T.TEXT, "its interface", redact="iface"),
+    F(f"{_NET}.default_route.gateway", T.TEXT, "its gateway", redact="addr"),
+    F(f"{_NET}.default_route.kind", T.TEXT, "the interface's kind", choices=IFACE_KINDS),
+    F(f"{_NET}.ipv6_global", T.BOOL, "an interface has a global IPv6 address"),
+    F(f"{_NET}.listening", T.LIST, "listening sockets, never the audit's own probes"),
+    F(f"{_NET}.listening.*.proto", T.TEXT, "\"tcp\" or \"udp\""),
+    F(f"{_NET}.listening.*.address", T.TEXT, "the bound address", redact="addr"),
+    F(f"{_NET}.listening.*.port", T.INT, "the port"),
+    F(f"{_NET}.listening.*.process", T.TEXT, "the owning process", redact="text"),
+    F(f"{_NET}.listening.*.exposure", T.TEXT, "who can reach it", choices=("loopback", "all", "specific")),
+    F(f"{_NET}.firewall", T.OBJECT, "the ruleset as recorded evidence (root only)"),
+    F(f"{_NET}.firewall.nftables", T.RAW, "the items of `nft -j list ruleset` the judgement reads, each with only "
+      "`table` {family, name}, `chain` {family, table, name, type, hook, prio, policy}, `rule` {family, table, chain, "
+      "expr} or `set` {family, table, name, type, elem} (no handles, comments or maps); null when nft could not be "
+      "run; unknown when it failed or the ruleset is over the bound (20,000 items, 10,000 elements in a set)"),
+    F(f"{_NET}.firewall.iptables", T.OBJECT, "the legacy iptables rules, read only when nftables holds no table "
+      "(they do not show in nft's ruleset); null when not read or iptables-save could not be run"),
+    F(f"{_NET}.firewall.iptables.filter", T.TEXTS, "the filter table's `:CHAIN POLICY` and `-A` lines of "
+      "iptables-save, rule comments removed (at most 20,000)"),
+    F(f"{_NET}.firewall.iptables.rule_count", T.INT, "rules in all tables"),
+    F(f"{_NET}.route_localnet", T.MAP, "route_localnet of each container bridge (collector container_egress; "
+      "readable without root): 1 lets packets to 127.0.0.0/8 arriving on the bridge reach services listening only "
+      "on the host's loopback (dockerd sets it when `userland-proxy` is off)"),
+    F(f"{_NET}.route_localnet.*", T.INT, "0 or 1"),
+    F(f"{_NET}.container_egress", T.OBJECT, "container bridges, for the ISO-1040 walk (collector container_egress; "
+      "root only)"),
+    F(f"{_NET}.container_egress.bridges", T.TEXTS, "container bridges found (docker0, br-*, cni*, nerdctl*, podman*)"),
+    F(f"{_NET}.container_egress.bridges_v6", T.TEXTS, "those with a non-link-local IPv6 address"),
+    F(f"{_NET}.container_egress.legacy_iptables_tables", T.TEXTS,
+      "legacy iptables tables loaded, whose rules nft does not list (\"ip filter\")"),
+    F(f"{_NET}.nat", T.OBJECT, "NAT behaviour from STUN (RFC 5780)"),
+    F(f"{_NET}.nat.mapping", T.TEXT, "how the NAT maps a socket's address (\"endpoint-dependent\": changes with the "
+      "destination, where without RFC 5780 the port's part is not told apart)", choices=NAT_WORDS),
+    F(f"{_NET}.nat.filtering", T.TEXT, "which inbound packets the NAT lets through", choices=NAT_WORDS),
+    F(f"{_NET}.nat.mapping_method", T.TEXT, "how mapping was told: \"rfc5780\", or \"two-servers\" (the mapped "
+      "addresses two servers saw for one socket); null when not"),
+    F(f"{_NET}.nat.mapped_address", T.TEXT, "the public address STUN saw", redact="addr"),
+    F(f"{_NET}.nat.mapped_port", T.INT, "the public port STUN saw"),
+    F(f"{_NET}.nat.mapped_address_v6", T.TEXT, "the IPv6 address STUN saw", redact="addr"),
+    F(f"{_NET}.nat.local_address", T.TEXT, "the local address of the probe socket", redact="addr"),
+    F(f"{_NET}.nat.other_address", T.TEXT, "the server's RFC 5780 alternate address", redact="addr"),
+    F(f"{_NET}.nat.server", T.TEXT, "the server the behaviour tests ran against (the first that answered with "
+      "OTHER-ADDRESS)", redact="host"),
+    F(f"{_NET}.nat.hairpinning", T.BOOL, "the NAT loops a packet to its own public address back in"),
+    F(f"{_NET}.nat.reason", T.TEXT, "why something is unknown", redact="text"),
+    F(f"{_NET}.nat.packets_sent", T.INT, "STUN packets sent"),
+    F(f"{_NET}.nat.duration_s", T.NUMBER, "how long the tests took", unit="s"),
+    F(f"{_NET}.nat.tests", T.RAW, "each test's raw result"),
+    F(f"{_NET}.path", T.OBJECT, "the raw evidence the NAT checks judge (kept uninterpreted)"),
+    F(f"{_NET}.path.public_ranges", T.TEXTS, "what this run counted as public (`--public-range`)"),
+    F(f"{_NET}.path.local_ipv4", T.TEXT, "the address this host sends from towards the IPv4 internet; null when "
+      "there is no IPv4 route", redact="addr"),
+    F(f"{_NET}.path.local_ipv4_reason", T.TEXT, "why there is none", redact="text"),
+    F(f"{_NET}.path.local_ipv6", T.TEXT, "the global IPv6 source address, or null", redact="addr"),
+    F(f"{_NET}.path.ipv6_failure", T.TEXT, "why there is none", redact="text"),
+    F(f"{_NET}.path.stun", T.LIST, "every IPv4 STUN server, asked from the same socket"),
+    F(f"{_NET}.path.stun.*.server", T.TEXT, "the server", redact="host"),
+    F(f"{_NET}.path.stun.*.local", T.TEXT, "the local address used", redact="addr"),
+    F(f"{_NET}.path.stun.*.mapped", T.TEXT, "\"ip:port\" it saw, or null", redact="addr"),
+    F(f"{_NET}.path.stun.*.other_address", T.TEXT, "its RFC 5780 alternate address", redact="addr"),
+    F(f"{_NET}.path.stun.*.error", T.TEXT, "why it did not answer", redact="text"),
+    F(f"{_NET}.path.stun_failure", T.TEXT, "why STUN failed as a whole", redact="text"),
+    F(f"{_NET}.path.stun_ipv6", T.OBJECT, "the IPv6 STUN answer, or null"),
+    F(f"{_NET}.path.stun_ipv6.server", T.TEXT, "the server", redact="host"),
+    F(f"{_NET}.path.stun_ipv6.local", T.TEXT, "the local address used", redact="addr"),
+    F(f"{_NET}.path.stun_ipv6.mapped", T.TEXT, "what it saw", redact="addr"),
+    F(f"{_NET}.path.stun_ipv6.error", T.TEXT, "why it did not answer", redact="text"),
+    F(f"{_NET}.path.hops", T.LIST, "TTL-limited UDP towards the first server"),
+    F(f"{_NET}.path.hops.*.ttl", T.INT, "the hop's TTL"),
+    F(f"{_NET}.path.hops.*.address", T.TEXT, "who answered", redact="addr"),
+    F(f"{_NET}.path.hops.*.reached", T.BOOL, "the destination itself answered"),
+    F(f"{_NET}.path.router_upnp", T.OBJECT, "what the router said over UPnP"),
+    F(f"{_NET}.path.router_upnp.address", T.TEXT, "the WAN address it reported, or null", redact="addr"),
+    F(f"{_NET}.path.router_upnp.detail", T.TEXT, "what happened", redact="text"),
+    F(f"{_NET}.path.router_natpmp", T.OBJECT, "what the router said over NAT-PMP"),
+    F(f"{_NET}.path.router_natpmp.address", T.TEXT, "the WAN address it reported, or null", redact="addr"),
+    F(f"{_NET}.path.router_natpmp.detail", T.TEXT, "what happened", redact="text"),
+    F(f"{_NET}.cgnat", T.OBJECT, "CGNAT as judged when collected (the checks judge `path` again)"),
+    F(f"{_NET}.cgnat.verdict", T.TEXT, "behind carrier-grade NAT; one heuristic alone never gives \"yes\", \"no\" "
+      "needs positive evidence", choices=TRISTATE),
+    F(f"{_NET}.cgnat.double_nat", T.TEXT, "behind two NATs", choices=TRISTATE),
+    F(f"{_NET}.cgnat.signals", T.LIST, "the evidence"),
+    F(f"{_NET}.cgnat.signals.*.name", T.TEXT, "the signal",
+      choices=("stun_mapped_address", "local_address", "router_upnp", "router_natpmp", "hop_probe", "servers_agree",
+               "ipv6")),
+    F(f"{_NET}.cgnat.signals.*.result", T.TEXT, "what it says"),
+    F(f"{_NET}.cgnat.signals.*.evidence", T.TEXT, "what was seen", redact="text"),
+    F(f"{_NET}.inbound", T.OBJECT, "ports reached from outside (\"unverified\" unless a `--probe` server connected "
+      "back)"),
+    F(f"{_NET}.inbound.probed", T.BOOL, "a probe server was asked"),
+    F(f"{_NET}.inbound.peer", T.TEXT, "the address the probe server saw (an IPv6 peer means the ports were reached "
+      "over IPv6 and count as no IPv4 port)", redact="addr"),
+    F(f"{_NET}.inbound.ports", T.LIST, "each port asked for"),
+    F(f"{_NET}.inbound.ports.*.port", T.INT, "the port"),
+    F(f"{_NET}.inbound.ports.*.proto", T.TEXT, "\"tcp\" or \"udp\""),
+    F(f"{_NET}.inbound.ports.*.result", T.TEXT, "whether the probe reached this host", choices=INBOUND),
+    F(f"{_NET}.inbound.ports.*.detail", T.TEXT, "what the server said", redact="text"),
+    F(f"{_NET}.inbound.reason", T.TEXT, "why nothing was probed", redact="text"),
+    F(f"{_NET}.bandwidth", T.OBJECT, "the speed test against the probe server",
+      when="`hostcheck audit --speedtest --probe URL`"),
+    F(f"{_NET}.bandwidth.measured", T.BOOL, "both directions were measured"),
+    F(f"{_NET}.bandwidth.download_mbps", T.NUMBER, "TCP payload rate of all streams together after the warm-up, from "
+      "the kernel's per-socket counters; null where not measured", unit="Mbps"),
+    F(f"{_NET}.bandwidth.upload_mbps", T.NUMBER, "the same, upwards", unit="Mbps"),
+    F(f"{_NET}.bandwidth.latency_ms", T.NUMBER, "median TCP handshake time to the server", unit="ms"),
+    F(f"{_NET}.bandwidth.jitter_ms", T.NUMBER, "mean change between handshakes", unit="ms"),
+    F(f"{_NET}.bandwidth.source", T.TEXT, "\"probe-server\""),
+    F(f"{_NET}.bandwidth.server", T.TEXT, "scheme://host:port", redact="host"),
+    F(f"{_NET}.bandwidth.streams", T.INT, "parallel TCP streams per direction"),
+    F(f"{_NET}.bandwidth.bytes_down", T.INT, "everything moved down, warm-up included", unit="bytes"),
+    F(f"{_NET}.bandwidth.bytes_up", T.INT, "everything moved up, warm-up included", unit="bytes"),
+    F(f"{_NET}.bandwidth.byte_cap_reached", T.BOOL, "the byte cap ended the test"),
+    F(f"{_NET}.bandwidth.duration_s", T.NUMBER, "how long it took", unit="s"),
+    F(f"{_NET}.bandwidth.caps", T.OBJECT, "the caps it ran under"),
+    F(f"{_NET}.bandwidth.caps.seconds", T.NUMBER, "time cap", unit="s"),
+    F(f"{_NET}.bandwidth.caps.bytes", T.INT, "byte cap, both directions", unit="bytes"),
+    F(f"{_NET}.bandwidth.warmup_s", T.NUMBER, "warm-up left out of the rates", unit="s"),
+    F(f"{_NET}.bandwidth.reason", T.TEXT, "why a direction was not measured, else null", redact="text"),
+    # ------------------------------------------------------------------ watch
+    F("watch", T.OBJECT, "the reliability recording"),
+    F("watch.present", T.BOOL, "a watch database was there and readable"),
+    F("watch.path", T.TEXT, "the database", redact="path"),
+    F("watch.reason", T.TEXT, "why not, else null", redact="text"),
+    F("watch.window_start", T.TIME, "the window's start", when="a database was read"),
+    F("watch.window_end", T.TIME, "the window's end", when="a database was read"),
+    F("watch.observed_days", T.NUMBER, "up plus down time; stretches the recorder did not run are left out",
+      unit="days", when="a database was read"),
+    F("watch.not_recorded_days", T.NUMBER, "stretches nothing was recorded", unit="days", when="a database was read"),
+    F("watch.uptime_pct", T.NUMBER, "up time over observed time", unit="%", when="a database was read"),
+    F("watch.runpod_score_pct", T.NUMBER, "(minutes up + 10) / minutes over the last 30 days of the window",
+      unit="%", when="a database was read"),
+    F("watch.current_up_h", T.NUMBER, "the up run that reaches the end of the window", unit="h",
+      when="a database was read"),
+    F("watch.longest_up_h", T.NUMBER, "the longest up run", unit="h", when="a database was read"),
+    F("watch.outages", T.LIST, "outages in the window", when="a database was read"),
+    F("watch.outages.*.cause", T.TEXT, "why", choices=("power", "reboot", "network", "driver", "suspend")),
+    F("watch.outages.*.start", T.TIME, "when it started"),
+    F("watch.outages.*.minutes", T.NUMBER, "how long", unit="min"),
+    F("watch.unclean_stops", T.INT, "boots that ended without a shutdown record", when="a database was read"),
+    F("watch.gpu_faults", T.LIST, "GPU faults that need a reboot or point at hardware, by NVIDIA's Xid catalogue "
+      "(at most 50)", when="a database was read"),
+    F("watch.gpu_faults.*.kind", T.TEXT, "the kernel log line's kind", choices=("xid", "aer")),
+    F("watch.gpu_faults.*.code", T.INT, "Xid code, or null"),
+    F("watch.gpu_faults.*.severity", T.TEXT, "AER severity, or null"),
+    F("watch.gpu_faults.*.at", T.TIME, "when"),
+    F("watch.gpu_faults.*.needs_reboot", T.BOOL, "the catalogue says it needs a reboot"),
+    F("watch.gpu_faults.*.hardware", T.BOOL, "the catalogue points at hardware"),
+)
 
-DECLARED: frozenset[str] = frozenset(token.partition("=")[0] for token in _DECLARED.split())
-"""The leaves as written above."""
 
-KINDS: dict[str, str] = {path: kind for path, _, kind in (t.partition("=") for t in _DECLARED.split()) if kind}
-"""Redaction kind per declared path (``PATH=KIND`` above)."""
+def _expand(facts: tuple[Fact, ...]) -> dict[str, Fact]:
+    """Path -> fact, with the children of counters and windows declared."""
+    out: dict[str, Fact] = {}
+    for fact in facts:
+        if fact.path in out:
+            raise ValueError(f"fact {fact.path} declared twice")
+        out[fact.path] = fact
+        if fact.type is FactType.LIST:
+            out[f"{fact.path}.*"] = Fact(f"{fact.path}.*", FactType.OBJECT, "one entry")
+        forms = {FactType.COUNTER: COUNTER_FIELDS, FactType.WINDOW: WINDOW_FIELDS}.get(fact.type, ())
+        for name, kind, meaning in forms:
+            out[f"{fact.path}.{name}"] = Fact(f"{fact.path}.{name}", kind, meaning, unit=fact.unit if name == "total" else "")
+    for path in out:
+        parent = path.rpartition(".")[0]
+        if parent and parent not in out:
+            raise ValueError(f"fact {path} has no declared parent {parent}")
+    return out
+
+
+TABLE: dict[str, Fact] = _expand(FACTS)
+"""Every declared path (containers and leaves) -> its fact."""
+
+_CONTAINERS = (FactType.OBJECT, FactType.LIST, FactType.MAP, FactType.COUNTER, FactType.WINDOW)
+DECLARED: frozenset[str] = frozenset(p for p, f in TABLE.items() if f.type not in _CONTAINERS)
+"""The leaves: paths that hold a value."""
+
+KINDS: dict[str, str] = {path: fact.redact for path, fact in TABLE.items() if fact.redact}
+"""Redaction kind per declared path."""
+
+
+def children(path: str) -> dict[str, Fact]:
+    """Name -> fact of the declared children of ``path`` (``*`` for a list's item or a map's value)."""
+    prefix = f"{path}."
+    return {p[len(prefix):]: f for p, f in TABLE.items() if p.startswith(prefix) and "." not in p[len(prefix):]}
+
+
+def fields(path: str) -> tuple[str, ...]:
+    """The field names a collector writes under ``path`` (a list's item: ``gpu.devices.*``)."""
+    return tuple(children(path))
 
 
 class UndeclaredFact(LookupError):
-    """A fact path no collector declares: a programming error (a typo, or a fact added to a
-    collector without declaring and documenting it), never "not collected"."""
+    """A fact path that is not declared here: a programming error (a typo, or a fact added to a
+    collector without declaring it), never "not collected"."""
 
 
-@cache
-def _all_paths() -> frozenset[str]:
-    out: set[str] = set()
-    for path in DECLARED:
-        parts = path.split(".")
-        out.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    return frozenset(out)
+def _generic(path: str) -> str:
+    """gpu.devices.0.name -> gpu.devices.*.name; a key under a map -> *."""
+    out: list[str] = []
+    for part in path.split("."):
+        here = ".".join([*out, part])
+        star = ".".join([*out, "*"])
+        if here in TABLE:
+            out.append(part)
+        elif star in TABLE:
+            out.append("*")
+        else:
+            out.append(part)
+    return ".".join(out)
 
 
 @cache
 def is_declared(path: str) -> bool:
-    parts = ["*" if part.isdigit() else part for part in path.split(".")]
-    known = _all_paths()
-    if ".".join(parts) in known:
-        return True
-    # A key chosen by the data (ssh.settings.port) matches the declared wildcard.
-    return any(".".join([*parts[:i], "*", *parts[i + 1:]]) in known for i in range(len(parts)))
+    return _generic(path) in TABLE
 
 
 def check_declared(path: str) -> None:
     if not is_declared(path):
-        raise UndeclaredFact(f"fact path {path!r} is not declared in hostcheck/fact_paths.py (nor documented in docs/facts.md)")
+        raise UndeclaredFact(f"fact path {path!r} is not declared in hostcheck/fact_paths.py")
 
 
 def declared_child(path: str, key: str) -> tuple[str, bool]:
     """The declared path of ``key`` under ``path`` (``*`` where the data chooses the key), and
     whether the key is data (chosen by the data or not declared at all) rather than a name."""
     child = f"{path}.{key}" if path else key
-    known = _all_paths()
-    if child in known:
+    if child in TABLE:
         return child, False
-    if path and f"{path}.*" in known:
+    if path and f"{path}.*" in TABLE and TABLE[path].type is FactType.MAP:
+        return f"{path}.*", True
+    if path and f"{path}.*" in TABLE:
         return f"{path}.*", True
     return child, True
+
+
+# ---------------------------------------------------------------- validation
+
+
+MAX_INT = 2**63
+"""Integers past this are not a measurement (and would not survive other JSON readers)."""
+
+
+def _is_unknown(node: Any) -> bool:
+    return isinstance(node, dict) and set(node) == {UNKNOWN_KEY} or type(node).__name__ == "Unknown"
+
+
+def _value_problem(fact: Fact, value: Any) -> str | None:
+    kind = fact.type
+    if kind is FactType.BOOL and not isinstance(value, bool):
+        return "must be true or false"
+    if kind is FactType.INT and (type(value) is not int or abs(value) >= MAX_INT):
+        return "must be a whole number"
+    if kind is FactType.NUMBER and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                    or (isinstance(value, float) and not math.isfinite(value))
+                                    or (isinstance(value, int) and abs(value) >= MAX_INT)):
+        return "must be a number"
+    if kind in (FactType.TEXT, FactType.TIME) and not isinstance(value, str):
+        return "must be text"
+    if kind is FactType.TEXTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be a list of text"
+    if kind is FactType.SETTING and not (isinstance(value, str)
+                                         or isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return "must be text or a list of text"
+    if kind in (FactType.OBJECT, FactType.MAP, FactType.COUNTER, FactType.WINDOW) and not isinstance(value, dict):
+        return "must be an object"
+    if kind is FactType.LIST and not isinstance(value, list):
+        return "must be a list"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _child_fact(fact: Fact | None, key: str) -> Fact | None:
+    """The declared fact of ``key`` under ``fact`` (None: the root; the result None: undeclared)."""
+    if fact is None:
+        return TABLE.get(key) if key in {s.name for s in SECTIONS} else None
+    if fact.type in (FactType.LIST, FactType.MAP):
+        return TABLE.get(f"{fact.path}.*")
+    return TABLE.get(f"{fact.path}.{key}")
+
+
+def _walk(node: Any, fact: Fact | None, where: str) -> Any:
+    """(value, fact, shown path) of every declared value under ``node``, parents first; keys
+    with dots in them (``sleep.target``) stay one key."""
+    yield node, fact, where
+    if node is None or _is_unknown(node) or fact is not None and fact.type in _OPAQUE:
+        return
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        child = _child_fact(fact, str(key))
+        if child is not None:
+            yield from _walk(value, child, f"{where}.{key}" if where else str(key))
+
+
+_OPAQUE = (FactType.RAW, FactType.TEXTS, FactType.SETTING)
+_RECORDS = (FactType.OBJECT, FactType.COUNTER, FactType.WINDOW)
+
+
+def type_problem(data: Any) -> str | None:
+    """The first declared fact in JSON facts ``data`` holding a value of the wrong type, as
+    'path: what it must be, not VALUE'; None when every value fits. Null and unknown fit any
+    fact; undeclared keys are not judged here (:func:`shape_problems` finds them)."""
+    for node, fact, where in _walk(data, None, ""):
+        if fact is None or node is None or _is_unknown(node):
+            continue
+        problem = _value_problem(fact, node)
+        if problem:
+            return f"{where}: {problem}, not {type(node).__name__} {_shown(node)}"
+    return None
+
+
+def shape_problems(facts: Any, path: str = "") -> list[str]:
+    """What differs from the declared layout in a facts tree (JSON or Python facts) under the
+    declared ``path`` ("" for the whole tree): keys that are not declared, and declared keys
+    missing from an object that is there (a key declared with ``when`` may be missing). A
+    collector's output and an upgraded file come out empty; a file written before a fact was
+    added lacks that fact."""
+    problems: list[str] = []
+    for node, fact, where in _walk(facts, TABLE.get(path) if path else None, path):
+        if not isinstance(node, dict) or _is_unknown(node) or fact is not None and fact.type not in _RECORDS:
+            continue
+        declared = children(fact.path) if fact else {s.name: TABLE[s.name] for s in SECTIONS}
+        prefix = f"{where}." if where else ""
+        problems += [f"{prefix}{key}: not declared" for key in node if key not in declared]
+        problems += [f"{prefix}{key}: declared, not written" for key, child in declared.items()
+                     if key not in node and not child.when]
+    return problems

@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import safeio
-from hostcheck.fact_paths import UndeclaredFact, check_declared
+from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, UndeclaredFact, check_declared, type_problem
+from hostcheck.upgrade import UpgradeError, upgrade
 
-__all__ = ["UndeclaredFact"]
+__all__ = ["FACTS_FORMAT", "UNKNOWN_KEY", "UndeclaredFact"]
 
-UNKNOWN_KEY = "$unknown"
-FACTS_FORMAT = 1
-"""Version of the facts layout; bumped when a key changes meaning."""
 
 
 @dataclass(frozen=True)
@@ -86,48 +84,13 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
-BOOLEAN_FACTS = frozenset("""
-meta.offline gpu.nvml.available gpu.devices.*.display_active gpu.devices.*.ecc_enabled
-gpu.devices.*.is_laptop gpu.devices.*.mig_mode gpu.devices.*.persistence_mode
-system.cpu_avx system.iommu_enabled system.kvm_device system.secure_boot
-power.battery_present power.on_ac
-storage.root.encrypted storage.root.rotational storage.home.encrypted storage.swap.*.encrypted
-storage.filesystems.*.encrypted storage.filesystems.*.rotational storage.docker_root.encrypted
-storage.docker_root.exists storage.docker_root.rotational storage.docker_root.separate_mount
-storage.docker_root.xfs_project_quota
-isolation.apparmor_enabled isolation.graphical_session
-docker.reachable docker.apparmor docker.icc docker.live_restore docker.no_new_privileges
-docker.nvidia_runtime docker.rootless docker.seccomp docker.userland_proxy docker.userns_remap
-ssh.installed ssh.running packages.unattended_upgrades.enabled packages.unattended_upgrades.installed
-network.ipv6_global network.interfaces.*.up network.firewall.readable
-network.firewall.docker_user_chain_filters network.container_egress.bridges_assumed
-network.inbound.probed network.nat.hairpinning network.path.hops.*.reached
-""".split())
-"""Facts that are true or false (or unknown): a snapshot from someone else holding "false" or 0
-there would read as the opposite in a check, so it is refused instead."""
-
-
-def _check_booleans(data: Any) -> str | None:
-    """The first boolean fact holding something else, as 'field: reason'; None when all are fine."""
-    stack: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, dict):
-            if UNKNOWN_KEY in node:
-                continue
-            stack.extend((value, (*path, str(key))) for key, value in node.items())
-        elif isinstance(node, list):
-            stack.extend((value, (*path, "*")) for value in node)
-        elif ".".join(path) in BOOLEAN_FACTS and not (node is None or isinstance(node, bool)):
-            shown = repr(node) if len(repr(node)) <= 40 else repr(node)[:40] + "..."
-            return f"{'.'.join(path)}: must be true or false, not {type(node).__name__} {shown}"
-    return None
-
-
 def load_snapshot(path: Path) -> dict[str, Any]:
-    """Read a facts snapshot written by ``hostcheck facts`` (or by hand, for tests).
+    """Read a facts snapshot written by ``hostcheck facts`` (or by hand, for tests), upgraded to
+    :data:`FACTS_FORMAT` when it is older (:func:`hostcheck.upgrade.upgrade`).
 
-    Raises :class:`FactsError` with the file and the reason for anything unusable.
+    Raises :class:`FactsError` with the file and the reason for anything unusable: not a facts
+    file, a format this hostcheck does not know, a declared fact holding the wrong type (a
+    snapshot from someone else with "false" where a boolean goes would read as true).
     """
     try:
         data = safeio.load_json(path)
@@ -138,19 +101,14 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     # A full report (hostcheck audit --format json) carries its facts under "facts".
     if "facts" in data and isinstance(data["facts"], dict) and "report_version" in data:
         data = data["facts"]
-    meta = data.get("meta")
-    if not isinstance(meta, dict):
-        raise FactsError(f"{path}: missing 'meta' object (is this a hostcheck facts file?)")
-    fmt = meta.get("facts_format")
-    if type(fmt) is not int or fmt != FACTS_FORMAT:  # true == 1 and 1.0 == 1 are not format 1
-        kind = " (a boolean, not a number)" if isinstance(fmt, bool) else ""
-        raise FactsError(
-            f"{path}: meta.facts_format is {fmt!r}{kind}; this hostcheck reads format {FACTS_FORMAT}"
-        )
+    try:
+        data = upgrade(data)
+    except UpgradeError as exc:
+        raise FactsError(f"{path}: {exc}") from exc
     for key, section in data.items():
         if not isinstance(section, dict):
             raise FactsError(f"{path}: section '{key}' must be an object, not {type(section).__name__}")
-    wrong = _check_booleans(data)
+    wrong = type_problem(data)
     if wrong:
         raise FactsError(f"{path}: {wrong}")
     return from_jsonable(data)

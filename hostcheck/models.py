@@ -336,8 +336,8 @@ class Host(_Out):
 
 FACTS_PLACEHOLDER = {"type": "object", "x-hostcheck": "facts"}
 FactsJson = Annotated[dict[str, Any], WithJsonSchema(FACTS_PLACEHOLDER)]
-"""The facts tree, passed through as collected (its shape: docs/facts.md, and the parts a
-reader relies on in :class:`Facts`, which the schema generator puts in this placeholder's place)."""
+"""The facts tree, passed through as collected; the schema generator puts the schema derived
+from :mod:`hostcheck.fact_paths` in this placeholder's place."""
 
 
 class Report(_Out):
@@ -355,67 +355,3 @@ class Report(_Out):
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
-
-
-# ------------------------------------------------------------------ facts, for the schema only
-# The facts tree is documented in docs/facts.md; the schema pins the parts a consumer of a
-# report keys on. Any level may be {"$unknown": reason}.
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class UnknownFact(BaseModel):
-    model_config = ConfigDict(extra="forbid", title="Unknown")
-
-    unknown: str = Field(alias="$unknown")
-
-
-NatBehaviour = Literal[
-    "endpoint-independent", "address-dependent", "address-and-port-dependent", "endpoint-dependent", "no-nat", "unknown"
-]
-Tristate = Literal["yes", "likely", "no", "unknown"]
-
-
-class NatFacts(_Open):
-    mapping: UnknownFact | NatBehaviour
-    filtering: UnknownFact | NatBehaviour
-    mapped_address: Any
-
-
-class CgnatSignal(_Open):
-    name: Any
-    result: Any
-    evidence: Any
-
-
-class CgnatFacts(_Open):
-    verdict: Tristate
-    signals: list[CgnatSignal]
-
-
-class InboundPort(_Open):
-    port: Any
-    proto: Any
-    result: Literal["reachable", "unreachable", "unverified"]
-
-
-class InboundFacts(_Open):
-    probed: Any
-    ports: list[InboundPort]
-
-
-class NetworkFacts(_Open):
-    nat: UnknownFact | NatFacts = absent()
-    cgnat: UnknownFact | CgnatFacts = absent()
-    inbound: UnknownFact | InboundFacts = absent()
-
-
-class FactsMeta(_Open):
-    facts_format: FormatOne
-
-
-class Facts(_Open):
-    meta: FactsMeta
-    network: UnknownFact | NetworkFacts = absent()

@@ -499,7 +499,7 @@ def redact_facts(facts: dict[str, Any], redactor: Redactor | None = None) -> dic
     assert isinstance(redacted, dict)
     network = redacted.get("network")
     path = network.get("path") if isinstance(network, dict) else None
-    if isinstance(path, dict):
+    if isinstance(path, dict) and UNKNOWN_KEY not in path:
         # The blocks public addresses were replaced from count as public, as the originals did.
         path["public_ranges"] = [block for block in SUBSTITUTE_PUBLIC_RANGES if block in redactor.substitute_blocks]
     return redacted

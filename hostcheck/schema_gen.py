@@ -1,4 +1,5 @@
-"""Write the JSON Schemas in ``hostcheck/schema/`` from the models in :mod:`hostcheck.models`.
+"""Write the JSON Schemas in ``hostcheck/schema/`` from the models in :mod:`hostcheck.models`
+and the facts table in :mod:`hostcheck.fact_paths`.
 
     python -m hostcheck.schema_gen          # rewrite the shipped schemas
     python -m hostcheck.schema_gen --check  # exit 1 when a shipped schema is out of date
@@ -16,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hostcheck.models import FACTS_PLACEHOLDER, Facts, PolicyDocument, Report
+from hostcheck.fact_paths import FACTS_FORMAT, SECTIONS, TABLE, Fact, FactType, children
+from hostcheck.models import FACTS_PLACEHOLDER, PolicyDocument, Report
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 BASE_ID = "https://github.com/hostcheck/hostcheck/schema/"
@@ -33,9 +35,53 @@ def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
     }
 
 
+UNKNOWN_REF = {"$ref": "#/$defs/Unknown"}
+UNKNOWN_DEF = {"type": "object", "title": "Unknown", "description": "a fact that could not be determined, and why",
+               "properties": {"$unknown": {"type": "string"}}, "required": ["$unknown"], "additionalProperties": False}
+_SCALARS: dict[FactType, dict[str, Any]] = {FactType.BOOL: {"type": "boolean"}, FactType.INT: {"type": "integer"}, FactType.NUMBER: {"type": "number"},
+            FactType.TEXT: {"type": "string"}, FactType.TIME: {"type": "string"},
+            FactType.TEXTS: {"type": "array", "items": {"type": "string"}},
+            FactType.SETTING: {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+            FactType.RAW: {}}
+
+
+def _fact_schema(fact: Fact | None, path: str) -> dict[str, Any]:
+    """One fact: its value's shape, or null, or unknown. Keys are not required (an older file of
+    this format may lack a fact added since) and others are allowed (older files may keep more)."""
+    kind = fact.type if fact else FactType.OBJECT
+    if kind in _SCALARS:
+        body: dict[str, Any] = dict(_SCALARS[kind])
+    elif kind is FactType.LIST:
+        body = {"type": "array", "items": _fact_schema(TABLE[f"{path}.*"], f"{path}.*")}
+    elif kind is FactType.MAP:
+        body = {"type": "object", "additionalProperties": _fact_schema(TABLE[f"{path}.*"], f"{path}.*")}
+    else:
+        declared = children(path) if fact else {s.name: TABLE[s.name] for s in SECTIONS}
+        body = {"type": "object",
+                "properties": {name: _fact_schema(child, f"{path}.{name}" if path else name)
+                               for name, child in declared.items()}}
+    if fact is None:
+        return body
+    if fact.meaning:
+        body["description"] = fact.meaning + (f" ({fact.unit})" if fact.unit else "")
+    return {"anyOf": [body, {"type": "null"}, UNKNOWN_REF], **({"description": body.pop("description")}
+                                                                 if "description" in body else {})}
+
+
+def facts_schema() -> dict[str, Any]:
+    """The facts tree (``hostcheck facts``; ``facts`` of a report), from the table."""
+    body = _fact_schema(None, "")
+    body["properties"]["meta"] = {"type": "object", "properties": {
+        **_fact_schema(TABLE["meta"], "meta")["anyOf"][0]["properties"],
+        "facts_format": {"const": FACTS_FORMAT, "description": TABLE["meta.facts_format"].meaning}},
+        "required": ["facts_format"]}
+    body["required"] = ["meta"]
+    return {"title": f"hostcheck facts, format {FACTS_FORMAT}", **body, "$defs": {"Unknown": UNKNOWN_DEF}}
+
+
 def report_schema() -> dict[str, Any]:
     schema = _schema(Report, "report-v1.json", "hostcheck audit report, version 1")
-    facts = Facts.model_json_schema()
+    facts = facts_schema()
     defs = schema.setdefault("$defs", {})
     defs.update(facts.pop("$defs", {}))
     defs["Facts"] = facts
@@ -58,8 +104,10 @@ def earnings_schema() -> dict[str, Any]:
 
 def generated() -> dict[str, str]:
     """File name -> the text it should have."""
+    facts = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+             "$id": BASE_ID + f"facts-v{FACTS_FORMAT}.json", **facts_schema()}
     schemas = {"report-v1.json": report_schema(), "policy-v1.json": policy_schema(),
-               "earnings-v1.json": earnings_schema()}
+               "earnings-v1.json": earnings_schema(), f"facts-v{FACTS_FORMAT}.json": facts}
     return {name: json.dumps(schema, indent=2, ensure_ascii=False) + "\n" for name, schema in schemas.items()}
 
 

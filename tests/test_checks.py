@@ -17,7 +17,7 @@ REGISTRY = load_registry()
 def gpu(**fields: Any) -> dict[str, Any]:
     device = {"index": 0, "name": "NVIDIA GeForce RTX 4090", "vram_total_mib": 24564, "vram_used_mib": 3,
               "power_limit_w": 450.0, "power_default_w": 450.0, "pcie_gen_max": 4, "pcie_width_current": 16,
-              "is_laptop": False, "throttle_reasons": [], "display_active": False, "persistence_mode": True,
+              "throttle_reasons": [], "display_active": False, "persistence_mode": True,
               "architecture": "ada", "compute_capability": "8.9"}
     device.update(fields)
     return {"gpu": {"nvml": {"available": True, "reason": None}, "devices": [device], "display_adapters": []}}
@@ -40,8 +40,8 @@ CASES = [
     ("GPU-1030", {"gpu": {"cuda_driver_version": "11.8"}}, "12.0", "fail", "11.8"),
     ("GPU-1030", {"gpu": {"cuda_driver_version": "13.2"}}, "12.0", "pass", "13.2"),
     ("GPU-1030", {"gpu": {"cuda_driver_version": Unknown("NVML unavailable")}}, "12.0", "unknown", None),
-    ("GPU-1060", gpu(is_laptop=True, laptop_evidence="name contains 'Laptop'"), None, "fail", "laptop GPU"),
-    ("GPU-1060", gpu(is_laptop=Unknown("chassis unreadable")), None, "unknown", None),
+    ("GPU-1060", gpu(name="NVIDIA GeForce RTX 3080 Ti Laptop GPU"), None, "fail", "laptop GPU"),
+    ("GPU-1060", gpu(name=Unknown("GPU lost")), None, "unknown", None),
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": [{"vendor": "nvidia"}]}}, 1, "fail", 0),
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": Unknown("no sysfs")}}, 1, "unknown", None),
     # macOS: NVIDIA's CUDA 10.2 release notes make it the last release to support macOS; no driver, no PCI listing needed
@@ -58,10 +58,9 @@ CASES = [
     ("DOC-1020", {"docker": {"reachable": False, "unreachable_reason": "not_running", "daemon_json": {"no-new-privileges": True}}}, None, "pass", "on"),
     ("DOC-1070", {"docker": {"reachable": False, "unreachable_reason": "permission_denied"}}, None, "unknown", None),
     ("DOC-1070", {"docker": {"reachable": True, "published_ports": [{"host_ip": "0.0.0.0", "host_port": 8888, "proto": "tcp"}]},
-                  "network": {"firewall": {"docker_user_chain_filters": False}}}, None, "fail", 1),
+                  "network": {"firewall": {"nftables": [], "iptables": {"filter": [":FORWARD ACCEPT [0:0]"], "rule_count": 0}}}},
+     None, "fail", 1),
     ("DOC-1080", {"docker": {"reachable": False, "unreachable_reason": "not_running"}}, None, "fail", "Docker installed (not_running)"),
-    ("NET-1030", {"network": {"cgnat": {"verdict": "likely", "signals": []}}}, None, "unknown", "likely"),
-    ("NET-1030", {"network": {"cgnat": {"verdict": "yes", "signals": [{"name": "ttl_hop", "result": "yes", "evidence": "hop 2 is 100.64.0.1"}]}}}, None, "fail", "CGNAT"),
     ("NET-1040", {"network": {"inbound": {"probed": False, "ports": [], "reason": "no outside probe"}}}, 3, "unknown", None),
     ("NET-1050", {"network": {"nat": {"mapping": "address-and-port-dependent"}, "inbound": {"ports": []}}}, None, "fail", "address-and-port-dependent"),
     ("OWN-1010", {"isolation": {"credentials": [], "unreadable_homes": ["/home/sam"]}}, None, "unknown", 0),
@@ -231,7 +230,6 @@ def test_check_outcome(check_id: str, facts: dict[str, Any], threshold: Any, sta
 def test_laptop_gpu_is_judged_from_the_name_and_the_chassis(
         name: str, chassis: tuple[Any, Any], status: str, detail: str) -> None:
     facts = gpu(name=name)
-    del facts["gpu"]["devices"][0]["is_laptop"]
     facts["power"] = {"chassis_type": chassis[0], "chassis_type_code": chassis[1]}
     outcome = run_check(REGISTRY["GPU-1060"], facts, None)
     assert outcome.status == status

@@ -1,6 +1,6 @@
 """Network checks as a table: facts in, exact outcome out, including every way a fact can be
-unknown (never a pass). NAT cases use the raw evidence (``network.path``) the collector keeps,
-and the same cases through the facts an older hostcheck recorded (verdicts only)."""
+unknown (never a pass). The firewall and NAT cases use the raw evidence the collectors keep
+(``network.firewall``, ``network.path``), judged with today's rules."""
 
 from __future__ import annotations
 
@@ -64,12 +64,30 @@ def both(port: int, result: str = "reachable") -> dict[tuple[int, str], str]:
 
 THREE = {**both(40000), **both(40001), **both(40002)}
 
+
+def nft_input(policy: str) -> dict[str, Any]:
+    """The recorded ruleset of one nftables table whose input chain has ``policy``."""
+    return {"network": {"firewall": {"iptables": None, "nftables": [
+        {"table": {"family": "inet", "name": "filter"}},
+        {"chain": {"family": "inet", "table": "filter", "name": "input", "type": "filter", "hook": "input", "prio": 0,
+                   "policy": policy}}]}}}
+
+
+def iptables(*lines: str) -> dict[str, Any]:
+    """The recorded filter table of iptables-save (nftables holds no table)."""
+    return {"network": {"firewall": {"nftables": [], "iptables": {"filter": list(lines), "rule_count": len(
+        [line for line in lines if line.startswith("-A")])}}}}
+
 CASES = [
     # (check, facts, threshold, status, measured)
     # NET-1010 firewall
-    ("NET-1010", {"network": {"firewall": {"backend": "nftables", "input_policy": "drop"}}}, None, "pass", "nftables: input drop"),
-    ("NET-1010", {"network": {"firewall": {"backend": "iptables", "input_policy": "accept"}}}, None, "fail", "iptables: input accept"),
-    ("NET-1010", {"network": {"firewall": {"backend": "none", "input_policy": "none"}}}, None, "fail", "no firewall rules"),
+    ("NET-1010", nft_input("drop"), None, "pass", "nftables: input drop"),
+    ("NET-1010", nft_input("accept"), None, "fail", "nftables: input accept"),
+    ("NET-1010", iptables(":INPUT ACCEPT [0:0]", "-A INPUT -p tcp --dport 22 -j ACCEPT"), None, "fail", "iptables: input accept"),
+    ("NET-1010", iptables(":INPUT ACCEPT [0:0]", "-A INPUT -j DROP"), None, "pass", "iptables: input drop"),
+    ("NET-1010", iptables(":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]"), None, "fail", "no firewall rules"),
+    ("NET-1010", {"network": {"firewall": {"nftables": Unknown("nft failed: permission denied"), "iptables": None}}}, None,
+     "unknown", None),
     ("NET-1010", {"network": {"firewall": Unknown("root is needed to read the ruleset")}}, None, "unknown", None),
     # NET-1020 wired
     ("NET-1020", {"network": {"default_route": {"interface": "enp5s0", "kind": "wired"}}}, None, "pass", "wired (enp5s0)"),
@@ -92,9 +110,6 @@ CASES = [
     ("NET-1030", path(hops=hops("192.168.1.1", "100.64.0.1"), router_upnp=router("10.0.0.2")), None, "fail", "CGNAT"),
     ("NET-1030", {"network": {"path": OFFLINE}}, None, "unknown", None),
     # ... and from facts recorded by an older hostcheck (no raw evidence: the recorded verdict)
-    ("NET-1030", {"network": {"cgnat": {"verdict": "no", "signals": []}}}, None, "pass", "no CGNAT"),
-    ("NET-1030", {"network": {"cgnat": {"verdict": "likely", "signals": []}}}, None, "unknown", "likely"),
-    ("NET-1030", {"network": {"cgnat": OFFLINE}}, None, "unknown", None),
     # NET-1110 double NAT
     ("NET-1110", path(), None, "unknown", None),
     ("NET-1110", path(router_upnp=router("10.0.0.2")), None, "fail", "double NAT"),
@@ -103,8 +118,6 @@ CASES = [
     ("NET-1110", path(router_upnp=router("198.51.100.2")), None, "pass", "no double NAT"),
     ("NET-1110", path(stun=NO_NAT, local_ipv4="198.51.100.9"), None, "pass", "no double NAT"),
     ("NET-1110", {"network": {"path": OFFLINE}}, None, "unknown", None),
-    ("NET-1110", {"network": {"cgnat": {"verdict": "no", "double_nat": "yes", "signals": []}}}, None, "fail", "double NAT"),
-    ("NET-1110", {"network": {"cgnat": {"verdict": "no", "signals": []}}}, None, "unknown", None),
     # NET-1120 IPv4 / IPv6-only
     ("NET-1120", path(), None, "pass", "IPv4"),
     ("NET-1120", path(local_ipv4=None, local_ipv4_reason="no IPv4 route (Network is unreachable)", local_ipv6="2001:db8:1::10", stun=[]), None, "fail", "IPv6-only"),

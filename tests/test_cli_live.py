@@ -15,6 +15,7 @@ import pytest
 
 from hostcheck.checks import load_registry
 from hostcheck.collectors import CollectContext, CollectorSpec, collect_facts
+from hostcheck.fact_paths import FACTS_FORMAT
 from hostcheck.facts import Unknown
 from hostcheck.judge import run_check
 from tests.helpers import REPO, SNAPSHOTS, hostcheck
@@ -77,7 +78,7 @@ def test_facts_roundtrip_through_a_snapshot(tmp_path: Path) -> None:
     out = tmp_path / "facts.json"
     assert hostcheck("facts", "--offline", "-o", str(out)).returncode == 0
     data = json.loads(out.read_text())
-    assert data["meta"]["facts_format"] == 1
+    assert data["meta"]["facts_format"] == FACTS_FORMAT
     assert set(data) >= {"gpu", "system", "power", "storage", "isolation", "docker", "ssh", "packages", "network"}
     live = hostcheck("audit", "--facts", str(out), "--format", "json")
     assert json.loads(live.stdout)["facts"]["system"] == data["system"]

@@ -40,8 +40,16 @@ def nft(text: str) -> list[dict[str, Any]]:
     return items
 
 
-def judge(egress: Any) -> Any:
-    return run_check(REGISTRY["ISO-1040"], {"network": {"container_egress": egress}}, None)
+def judge(egress: Any, items: Any = None) -> Any:
+    """ISO-1040 on recorded facts: the bridges (``egress``) and the ruleset (``items``)."""
+    firewall = {"nftables": items, "iptables": None}
+    return run_check(REGISTRY["ISO-1040"], {"network": {"container_egress": egress, "firewall": firewall}}, None)
+
+
+def walk(items: list[dict[str, Any]], bridges: list[str], v6: list[str], legacy: list[str]) -> tuple[Any, Any]:
+    """The walk's result, and ISO-1040's outcome on the facts it is judged from."""
+    egress = {"bridges": bridges, "bridges_v6": v6, "legacy_iptables_tables": legacy}
+    return ce.evaluate(items, bridges, v6, legacy), judge(egress, items)
 
 
 def verdicts(result: Any) -> dict[str, str]:
@@ -49,22 +57,20 @@ def verdicts(result: Any) -> dict[str, str]:
 
 
 def test_default_docker_host_reaches_every_private_destination() -> None:
-    result = ce.evaluate(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], [])
+    result, outcome = walk(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], [])
     assert set(verdicts(result).values()) == {"reachable"}
-    outcome = judge(result)
     assert outcome.status == "fail" and outcome.measured == len(ce.PROBES_V4)
     assert "169.254.169.254 tcp/80 via docker0" in outcome.detail
     assert "ip filter FORWARD" in outcome.detail
 
 
 def test_profiled_host_blocks_them_all_ipv4_and_ipv6() -> None:
-    result = ce.evaluate(nft(json.dumps(ruleset("docker-profiled.json"))), ["br-0123456789ab", "docker0"],
-                         ["br-0123456789ab"], [])
+    result, outcome = walk(nft(json.dumps(ruleset("docker-profiled.json"))), ["br-0123456789ab", "docker0"],
+                           ["br-0123456789ab"], [])
     got = verdicts(result)
     assert len(got) == 2 * len(ce.PROBES_V4) + len(ce.PROBES_V6)
     assert set(got.values()) == {"blocked"}, got
     assert got["br-0123456789ab fd00::1 tcp/80"] == "blocked"
-    outcome = judge(result)
     assert outcome.status == "pass" and outcome.measured == 0
     assert "inet hostcheck forward" in outcome.detail and "inet hostcheck input" in outcome.detail
 
@@ -82,11 +88,10 @@ def test_an_unmodelled_match_on_the_path_is_unknown_not_a_pass() -> None:
     extra = copy.deepcopy(data["nftables"][first])
     extra["rule"]["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
     data["nftables"].insert(first, extra)
-    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
+    result, outcome = walk(nft(json.dumps(data)), ["docker0"], [], [])
     got = verdicts(result)
     assert got.pop("docker0 172.17.0.1 tcp/8080") == "blocked"
     assert set(got.values()) == {"undetermined"}
-    outcome = judge(result)
     assert outcome.status == "unknown" and "cannot tell" in outcome.detail
     assert "inet hostcheck forward" in outcome.detail
 
@@ -97,14 +102,14 @@ def test_a_certain_drop_wins_over_an_unmodelled_rule_elsewhere() -> None:
         rule = item.get("rule")
         if rule and rule["chain"] == "DOCKER-USER":
             rule["expr"] = [{"xt": {"type": "match", "name": "string"}}, {"accept": None}]
-    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
+    result, outcome = walk(nft(json.dumps(data)), ["docker0"], [], [])
     assert set(verdicts(result).values()) == {"blocked"}
 
 
 def test_legacy_iptables_tables_make_an_open_path_undetermined() -> None:
-    result = ce.evaluate(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], ["ip filter"])
+    result, outcome = walk(nft(json.dumps(ruleset("docker-default.json"))), ["docker0"], [], ["ip filter"])
     assert set(verdicts(result).values()) == {"undetermined"}
-    assert "legacy iptables" in judge(result).detail
+    assert "legacy iptables" in outcome.detail
 
 
 def test_isolation_switched_off_is_reachable() -> None:
@@ -118,17 +123,17 @@ def test_isolation_switched_off_is_reachable() -> None:
                 and any("match" in e and e["match"]["left"].get("meta", {}).get("key") == "iifname"
                         for e in rule["expr"]):
             rule["expr"] = [{"counter": None}]
-    result = ce.evaluate(nft(json.dumps(data)), ["docker0"], [], [])
+    result, outcome = walk(nft(json.dumps(data)), ["docker0"], [], [])
     got = verdicts(result)
     assert got["docker0 192.168.1.1 tcp/80"] == "reachable"
     assert got["docker0 172.17.0.1 tcp/8080"] == "blocked"  # input policy drop still holds
-    assert judge(result).status == "fail"
+    assert outcome.status == "fail"
 
 
 def test_no_container_bridge_is_judged_for_docker0_and_says_so() -> None:
-    result = ce.evaluate(nft(json.dumps(ruleset("docker-profiled.json"))), [], [], [])
+    result, outcome = walk(nft(json.dumps(ruleset("docker-profiled.json"))), [], [], [])
     assert result["bridges_assumed"] is True
-    assert "judged for docker0" in judge(result).detail
+    assert "judged for docker0" in outcome.detail
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"nftables": 3}'])

@@ -102,8 +102,9 @@ def _case_facts() -> dict[str, Any]:
     facts["network"]["default_route"] = {"interface": "enx00e04c680a1b", "gateway": "192.168.7.1", "kind": "wired"}
     facts["network"]["inbound"] = {"probed": False, "ports": [],
                                    "reason": "probe.acme-corp.example:8443 refused the connection from gpubox"}
-    facts["network"]["firewall"] = {"backend": "iptables", "readable": True,
-                                    "iptables": {"filter": "-A INPUT -m iprange --src-range 203.0.113.10-203.0.113.20 -j ACCEPT"}}
+    facts["network"]["firewall"] = {"nftables": [], "iptables": {
+        "filter": [":INPUT DROP [0:0]", "-A INPUT -m iprange --src-range 203.0.113.10-203.0.113.20 -j ACCEPT"],
+        "rule_count": 1}}
     facts["system"]["note"] = "backups in /home/ubuntu/old and on gpubox; firmware version 1.2.3.4"
     facts["system"]["gpubox.lab.acme-corp.example"] = {"/home/x": "ok"}
     return facts
@@ -138,7 +139,7 @@ def test_type_not_word_redaction(tmp_path: Path) -> None:
     mac = facts["network"]["interfaces"][-1]["mac"]
     assert facts["network"]["interfaces"][-1]["name"] == f"enx{mac}" == facts["network"]["default_route"]["interface"]
     assert "00e04c680a1b" not in out.lower()
-    rules = facts["network"]["firewall"]["iptables"]["filter"]
+    rules = "\n".join(facts["network"]["firewall"]["iptables"]["filter"])
     assert "203.0.113.1" not in rules and re.search(r"--src-range [\d.]+-[\d.]+ ", rules)
     # Same-scope addresses: the gateway stays private, and the note's version stays a version.
     assert ipaddress.ip_address(facts["network"]["default_route"]["gateway"]).is_private

@@ -610,6 +610,22 @@ def test_cli_records_and_reports(tmp_path: Path, tcp_listener: int) -> None:
     assert proc.returncode == 0 and '"uptime": 1.0' in proc.stdout
 
 
+def _wait_for_schema(db: Path, limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if db.exists():
+            conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+            try:
+                conn.execute("SELECT count(*) FROM samples")
+                return
+            except sqlite3.OperationalError:
+                pass
+            finally:
+                conn.close()
+        time.sleep(0.05)
+    raise AssertionError(f"the recorder wrote no schema to {db} within {limit_s:g} s")
+
+
 def test_sigkill_mid_write_keeps_every_committed_sample(tmp_path: Path, tcp_listener: int) -> None:
     """Kill the recorder with SIGKILL at random moments, again and again: the file must open,
     pass integrity_check, and hold at least every sample a reader saw committed before the kill."""
@@ -624,7 +640,8 @@ def test_sigkill_mid_write_keeps_every_committed_sample(tmp_path: Path, tcp_list
              "--target", f"tcp:127.0.0.1:{tcp_listener}", "--journal-file", str(tmp_path / "none.journal")],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        time.sleep(rng.uniform(0.8, 1.6))
+        _wait_for_schema(db)  # a loaded machine can take seconds to start Python
+        time.sleep(rng.uniform(0.2, 1.0))
         if db.exists():
             conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
             try:

@@ -174,12 +174,9 @@ def not_laptop_gpu(facts: dict[str, Any], _threshold: Any) -> Outcome:
     laptops = []
     chassis = (lookup(facts, "power.chassis_type"), lookup(facts, "power.chassis_type_code"))
     for device in known_devices(facts):
-        if "is_laptop" in device:  # facts saved when the collector judged it: as recorded
-            is_laptop, evidence = device_field(device, "is_laptop"), device.get("laptop_evidence", "laptop")
-        else:
-            is_laptop, evidence = laptop_verdict(device.get("name", Unknown("GPU name not collected")), chassis)
-            if isinstance(is_laptop, Unknown):
-                raise Missing(f"gpu.devices[{device.get('index', '?')}].is_laptop", is_laptop.reason)
+        is_laptop, evidence = laptop_verdict(device.get("name", Unknown("GPU name not collected")), chassis)
+        if isinstance(is_laptop, Unknown):
+            raise Missing(f"gpu.devices[{device.get('index', '?')}].name", is_laptop.reason)
         if is_laptop:
             laptops.append(f"{device.get('name')} ({evidence})")
     if laptops:

@@ -13,9 +13,8 @@ from hostcheck.netprobe import cgnat as cg
 
 
 def firewall_summary(facts: dict[str, Any], path: str = "network.firewall") -> dict[str, Any]:
-    """``network.firewall`` judged from the recorded ruleset with today's rules (facts saved
-    with only the summary give it as recorded); :class:`Missing` under ``path`` when the
-    firewall could not be read."""
+    """``network.firewall`` judged from the recorded ruleset with today's rules;
+    :class:`Missing` under ``path`` when the firewall could not be read."""
     firewall = lookup(facts, "network.firewall")
     if isinstance(firewall, Unknown):
         raise Missing(path, firewall.reason)
@@ -26,8 +25,11 @@ def firewall_summary(facts: dict[str, Any], path: str = "network.firewall") -> d
 
 
 def summary_fact(summary: dict[str, Any], key: str) -> Any:
-    """One key of the firewall summary, as :func:`need` would give ``network.firewall.<key>``."""
-    return need({"network": {"firewall": summary}}, f"network.firewall.{key}")
+    """One key of the firewall's judgement; :class:`Missing` when it could not be judged."""
+    value = summary.get(key, Unknown(f"the firewall summary has no {key}"))
+    if isinstance(value, Unknown):
+        raise Missing(f"network.firewall.{key}", value.reason)
+    return value
 
 
 @check(
@@ -68,18 +70,12 @@ def wired(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed(f"{kind} ({route.get('interface')})") if kind == "wired" else failed(f"{kind} ({route.get('interface')})")
 
 
-def _nat_signals(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str]:
-    """Signals judged from the raw evidence (``network.path``) with today's rules, or None.
-
-    Facts saved before the raw evidence was kept have only their recorded verdicts.
-    """
-    network = facts.get("network")
-    if not isinstance(network, dict) or "path" not in network:
-        return None, "as recorded when collected (these facts keep no raw evidence)"
-    path = network["path"]
-    if isinstance(path, dict):
-        return cg.signals_from_path(path), "judged from the raw evidence"
-    raise Missing("network.path", path.reason if isinstance(path, Unknown) else "not a mapping")
+def _nat_signals(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Signals judged from the raw evidence (``network.path``) with today's rules."""
+    path = need(facts, "network.path")
+    if not isinstance(path, dict):
+        raise Missing("network.path", "not a mapping")
+    return cg.signals_from_path(path)
 
 
 def _evidence(signals: Any) -> str:
@@ -103,17 +99,13 @@ def _evidence(signals: Any) -> str:
     "connection that has one.",
 )
 def no_cgnat(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    signals, how = _nat_signals(facts)
-    if signals is None:
-        verdict = need(facts, "network.cgnat.verdict")
-        signals = lookup(facts, "network.cgnat.signals")
-    else:
-        verdict = cg.cgnat_verdict(signals)
+    signals = _nat_signals(facts)
+    verdict = cg.cgnat_verdict(signals)
     evidence = _evidence(signals)
     if verdict == "no":
-        return passed("no CGNAT", f"{evidence} ({how})")
+        return passed("no CGNAT", f"{evidence} (judged from the raw evidence)")
     if verdict == "yes":
-        return failed("CGNAT", f"{evidence} ({how})")
+        return failed("CGNAT", f"{evidence} (judged from the raw evidence)")
     if verdict == "likely":
         return unknown(f"CGNAT likely but not proven: {evidence}", "likely")
     return unknown(
@@ -134,19 +126,13 @@ def no_cgnat(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "ports on both routers (the outer one to the inner router's WAN address).",
 )
 def no_double_nat(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    signals, how = _nat_signals(facts)
-    if signals is None:
-        verdict = lookup(facts, "network.cgnat.double_nat")
-        signals = lookup(facts, "network.cgnat.signals")
-        if not isinstance(verdict, str):
-            return unknown("these facts carry no double-NAT evidence (collected by an older hostcheck)")
-    else:
-        verdict = cg.double_nat_verdict(signals)
+    signals = _nat_signals(facts)
+    verdict = cg.double_nat_verdict(signals)
     evidence = _evidence(signals)
     if verdict == "no":
-        return passed("no double NAT", f"{evidence} ({how})")
+        return passed("no double NAT", f"{evidence} (judged from the raw evidence)")
     if verdict == "yes":
-        return failed("double NAT", f"{evidence} ({how})")
+        return failed("double NAT", f"{evidence} (judged from the raw evidence)")
     if verdict == "likely":
         return unknown(f"double NAT likely but not proven: {evidence}", "likely")
     return unknown(

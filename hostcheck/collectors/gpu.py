@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.collectors._run import read_text
+from hostcheck.fact_paths import fields
 from hostcheck.facts import Unknown
 from hostcheck.gpu_models import arch_from_nvml
 
@@ -47,14 +48,7 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
 )
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1022": "amd", "0x8086": "intel"}
 IDENTITY_FIELDS = ("name", "uuid", "serial", "pci_bus_id")
-DEVICE_FIELDS = (
-    "name", "uuid", "serial", "pci_bus_id", "vram_total_mib", "vram_used_mib",
-    "power_limit_w", "power_default_w", "power_min_w", "power_max_w", "power_draw_w",
-    "temperature_c", "slowdown_temp_c", "pcie_gen_current", "pcie_gen_max",
-    "pcie_width_current", "pcie_width_max", "ecc_enabled", "persistence_mode",
-    "display_active", "throttle_reasons", "mig_mode",
-    "architecture", "compute_capability",
-)  # fmt: skip
+DEVICE_FIELDS = tuple(name for name in fields("gpu.devices.*") if name != "index")
 NVML_ARCH_UNKNOWN = 0xFFFFFFFF
 
 class _GpuLost(Exception):

@@ -309,12 +309,10 @@ def evaluate(ruleset: list[Any], bridges: list[str], bridges_v6: list[str],
 
 
 def judge(firewall: Any, egress: dict[str, Any]) -> dict[str, Any] | Unknown:
-    """The walk for ``network.container_egress`` and ``network.firewall`` as recorded.
-
-    Facts saved before the raw ruleset was kept carry the walk's result, returned as recorded.
-    """
-    if "probes" in egress:
-        return egress
+    """The walk for ``network.container_egress`` and ``network.firewall`` as recorded."""
+    for key in ("bridges", "bridges_v6", "legacy_iptables_tables"):
+        if isinstance(egress.get(key), Unknown):
+            return Unknown(f"network.container_egress.{key}: {egress[key].reason}")
     if isinstance(firewall, Unknown):
         return firewall
     ruleset = firewall.get("nftables") if isinstance(firewall, dict) else None

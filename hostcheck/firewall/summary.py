@@ -138,11 +138,8 @@ def summarise(firewall: dict[str, Any]) -> dict[str, Any] | Unknown:
 
     nftables wins when it holds any table; else the legacy iptables rules (which do not show
     in nft's ruleset). ``nftables`` is null when nft could not be run, ``iptables`` null when
-    it was not needed or could not be run. Facts saved before the raw ruleset was kept carry
-    their summary, which is returned as recorded.
+    it was not needed or could not be run.
     """
-    if "nftables" not in firewall and "iptables" not in firewall:
-        return firewall
     nft = firewall.get("nftables")
     nft_result: dict[str, Any] | Unknown | None = (
         summarise_nft(nft) if isinstance(nft, list) else nft if isinstance(nft, Unknown) else None)

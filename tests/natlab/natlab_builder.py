@@ -373,6 +373,10 @@ class NatLab:
             # Router namespaces only: the machine's own sysctls are never touched.
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             self.exec(role, ["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"])
+        # The ports the probe server connects back to lie in Linux's default ephemeral range:
+        # an outgoing connection of an earlier test still holding one would make the audit's
+        # listener find it in use ("unverified"). Only this namespace's range moves.
+        self.exec("host", ["sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={FORWARDED_PORT + 100} 60999"])
         for role in ("home", "isp", "inet"):
             # Back-to-back hop probes must not meet ICMP rate limiting (a flaky hop list), nor
             # use up what a refusing STUN server's port-unreachable needs.
