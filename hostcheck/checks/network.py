@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
+from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, unknown
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.summary import summarise
 from hostcheck.netaddr import parse_address
@@ -208,7 +208,7 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
     fix_role="firewall: firewall_provider_ports",
 )
-def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
+def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     inbound = need(facts, "network.inbound")
     if not inbound.get("probed"):
         return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
@@ -225,7 +225,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
         return failed(
             0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port"
         )
-    return compare(round(reachable / gpus, 2), ">=", threshold, detail)
+    return compare(round(reachable / gpus, 2), threshold, detail)
 
 
 @check(
