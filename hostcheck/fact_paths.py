@@ -33,6 +33,8 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
+from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
+
 UNKNOWN_KEY = "$unknown"
 FACTS_FORMAT = 2
 """The layout's version: bumped when the shape changes (a fact renamed, retyped, removed or
@@ -92,10 +94,9 @@ F = Fact
 CHASSIS = ("laptop", "desktop", "server", "other")
 SCOPES = ("loopback", "link-local", "private", "cgnat", "global", "other")
 IFACE_KINDS = ("wired", "wireless", "virtual", "loopback")
-NAT_WORDS = ("endpoint-independent", "address-dependent", "address-and-port-dependent", "endpoint-dependent",
-             "no-nat", "unknown")
-TRISTATE = ("yes", "likely", "no", "unknown")
-INBOUND = ("reachable", "unreachable", "unverified")
+NAT_WORDS = (*NatBehaviour, "unknown")
+TRISTATE = tuple(NatVerdict)
+INBOUND = tuple(InboundResult)
 
 SECTIONS: tuple[Section, ...] = (
     Section("meta", "the runner", "About the run that wrote the facts."),

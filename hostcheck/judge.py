@@ -13,7 +13,7 @@ from hostcheck.models import Finding, Policy, Requirement, Severity, SourceRef, 
 def run_check(meta: CheckMeta, facts: dict[str, Any], threshold: Any) -> Outcome:
     """Run one check; a missing fact is 'unknown', any other exception is an 'error' outcome."""
     try:
-        outcome = meta.func(facts, threshold)
+        outcome = meta.outcome(meta.func(facts, threshold))
     except Missing as missing:
         return Outcome(Status.UNKNOWN, None, f"{missing.path}: {missing.reason}")
     except Exception as exc:  # a broken check must never read as a pass

@@ -136,6 +136,39 @@ class ThresholdKind(StrEnum):
     NONE = "none"
 
 
+class NatBehaviour(StrEnum):
+    """How a NAT maps, or filters, traffic (RFC 4787; the same words name both)."""
+
+    ENDPOINT_INDEPENDENT = "endpoint-independent"
+    ADDRESS_DEPENDENT = "address-dependent"
+    ADDRESS_AND_PORT_DEPENDENT = "address-and-port-dependent"
+    ENDPOINT_DEPENDENT = "endpoint-dependent"
+    """The mapping changes with the destination address, and no RFC 5780 server was there to
+    tell whether the port matters too (two plain servers' answers)."""
+    NO_NAT = "no-nat"
+    UNKNOWN = "unknown"
+
+
+class NatVerdict(StrEnum):
+    """Whether the host is behind carrier-grade NAT, or behind double NAT."""
+
+    YES = "yes"
+    LIKELY = "likely"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
+class InboundResult(StrEnum):
+    """What an outside probe of one forwarded port found."""
+
+    REACHABLE = "reachable"
+    """The probe's nonce reached this host's listener."""
+    UNREACHABLE = "unreachable"
+    UNVERIFIED = "unverified"
+    """Not shown either way (no probe ran, or the port is in use here so the listener could not
+    see the nonce)."""
+
+
 CHECK_ID_PATTERN = rf"^({'|'.join(Family)})-[0-9]{{4}}$"
 CHECK_ID_RE = re.compile(CHECK_ID_PATTERN)
 POLICY_FORMAT = 1

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from hostcheck.checks import load_registry
+from hostcheck.checks.base import compare
 from hostcheck.facts import Unknown
 from hostcheck.judge import run_check
 
@@ -240,6 +241,17 @@ def test_every_check_has_metadata_a_person_can_act_on() -> None:
     for check_id, meta in REGISTRY.items():
         assert meta.title and meta.why and meta.fix, check_id
         assert meta.op in (">=", ">", "<=", "<", "==", "!=", "in"), check_id
+
+
+@pytest.mark.parametrize(("check_id", "measured", "status"), [
+    ("SYS-1030", 2.0, "fail"),  # declares ">="
+    ("GPU-1150", 2.0, "pass"),  # declares "<="
+    ("GPU-1070", 4.0, "fail"),  # declares ">": equal is not enough
+])
+def test_a_comparison_is_judged_by_the_operator_its_check_declares(check_id: str, measured: float, status: str) -> None:
+    meta = REGISTRY[check_id]
+    outcome = meta.outcome(compare(measured, 4.0, "why"))
+    assert (outcome.status, outcome.measured, outcome.detail) == (status, measured, "why")
 
 
 def test_no_check_passes_on_empty_facts_except_absence_checks() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import CHECK_ID_RE, FAMILY_TITLES, Family, Operator, Status, ThresholdKind
@@ -56,9 +56,25 @@ OPERATORS: dict[Operator, Callable[[Any, Any], bool]] = {
 }
 
 
-def compare(measured: Any, op: str, threshold: Any, detail: str = "") -> Outcome:
-    """Pass/fail by ``op``; the one place comparisons are spelled out."""
-    return pass_if(OPERATORS[Operator(op)](measured, threshold), measured, detail)
+@dataclass(frozen=True)
+class Comparison:
+    """A measured value held against a threshold, by the operator the check declared in
+    :func:`check`: the registry compares (:meth:`CheckMeta.outcome`), so the operator is
+    written once."""
+
+    measured: Any
+    threshold: Any
+    detail: str = ""
+
+
+def compare(measured: Any, threshold: Any, detail: str = "") -> Comparison:
+    """Pass/fail by the check's declared operator; the one place comparisons are spelled out."""
+    return Comparison(measured, threshold, detail)
+
+
+CheckResult = Outcome | Comparison
+CheckFunc = Callable[[dict[str, Any], Any], CheckResult]
+Registered = TypeVar("Registered", bound=CheckFunc)
 
 
 @dataclass(frozen=True)
@@ -71,7 +87,7 @@ class CheckMeta:
     why: str
     fix: str
     fix_role: str  # "role: variable" in this repo's Ansible profile that fixes it, or ""
-    func: Callable[[dict[str, Any], Any], Outcome]
+    func: CheckFunc
     shown: Callable[[Any], str] | None = None
     """How the measured value reads after the title, where the bare value would not say what
     it is the value of ("SSH password login off: yes" reads as the opposite of the truth)."""
@@ -84,6 +100,12 @@ class CheckMeta:
             except Exception:  # a value from a foreign report: shown as it is
                 pass
         return str(measured)
+
+    def outcome(self, result: CheckResult) -> Outcome:
+        """The check's result as an outcome: a :class:`Comparison` judged by :attr:`op`."""
+        if isinstance(result, Comparison):
+            return pass_if(OPERATORS[self.op](result.measured, result.threshold), result.measured, result.detail)
+        return result
 
     @property
     def family(self) -> str:
@@ -104,10 +126,10 @@ def check(
     fix: str,
     fix_role: str = "",
     shown: Callable[[Any], str] | None = None,
-) -> Callable[[Callable[[dict[str, Any], Any], Outcome]], Callable[[dict[str, Any], Any], Outcome]]:
+) -> Callable[[Registered], Registered]:
     """Register a check under a stable id (asserted unique and well-formed at import)."""
 
-    def register(func: Callable[[dict[str, Any], Any], Outcome]) -> Callable[[dict[str, Any], Any], Outcome]:
+    def register(func: Registered) -> Registered:
         if not ID_PATTERN.match(check_id):
             raise ValueError(f"check id {check_id!r} does not match {ID_PATTERN.pattern}")
         if check_id in REGISTRY:

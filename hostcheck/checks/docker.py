@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Missing, Outcome, check, failed, need, pass_if, passed, state_of, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
+from hostcheck.docker_settings import (
+    ICC,
+    LIVE_RESTORE,
+    NO_NEW_PRIVILEGES,
+    USERLAND_PROXY,
+    USERNS_REMAP,
+    DaemonSetting,
+)
 from hostcheck.facts import Unknown, lookup
 
 
-def _docker_setting(facts: dict[str, Any], key: str, json_key: str, default: Any) -> tuple[Any, str]:
+def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any, str]:
     """A daemon setting: from the running daemon, else daemon.json, else Docker's default."""
-    value = lookup(facts, f"docker.{key}")
+    value = lookup(facts, f"docker.{setting.fact}")
     if not isinstance(value, Unknown) and value is not None:
         return value, "daemon"
     reason = lookup(facts, "docker.unreachable_reason")
     daemon_json = lookup(facts, "docker.daemon_json")
     if isinstance(daemon_json, dict):
-        return daemon_json.get(json_key, default), "daemon.json"
+        return daemon_json.get(setting.key, setting.default), "daemon.json"
     if reason == "absent":
-        return default, "Docker not installed: its default"
-    raise Missing(f"docker.{key}", value.reason if isinstance(value, Unknown) else "not reported")
+        return setting.default, "Docker not installed: its default"
+    raise Missing(f"docker.{setting.fact}", value.reason if isinstance(value, Unknown) else "not reported")
 
 
 def _unreachable(facts: dict[str, Any]) -> Any:
@@ -30,72 +39,76 @@ def _unreachable(facts: dict[str, Any]) -> Any:
     return lookup(facts, "docker.unreachable_reason")
 
 
-def _docker_flag(key: str, json_key: str, default: bool, want: bool) -> Any:
+def _docker_flag(setting: DaemonSetting, want: bool) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
-        value, origin = _docker_setting(facts, key, json_key, default)
+        value, origin = _docker_setting(facts, setting)
         return pass_if(bool(value) == want, "on" if value else "off", f"from {origin}")
 
     return judge
 
 
-DOCKER_FLAGS = [
-    (
+class DaemonFlagCheck(NamedTuple):
+    """A DOC-* check that one on/off daemon setting has the value a rented host needs."""
+
+    id: str
+    title: str
+    setting: DaemonSetting
+    want: bool
+    why: str
+    role_variable: str
+    """The docker_host variable that sets it."""
+
+    @property
+    def fix(self) -> str:
+        return f'"{self.setting.key}": {json.dumps(self.want)} in /etc/docker/daemon.json'
+
+
+DAEMON_FLAG_CHECKS = (
+    DaemonFlagCheck(
         "DOC-1020",
         "Containers cannot gain privileges (no-new-privileges)",
-        "no_new_privileges",
-        "no-new-privileges",
-        False,
-        True,
-        "Stops setuid binaries inside a customer's container from gaining more privileges.",
-        '"no-new-privileges": true in /etc/docker/daemon.json',
-        "docker_host_no_new_privileges",
+        NO_NEW_PRIVILEGES,
+        want=True,
+        why="Stops setuid binaries inside a customer's container from gaining more privileges.",
+        role_variable="docker_host_no_new_privileges",
     ),
-    (
+    DaemonFlagCheck(
         "DOC-1030",
         "Containers survive a daemon restart (live-restore)",
-        "live_restore",
-        "live-restore",
-        False,
-        True,
-        "Without live-restore a Docker upgrade or restart kills every customer's job.",
-        '"live-restore": true in /etc/docker/daemon.json',
-        "docker_host_live_restore",
+        LIVE_RESTORE,
+        want=True,
+        why="Without live-restore a Docker upgrade or restart kills every customer's job.",
+        role_variable="docker_host_live_restore",
     ),
-    (
+    DaemonFlagCheck(
         "DOC-1040",
         "Inter-container traffic off (icc)",
-        "icc",
-        "icc",
-        True,
-        False,
-        "Containers of different customers on the default bridge can otherwise reach each other.",
-        '"icc": false in /etc/docker/daemon.json',
-        "docker_host_icc",
+        ICC,
+        want=False,
+        why="Containers of different customers on the default bridge can otherwise reach each other.",
+        role_variable="docker_host_icc",
     ),
-    (
+    DaemonFlagCheck(
         "DOC-1050",
         "Userland proxy off",
-        "userland_proxy",
-        "userland-proxy",
-        True,
-        False,
-        "The userland proxy makes published ports reachable on loopback and hides client addresses.",
-        '"userland-proxy": false in /etc/docker/daemon.json',
-        "docker_host_userland_proxy",
+        USERLAND_PROXY,
+        want=False,
+        why="The userland proxy makes published ports reachable on loopback and hides client addresses.",
+        role_variable="docker_host_userland_proxy",
     ),
-]
+)
 
-for _id, _title, _key, _json_key, _default, _want, _why, _fix, _var in DOCKER_FLAGS:
+for _flag in DAEMON_FLAG_CHECKS:
     check(
-        _id,
-        title=_title,
+        _flag.id,
+        title=_flag.title,
         op="==",
         threshold="none",
-        why=_why,
-        fix=_fix,
-        fix_role=f"docker_host: {_var}",
-        shown=state_of(_json_key),
-    )(_docker_flag(_key, _json_key, _default, _want))
+        why=_flag.why,
+        fix=_flag.fix,
+        fix_role=f"docker_host: {_flag.role_variable}",
+        shown=state_of(_flag.setting.key),
+    )(_docker_flag(_flag.setting, _flag.want))
 
 
 @check(
@@ -129,7 +142,7 @@ def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     shown=state_of("user namespaces"),
 )
 def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    remap, origin = _docker_setting(facts, "userns_remap", "userns-remap", "")
+    remap, origin = _docker_setting(facts, USERNS_REMAP)
     rootless = lookup(facts, "docker.rootless")
     on = bool(remap) or rootless is True
     return pass_if(on, "on" if on else "off", f"from {origin}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from hostcheck import gpu_models
 from hostcheck.checks.base import (
+    CheckResult,
     Missing,
     Outcome,
     check,
@@ -64,11 +65,11 @@ applications")."""
     "`ubuntu-drivers install`), reboot, and check `nvidia-smi` lists the card.",
     fix_role="nvidia_host: nvidia_host_enabled",
 )
-def gpu_present(facts: dict[str, Any], threshold: Any) -> Outcome:
+def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
     nvml = lookup(facts, "gpu.nvml")
     devices = lookup(facts, "gpu.devices")
     if isinstance(nvml, dict) and nvml.get("available") and isinstance(devices, list):
-        return compare(len(devices), ">=", threshold, ", ".join(str(d.get("name")) for d in devices))
+        return compare(len(devices), threshold, ", ".join(str(d.get("name")) for d in devices))
     if lookup(facts, "system.os_kernel_name") == "Darwin":
         return failed(0, MACOS_NO_NVIDIA)
     on_bus = _nvidia_pci_count(facts)
@@ -91,11 +92,11 @@ def gpu_present(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix="Nothing to configure: VRAM is fixed by the card. Offer the machine where its VRAM "
     "suffices, or use a card with more memory.",
 )
-def vram_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+def vram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     sizes = [device_field(d, "vram_total_mib") / 1024 for d in known_devices(facts)]
     if not sizes:
         return failed(0, "no GPU")
-    return compare(round(min(sizes), 1), ">=", threshold)
+    return compare(round(min(sizes), 1), threshold)
 
 
 @check(
@@ -144,7 +145,7 @@ def _version_at_least(facts: dict[str, Any], path: str, threshold: Any) -> Outco
     "the vendor's performance mode, plugged in). Make it persistent with the nvidia_host role.",
     fix_role="nvidia_host: nvidia_host_power_limit_w",
 )
-def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> Outcome:
+def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> CheckResult:
     worst: tuple[float, str] | None = None
     for device in known_devices(facts):
         limit = float(device_field(device, "power_limit_w"))
@@ -157,7 +158,7 @@ def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> Outcome:
             worst = (ratio, text)
     if worst is None:
         return failed(0, "no GPU")
-    return compare(round(worst[0], 2), ">=", threshold, worst[1])
+    return compare(round(worst[0], 2), threshold, worst[1])
 
 
 @check(
@@ -195,7 +196,7 @@ def not_laptop_gpu(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Seat the GPU in a full-width slot (x8/x16) directly, without an x1 riser, and check "
     "the BIOS PCIe generation setting.",
 )
-def pcie_bandwidth(facts: dict[str, Any], threshold: Any) -> Outcome:
+def pcie_bandwidth(facts: dict[str, Any], threshold: Any) -> CheckResult:
     worst: tuple[float, str] | None = None
     for device in known_devices(facts):
         # The link drops its generation when idle; the slot's width does not.
@@ -207,7 +208,7 @@ def pcie_bandwidth(facts: dict[str, Any], threshold: Any) -> Outcome:
             worst = (gbps, text)
     if worst is None:
         return failed(0, "no GPU")
-    return compare(round(worst[0], 2), ">", threshold, worst[1])
+    return compare(round(worst[0], 2), threshold, worst[1])
 
 
 @check(
@@ -418,7 +419,7 @@ def ecc_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Stop what uses the GPU (`nvidia-smi` lists the processes): close the desktop session on "
     "that GPU, stop miners and other jobs.",
 )
-def vram_free(facts: dict[str, Any], threshold: Any) -> Outcome:
+def vram_free(facts: dict[str, Any], threshold: Any) -> CheckResult:
     worst: tuple[float, str] | None = None
     for device in known_devices(facts):
         total = float(device_field(device, "vram_total_mib"))
@@ -431,7 +432,7 @@ def vram_free(facts: dict[str, Any], threshold: Any) -> Outcome:
             worst = (ratio, text)
     if worst is None:
         return failed(0, "no GPU")
-    return compare(round(worst[0], 3), ">=", threshold, worst[1])
+    return compare(round(worst[0], 3), threshold, worst[1])
 
 
 @check(
@@ -445,7 +446,7 @@ def vram_free(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix="Seat the GPU in a slot with more lanes (x16 from the CPU, no riser), and set the slot's "
     "PCIe generation to its maximum in the BIOS.",
 )
-def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> Outcome:
+def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> CheckResult:
     worst: tuple[float, str] | None = None
     for device in known_devices(facts):
         name = str(device_field(device, "name"))
@@ -470,7 +471,7 @@ def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> Outcome:
             worst = (per_lane, text)
     if worst is None:
         return failed(0, "no GPU")
-    return compare(round(worst[0], 2), "<=", threshold, worst[1])
+    return compare(round(worst[0], 2), threshold, worst[1])
 
 
 @check(
@@ -485,5 +486,5 @@ def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> Outcome:
     "vendor's performance mode. Make it persistent with the nvidia_host role.",
     fix_role="nvidia_host: nvidia_host_power_limit_w",
 )
-def power_at_stock(facts: dict[str, Any], threshold: Any) -> Outcome:
+def power_at_stock(facts: dict[str, Any], threshold: Any) -> CheckResult:
     return power_limit_ratio(facts, threshold)

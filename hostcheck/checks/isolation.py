@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
+from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk
@@ -167,7 +167,7 @@ def _as_int(threshold: Any) -> int:
     fix="Bind local services to 127.0.0.1, remove what you do not need, and keep the firewall on.",
     fix_role="firewall: firewall_enabled",
 )
-def exposed_services(facts: dict[str, Any], threshold: Any) -> Outcome:
+def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
     listening = need(facts, "network.listening")
     ssh_ports = {"22"}
     settings = lookup(facts, "ssh.settings")
@@ -181,7 +181,7 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> Outcome:
             if s.get("exposure") != "loopback" and str(s.get("port")) not in ssh_ports
         }
     )
-    return compare(len(exposed), "<=", _as_int(threshold), ", ".join(exposed[:8]))
+    return compare(len(exposed), _as_int(threshold), ", ".join(exposed[:8]))
 
 
 @check(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import (
+    CheckResult,
     Missing,
     Outcome,
     check,
@@ -34,10 +35,10 @@ def gpu_count(facts: dict[str, Any]) -> int:
     why="Data loading and the container runtime need CPU; too few cores starve the GPU.",
     fix="Use a CPU with more cores, or rent fewer GPUs from this machine.",
 )
-def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     cores = int(need(facts, "system.cpu_physical_cores"))
     gpus = gpu_count(facts)
-    return compare(round(cores / gpus, 2), ">=", threshold, f"{cores} cores, {gpus} GPU(s)")
+    return compare(round(cores / gpus, 2), threshold, f"{cores} cores, {gpus} GPU(s)")
 
 
 @check(
@@ -49,10 +50,10 @@ def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
     why="Jobs stage data and models in host memory; below the floor they are killed or swap.",
     fix="Add RAM.",
 )
-def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     ram = float(need(facts, "system.ram_total_mib")) / 1024
     gpus = gpu_count(facts)
-    return compare(round(ram / gpus, 1), ">=", threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
+    return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
 
 
 @check(
@@ -64,8 +65,8 @@ def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
     why="Jobs stage data and models in host memory; below the floor they are killed or swap.",
     fix="Add RAM.",
 )
-def ram_total(facts: dict[str, Any], threshold: Any) -> Outcome:
-    return compare(round(float(need(facts, "system.ram_total_mib")) / 1024, 1), ">=", threshold)
+def ram_total(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    return compare(round(float(need(facts, "system.ram_total_mib")) / 1024, 1), threshold)
 
 
 @check(
@@ -78,12 +79,12 @@ def ram_total(facts: dict[str, Any], threshold: Any) -> Outcome:
     "requires RAM of at least 95 % of total VRAM.",
     fix="Add RAM until it matches the total VRAM.",
 )
-def ram_vs_vram(facts: dict[str, Any], threshold: Any) -> Outcome:
+def ram_vs_vram(facts: dict[str, Any], threshold: Any) -> CheckResult:
     ram = float(need(facts, "system.ram_total_mib"))
     vram = sum(float(d.get("vram_total_mib") or 0) for d in known_devices(facts))
     if vram <= 0:
         return unknown("total VRAM unknown")
-    return compare(round(ram / vram, 2), ">=", threshold, f"{ram / 1024:.1f} GiB RAM, {vram / 1024:.1f} GiB VRAM")
+    return compare(round(ram / vram, 2), threshold, f"{ram / 1024:.1f} GiB RAM, {vram / 1024:.1f} GiB VRAM")
 
 
 @check(
@@ -195,10 +196,10 @@ def iommu_enabled(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "for its console; TensorDock's installer exits without one.",
     fix="Use the CPU's integrated graphics or add a small non-NVIDIA card.",
 )
-def non_nvidia_display(facts: dict[str, Any], threshold: Any) -> Outcome:
+def non_nvidia_display(facts: dict[str, Any], threshold: Any) -> CheckResult:
     adapters = need(facts, "gpu.display_adapters")
     others = [a for a in adapters if a.get("vendor") != "nvidia"]
-    return compare(len(others), ">=", threshold, ", ".join(str(a.get("vendor")) for a in others))
+    return compare(len(others), threshold, ", ".join(str(a.get("vendor")) for a in others))
 
 
 @check(

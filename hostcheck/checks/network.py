@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, failed, need, passed, unknown
+from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, unknown
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.summary import summarise
+from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
 
@@ -102,12 +103,12 @@ def no_cgnat(facts: dict[str, Any], _threshold: Any) -> Outcome:
     signals = _nat_signals(facts)
     verdict = cg.cgnat_verdict(signals)
     evidence = _evidence(signals)
-    if verdict == "no":
+    if verdict == NatVerdict.NO:
         return passed("no CGNAT", f"{evidence} (judged from the raw evidence)")
-    if verdict == "yes":
+    if verdict == NatVerdict.YES:
         return failed("CGNAT", f"{evidence} (judged from the raw evidence)")
-    if verdict == "likely":
-        return unknown(f"CGNAT likely but not proven: {evidence}", "likely")
+    if verdict == NatVerdict.LIKELY:
+        return unknown(f"CGNAT likely but not proven: {evidence}", NatVerdict.LIKELY)
     return unknown(
         "CGNAT could not be determined: no positive evidence either way (the router's WAN address "
         "equal to the STUN-mapped address, or a public address on this host)"
@@ -129,12 +130,12 @@ def no_double_nat(facts: dict[str, Any], _threshold: Any) -> Outcome:
     signals = _nat_signals(facts)
     verdict = cg.double_nat_verdict(signals)
     evidence = _evidence(signals)
-    if verdict == "no":
+    if verdict == NatVerdict.NO:
         return passed("no double NAT", f"{evidence} (judged from the raw evidence)")
-    if verdict == "yes":
+    if verdict == NatVerdict.YES:
         return failed("double NAT", f"{evidence} (judged from the raw evidence)")
-    if verdict == "likely":
-        return unknown(f"double NAT likely but not proven: {evidence}", "likely")
+    if verdict == NatVerdict.LIKELY:
+        return unknown(f"double NAT likely but not proven: {evidence}", NatVerdict.LIKELY)
     return unknown(
         "double NAT could not be determined (needs the router's WAN address or the hops behind it)"
         + (f"; seen: {evidence}" if evidence else "")
@@ -194,7 +195,7 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
     fix_role="firewall: firewall_provider_ports",
 )
-def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
+def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     inbound = need(facts, "network.inbound")
     if not inbound.get("probed"):
         return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
@@ -202,7 +203,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
     by_port: dict[Any, list[str]] = {}
     for probe in inbound.get("ports") or []:
         by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
-    reachable = sum(1 for results in by_port.values() if results and all(r == "reachable" for r in results))
+    reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
     devices = lookup(facts, "gpu.devices")
     gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
     detail = f"{reachable} of {len(by_port)} probed ports reachable"
@@ -211,7 +212,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
         return failed(
             0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port"
         )
-    return compare(round(reachable / gpus, 2), ">=", threshold, detail)
+    return compare(round(reachable / gpus, 2), threshold, detail)
 
 
 @check(
@@ -226,14 +227,14 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> Outcome:
 )
 def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
     mapping = need(facts, "network.nat.mapping")
-    if mapping in (None, "unknown"):
+    if mapping in (None, NatBehaviour.UNKNOWN):
         reason = lookup(facts, "network.nat.reason")
         return unknown(f"NAT mapping behaviour unknown{': ' + reason if isinstance(reason, str) else ''}")
-    if mapping in ("endpoint-independent", "no-nat"):
+    if mapping in (NatBehaviour.ENDPOINT_INDEPENDENT, NatBehaviour.NO_NAT):
         method = lookup(facts, "network.nat.mapping_method")
         return passed(mapping, "from two servers' answers to one socket" if method == "two-servers" else "")
     inbound = lookup(facts, "network.inbound.ports")
-    if isinstance(inbound, list) and any(p.get("result") == "reachable" for p in inbound):
+    if isinstance(inbound, list) and any(p.get("result") == InboundResult.REACHABLE for p in inbound):
         return passed(mapping, "but forwarded ports are reachable")
     return failed(mapping)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Missing, Outcome, check, compare, unknown
+from hostcheck.checks.base import CheckResult, Missing, check, compare, unknown
 from hostcheck.facts import Unknown, lookup
 
 MIN_DAYS = 1.0  # less than a day of recording says too little about a home line
@@ -47,12 +47,12 @@ def _span(watch: dict[str, Any]) -> str:
     "driver remove the usual ones.",
     fix_role="hostcheck_watch: hostcheck_watch_enabled",
 )
-def uptime(facts: dict[str, Any], threshold: Any) -> Outcome:
+def uptime(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, ADVISED_DAYS)
     value = watch.get("uptime_pct")
     if value is None:
         return unknown("nothing observed in the window")
-    return compare(value, ">=", threshold, _span(watch))
+    return compare(value, threshold, _span(watch))
 
 
 @check(
@@ -65,13 +65,13 @@ def uptime(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix="Remove the outages the rehearsal shows; book maintenance ahead rather than going offline.",
     fix_role="hostcheck_watch: hostcheck_watch_enabled",
 )
-def runpod_score(facts: dict[str, Any], threshold: Any) -> Outcome:
+def runpod_score(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, 30)
     value = watch.get("runpod_score_pct")
     if value is None:
         return unknown("nothing observed in the window")
     note = "" if watch["observed_days"] >= 30 else f"; the rule's window is 30 days, {watch['observed_days']:g} recorded"
-    return compare(value, ">=", threshold, _span(watch) + note)
+    return compare(value, threshold, _span(watch) + note)
 
 
 @check(
@@ -84,9 +84,9 @@ def runpod_score(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix="Keep the host up: no reboots for updates while listed, a UPS against short power cuts.",
     fix_role="hostcheck_watch: hostcheck_watch_enabled",
 )
-def continuous(facts: dict[str, Any], threshold: Any) -> Outcome:
+def continuous(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, 1)
-    return compare(watch.get("current_up_h", 0.0), ">", threshold,
+    return compare(watch.get("current_up_h", 0.0), threshold,
                    f"{_span(watch)}; longest run {watch.get('longest_up_h')} h")
 
 
@@ -100,9 +100,9 @@ def continuous(facts: dict[str, Any], threshold: Any) -> Outcome:
     "reliability permanently.",
     fix="A UPS with NUT shutting the host down cleanly; check the PSU and the kernel log before the stop.",
 )
-def unclean(facts: dict[str, Any], threshold: Any) -> Outcome:
+def unclean(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, ADVISED_DAYS)
-    return compare(int(watch.get("unclean_stops", 0)), "<=", threshold, _span(watch))
+    return compare(int(watch.get("unclean_stops", 0)), threshold, _span(watch))
 
 
 @check(
@@ -115,8 +115,8 @@ def unclean(facts: dict[str, Any], threshold: Any) -> Outcome:
     "away from renters; Vast's daemon reports AER lines and NVML errors to Vast.",
     fix="See NVIDIA's Xid catalogue for the code's action; reseat the card and riser, check power and cooling.",
 )
-def gpu_faults(facts: dict[str, Any], threshold: Any) -> Outcome:
+def gpu_faults(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, ADVISED_DAYS)
     faults = watch.get("gpu_faults") or []
     names = ", ".join(f"Xid {f['code']}" if f["kind"] == "xid" else f"AER {f['severity']}" for f in faults[:5])
-    return compare(len(faults), "<=", threshold, f"{_span(watch)}" + (f"; {names}" if names else ""))
+    return compare(len(faults), threshold, f"{_span(watch)}" + (f"; {names}" if names else ""))

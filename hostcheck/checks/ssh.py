@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed, setting
 from hostcheck.facts import Unknown, lookup
 
-SAFE_ROOT_LOGIN = {"no", "prohibit-password", "without-password", "forced-commands-only"}
+SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
 
 
 def _ssh_setting(facts: dict[str, Any], key: str) -> str | None:
@@ -21,7 +21,7 @@ def _ssh_setting(facts: dict[str, Any], key: str) -> str | None:
     return str(value).lower()
 
 
-def _ssh_rule(key: str, good: set[str]) -> Any:
+def _ssh_rule(key: str, good: frozenset[str]) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
         value = _ssh_setting(facts, key)
         if value is None:
@@ -33,28 +33,36 @@ def _ssh_rule(key: str, good: set[str]) -> Any:
     return judge
 
 
-SSH_RULES = [
-    ("SSH-1010", "SSH password login off", "passwordauthentication", {"no"},
-     "Password logins are brute-forced within hours of a host appearing in a public listing.",
-     "`PasswordAuthentication no` in a drop-in that sshd reads first (sshd keeps the first value; "
-     "cloud-init's 50-cloud-init.conf can re-enable it)", "ssh_hardening: ssh_hardening_enabled"),
-    ("SSH-1020", "No root login with a password", "permitrootlogin", SAFE_ROOT_LOGIN,
-     "Root with a password is the first account every scanner tries.",
-     "`PermitRootLogin prohibit-password` (or `no`)", "ssh_hardening: ssh_hardening_permit_root_login"),
-    ("SSH-1030", "No empty SSH passwords", "permitemptypasswords", {"no"},
-     "An account without a password would be open to anyone.",
-     "`PermitEmptyPasswords no`", "ssh_hardening: ssh_hardening_enabled"),
-    ("SSH-1040", "SSH keyboard-interactive login off", "kbdinteractiveauthentication", {"no"},
-     "Keyboard-interactive is password login by another name when PAM asks for a password.",
-     "`KbdInteractiveAuthentication no`", "ssh_hardening: ssh_hardening_enabled"),
-]
+class SshRule(NamedTuple):
+    """An SSH-* check that one effective sshd setting has a safe value."""
 
-SSHD_NAMES = {
-    "passwordauthentication": "PasswordAuthentication", "permitrootlogin": "PermitRootLogin",
-    "permitemptypasswords": "PermitEmptyPasswords", "kbdinteractiveauthentication": "KbdInteractiveAuthentication",
-}
-"""sshd -T prints keys in lower case; the report names them as sshd_config(5) spells them."""
+    id: str
+    title: str
+    setting: str
+    """As sshd_config(5) spells it (the report names it so); ``sshd -T`` prints it in lower case."""
+    safe: frozenset[str]
+    """The safe values, in lower case as ``sshd -T`` prints them."""
+    why: str
+    fix: str
+    fix_role: str
 
-for _id, _title, _key, _good, _why, _fix, _role in SSH_RULES:
-    check(_id, title=_title, op="in", threshold="none", why=_why, fix=_fix, fix_role=_role,
-          shown=setting(SSHD_NAMES[_key]))(_ssh_rule(_key, _good))
+
+SSH_RULES = (
+    SshRule("SSH-1010", "SSH password login off", "PasswordAuthentication", frozenset({"no"}),
+            "Password logins are brute-forced within hours of a host appearing in a public listing.",
+            "`PasswordAuthentication no` in a drop-in that sshd reads first (sshd keeps the first value; "
+            "cloud-init's 50-cloud-init.conf can re-enable it)", "ssh_hardening: ssh_hardening_enabled"),
+    SshRule("SSH-1020", "No root login with a password", "PermitRootLogin", SAFE_ROOT_LOGIN,
+            "Root with a password is the first account every scanner tries.",
+            "`PermitRootLogin prohibit-password` (or `no`)", "ssh_hardening: ssh_hardening_permit_root_login"),
+    SshRule("SSH-1030", "No empty SSH passwords", "PermitEmptyPasswords", frozenset({"no"}),
+            "An account without a password would be open to anyone.",
+            "`PermitEmptyPasswords no`", "ssh_hardening: ssh_hardening_enabled"),
+    SshRule("SSH-1040", "SSH keyboard-interactive login off", "KbdInteractiveAuthentication", frozenset({"no"}),
+            "Keyboard-interactive is password login by another name when PAM asks for a password.",
+            "`KbdInteractiveAuthentication no`", "ssh_hardening: ssh_hardening_enabled"),
+)
+
+for _rule in SSH_RULES:
+    check(_rule.id, title=_rule.title, op="in", threshold="none", why=_rule.why, fix=_rule.fix,
+          fix_role=_rule.fix_role, shown=setting(_rule.setting))(_ssh_rule(_rule.setting.lower(), _rule.safe))

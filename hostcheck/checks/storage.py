@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import (
+    CheckResult,
     Missing,
     Outcome,
     check,
@@ -45,9 +46,9 @@ def _free_space(facts: dict[str, Any]) -> tuple[float, str]:
     fix="Give Docker a dedicated SSD or free space on the disk that holds container data.",
     fix_role="docker_host: docker_host_data_device",
 )
-def free_space(facts: dict[str, Any], threshold: Any) -> Outcome:
+def free_space(facts: dict[str, Any], threshold: Any) -> CheckResult:
     free, text = _free_space(facts)
-    return compare(round(free, 1), ">=", threshold, text)
+    return compare(round(free, 1), threshold, text)
 
 
 @check(
@@ -60,9 +61,9 @@ def free_space(facts: dict[str, Any], threshold: Any) -> Outcome:
     fix="Give Docker a dedicated SSD sized for every GPU in the machine.",
     fix_role="docker_host: docker_host_data_device",
 )
-def free_space_per_gpu(facts: dict[str, Any], threshold: Any) -> Outcome:
+def free_space_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     free, text = _free_space(facts)
-    return compare(round(free / gpu_count(facts), 1), ">=", threshold, text)
+    return compare(round(free / gpu_count(facts), 1), threshold, text)
 
 
 @check(
@@ -133,5 +134,5 @@ def docker_separate(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Logs, driver updates and the agent live on /; a full root filesystem stops the host.",
     fix="Free space on / or move Docker's data root off it.",
 )
-def root_free(facts: dict[str, Any], threshold: Any) -> Outcome:
-    return compare(round(float(need(facts, "storage.root.free_gib")), 1), ">=", threshold)
+def root_free(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    return compare(round(float(need(facts, "storage.root.free_gib")), 1), threshold)

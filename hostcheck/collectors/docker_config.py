@@ -18,10 +18,11 @@ from typing import Any
 
 from hostcheck.collectors._proc import host_processes
 from hostcheck.collectors._run import read_text
+from hostcheck.docker_settings import BOOL_SETTINGS, DATA_ROOT, DATA_ROOT_KEYS, DEFAULT_RUNTIME, USERNS_REMAP
 from hostcheck.facts import Unknown
 
 DAEMON_JSON = "/etc/docker/daemon.json"
-DEFAULT_DATA_ROOT = "/var/lib/docker"
+DEFAULT_DATA_ROOT = str(DATA_ROOT.default)
 MAX_DAEMON_JSON_BYTES = 1 << 20
 MAX_UNIT_BYTES = 1 << 16
 # Unit search path, highest priority first (systemd.unit(5)): a docker.service in /etc
@@ -32,8 +33,8 @@ UNIT = "docker.service"
 # The daemon.json keys the checks read, and how each is kept. Nothing else is collected:
 # the file also holds proxy URLs with passwords, registry mirrors with tokens, TLS paths
 # and "hosts", none of which belongs in facts made for sharing.
-DAEMON_JSON_BOOLS = ("no-new-privileges", "live-restore", "icc", "userland-proxy")
-DAEMON_JSON_STRINGS = ("data-root", "graph", "default-runtime", "userns-remap")
+DAEMON_JSON_BOOLS = tuple(setting.key for setting in BOOL_SETTINGS)
+DAEMON_JSON_STRINGS = (*DATA_ROOT_KEYS, DEFAULT_RUNTIME.key, USERNS_REMAP.key)
 
 
 def as_bool(value: Any) -> bool | None:
@@ -219,13 +220,13 @@ def effective_data_root(
     """
     if isinstance(api_root, str) and api_root.strip():
         return api_root.strip()
-    for key in ("data-root", "graph"):
+    for key in DATA_ROOT_KEYS:
         flag = flags.get(key, "").strip()
         if flag and flag != "true":
             return flag
     if isinstance(daemon_json, Unknown):
         return DEFAULT_DATA_ROOT if json_missing else daemon_json
-    for key in ("data-root", "graph"):
+    for key in DATA_ROOT_KEYS:
         value = daemon_json.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()

@@ -14,6 +14,14 @@ from hostcheck.collectors.docker_config import (
     effective_data_root,
     read_daemon_config,
 )
+from hostcheck.docker_settings import (
+    BOOL_SETTINGS,
+    DEFAULT_RUNTIME,
+    ICC,
+    NO_NEW_PRIVILEGES,
+    USERLAND_PROXY,
+    USERNS_REMAP,
+)
 from hostcheck.facts import Unknown
 
 SECTION = "docker"
@@ -22,13 +30,9 @@ TIMEOUT = 3.0
 DEFAULT_SOCKET = "/var/run/docker.sock"
 API_TIMEOUT_S = 1.0
 
-# Settings and their dockerd defaults, as named in daemon.json and on dockerd's command line.
-BOOL_SETTINGS: dict[str, tuple[str, bool]] = {
-    "no_new_privileges": ("no-new-privileges", False),
-    "live_restore": ("live-restore", False),
-    "icc": ("icc", True),
-    "userland_proxy": ("userland-proxy", True),
-}
+NOT_IN_API = (ICC, USERLAND_PROXY, NO_NEW_PRIVILEGES)
+"""Settings GET /info does not report (no-new-privileges only when it is on): read from
+daemon.json and dockerd's flags even when the daemon answers."""
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -166,18 +170,18 @@ def settings_from_config(config: dict[str, Any], flags: dict[str, str]) -> dict[
     dockerd refuses to start when a flag and daemon.json disagree, so either source is final.
     """
     out: dict[str, Any] = {}
-    for fact, (key, default) in BOOL_SETTINGS.items():
-        value = as_bool(flags.get(key, config.get(key)))
-        out[fact] = default if value is None else value
+    for setting in BOOL_SETTINGS:
+        value = as_bool(flags.get(setting.key, config.get(setting.key)))
+        out[setting.fact] = setting.default if value is None else value
     root = effective_data_root(config, False, flags)
     out["data_root"] = root if isinstance(root, str) else DEFAULT_DATA_ROOT
     extra = config.get("runtimes")
     runtimes = sorted({"runc", *(str(k) for k in extra)}) if isinstance(extra, dict) else ["runc"]
     out["runtimes"] = runtimes
-    default_runtime = flags.get("default-runtime") or config.get("default-runtime")
-    out["default_runtime"] = str(default_runtime) if default_runtime else "runc"
+    default_runtime = flags.get(DEFAULT_RUNTIME.key) or config.get(DEFAULT_RUNTIME.key)
+    out[DEFAULT_RUNTIME.fact] = str(default_runtime) if default_runtime else DEFAULT_RUNTIME.default
     out["nvidia_runtime"] = "nvidia" in runtimes
-    out["userns_remap"] = bool(flags.get("userns-remap") or config.get("userns-remap"))
+    out[USERNS_REMAP.fact] = bool(flags.get(USERNS_REMAP.key) or config.get(USERNS_REMAP.key))
     return out
 
 
@@ -259,14 +263,14 @@ def collect(ctx: Any) -> dict[str, Any]:
         # The API does not report these; daemon.json / dockerd flags do (no file = defaults).
         if isinstance(daemon_json, dict) or json_missing:
             settings = settings_from_config(daemon_json if isinstance(daemon_json, dict) else {}, flags)
-            facts["icc"], facts["userland_proxy"] = settings["icc"], settings["userland_proxy"]
-            facts["no_new_privileges"] = facts.get("no_new_privileges") is True or settings["no_new_privileges"]
+            for setting in NOT_IN_API:
+                facts[setting.fact] = facts.get(setting.fact) is True or settings[setting.fact]
         elif isinstance(daemon_json, Unknown):
-            for fact in ("icc", "userland_proxy", "no_new_privileges"):
-                flag = as_bool(flags.get(BOOL_SETTINGS[fact][0]))
-                if facts.get(fact) is True:
+            for setting in NOT_IN_API:
+                flag = as_bool(flags.get(setting.key))
+                if facts.get(setting.fact) is True:
                     continue  # the daemon itself reported it
-                facts[fact] = flag if flag is not None else Unknown(
+                facts[setting.fact] = flag if flag is not None else Unknown(
                     f"not reported by the API and {daemon_json.reason}")
         return facts
 

@@ -25,9 +25,10 @@ from typing import Any
 
 from hostcheck.collectors import CollectContext
 from hostcheck.facts import Unknown
+from hostcheck.models import InboundResult, NatBehaviour
 from hostcheck.netaddr import classify_address
 from hostcheck.netprobe import cgnat as cg
-from hostcheck.netprobe.discovery import UNKNOWN, NatDiscovery, discover_nat
+from hostcheck.netprobe.discovery import NatDiscovery, discover_nat
 from hostcheck.netprobe.gateway import (
     RouterAnswer,
     default_gateway_v4,
@@ -277,8 +278,8 @@ def _v6_mapped(phase: Any) -> Any:
 
 def _nat_unknown(reason: str) -> dict[str, Any]:
     return {
-        "mapping": UNKNOWN,
-        "filtering": UNKNOWN,
+        "mapping": NatBehaviour.UNKNOWN,
+        "filtering": NatBehaviour.UNKNOWN,
         "mapping_method": None,
         "mapped_address": Unknown(reason),
         "mapped_port": Unknown(reason),
@@ -368,7 +369,7 @@ def _router(answer: Any) -> Any:
 
 
 def _inbound_facts(url: str | None, token: str | None, ports: list[int], answer: Any) -> dict[str, Any]:
-    listed = [{"port": p, "proto": proto, "result": "unverified"} for p in ports for proto in ("tcp", "udp")]
+    listed = [{"port": p, "proto": proto, "result": InboundResult.UNVERIFIED} for p in ports for proto in ("tcp", "udp")]
     if not url:
         return {
             "probed": False,

@@ -15,6 +15,7 @@ from typing import Any
 from hostcheck.collectors.disk_bw import VAST_JOB_SOURCE, DiskBandwidth
 from hostcheck.facts import Unknown
 from hostcheck.measure.power import PowerEstimate
+from hostcheck.models import InboundResult
 
 
 class Label(StrEnum):
@@ -296,7 +297,7 @@ def _direct_ports(facts: dict[str, Any]) -> OfferField:
     inbound = _get(facts, "network", "inbound")
     ports = inbound.get("ports") if isinstance(inbound, dict) else None
     if isinstance(inbound, dict) and inbound.get("probed") is True and isinstance(ports, list):
-        reachable = sum(1 for p in ports if isinstance(p, dict) and p.get("result") == "reachable")
+        reachable = sum(1 for p in ports if isinstance(p, dict) and p.get("result") == InboundResult.REACHABLE)
         how = (f"{reachable} of the {len(ports)} ports probed from outside answered; Vast counts the range the "
                "host opens for it (ports not probed are not counted)")
         return OfferField("direct_port_count", reachable, "", Label.MEASURED, how, definition, _source(CLI_DOC))

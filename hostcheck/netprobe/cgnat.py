@@ -38,29 +38,31 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hostcheck.facts import Unknown
+from hostcheck.models import NatVerdict
 from hostcheck.netaddr import classify_address, parse_address
 from hostcheck.netprobe.hops import Hop
 
-YES, LIKELY, NO, ROUTER_NO = "yes", "likely", "no", "router-no"
+ROUTER_NO = "router-no"
+"""A router's own word that its WAN address is the public one: a "no" only when nothing else votes."""
 
 # (signal name, result) -> vote. Results not listed vote nothing.
 VOTES: dict[tuple[str, str], str] = {
-    ("stun_mapped_address", "shared-address"): YES,
-    ("stun_mapped_address", "no-nat"): NO,
-    ("local_address", "shared-address"): YES,
-    ("local_address", "public-address"): NO,
-    ("router_upnp", "shared-address"): YES,
-    ("router_natpmp", "shared-address"): YES,
-    ("router_upnp", "private"): LIKELY,
-    ("router_natpmp", "private"): LIKELY,
-    ("router_upnp", "public-differs"): LIKELY,
-    ("router_natpmp", "public-differs"): LIKELY,
+    ("stun_mapped_address", "shared-address"): NatVerdict.YES,
+    ("stun_mapped_address", "no-nat"): NatVerdict.NO,
+    ("local_address", "shared-address"): NatVerdict.YES,
+    ("local_address", "public-address"): NatVerdict.NO,
+    ("router_upnp", "shared-address"): NatVerdict.YES,
+    ("router_natpmp", "shared-address"): NatVerdict.YES,
+    ("router_upnp", "private"): NatVerdict.LIKELY,
+    ("router_natpmp", "private"): NatVerdict.LIKELY,
+    ("router_upnp", "public-differs"): NatVerdict.LIKELY,
+    ("router_natpmp", "public-differs"): NatVerdict.LIKELY,
     ("router_upnp", "public-matches"): ROUTER_NO,
     ("router_natpmp", "public-matches"): ROUTER_NO,
-    ("router_upnp", "public-contradicted"): LIKELY,
-    ("router_natpmp", "public-contradicted"): LIKELY,
-    ("hop_probe", "shared-address-hop"): LIKELY,
-    ("servers_agree", "different-addresses"): LIKELY,
+    ("router_upnp", "public-contradicted"): NatVerdict.LIKELY,
+    ("router_natpmp", "public-contradicted"): NatVerdict.LIKELY,
+    ("hop_probe", "shared-address-hop"): NatVerdict.LIKELY,
+    ("servers_agree", "different-addresses"): NatVerdict.LIKELY,
 }
 
 # Signals that read the same router state count once among the heuristics.
@@ -88,44 +90,44 @@ def _contradictions(results: Iterable[tuple[str, str]]) -> list[str]:
     return [CONTRADICTIONS[pair] for pair in results if pair in CONTRADICTIONS]
 
 
-def cgnat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
-    """Combine signals into "yes" | "likely" | "no" | "unknown" (see the module doc)."""
+def cgnat_verdict(signals: Iterable[Mapping[str, Any]]) -> NatVerdict:
+    """Combine signals into the CGNAT verdict (see the module doc)."""
     results = _results(signals)
     if _contradictions(results):
         results = [(n, "public-contradicted" if n in _ROUTERS and r == "public-matches" else r) for n, r in results]
     votes = [(_SAME_SOURCE.get(n, n), VOTES[(n, r)]) for n, r in results if (n, r) in VOTES]
-    if any(v == YES for _, v in votes):
-        return "yes"
-    if any(v == NO for _, v in votes):
-        return "no"
-    likely_sources = {src for src, v in votes if v == LIKELY}
+    if any(v == NatVerdict.YES for _, v in votes):
+        return NatVerdict.YES
+    if any(v == NatVerdict.NO for _, v in votes):
+        return NatVerdict.NO
+    likely_sources = {src for src, v in votes if v == NatVerdict.LIKELY}
     if len(likely_sources) >= 2:
-        return "yes"
+        return NatVerdict.YES
     if likely_sources:
-        return "likely"
+        return NatVerdict.LIKELY
     if any(v == ROUTER_NO for _, v in votes):
-        return "no"
-    return "unknown"
+        return NatVerdict.NO
+    return NatVerdict.UNKNOWN
 
 
-def double_nat_verdict(signals: Iterable[Mapping[str, Any]]) -> str:
-    """"yes" | "likely" | "no" | "unknown": a second NAT behind a private-range router."""
+def double_nat_verdict(signals: Iterable[Mapping[str, Any]]) -> NatVerdict:
+    """The double-NAT verdict: a second NAT behind a private-range router (see the module doc)."""
     results = set(_results(signals))
     if _contradictions(results):
         results = {(n, "public-contradicted" if n in _ROUTERS and r == "public-matches" else r) for n, r in results}
     if ("stun_mapped_address", "no-nat") in results or ("local_address", "public-address") in results:
-        return "no"
+        return NatVerdict.NO
     router = {r for n, r in results if n in _ROUTERS}
     private_hop = ("hop_probe", "private-upstream") in results
     if "private" in router:
-        return "yes"
+        return NatVerdict.YES
     if private_hop and "public-matches" not in router and "no-address" in router:
-        return "yes"
+        return NatVerdict.YES
     if private_hop:
-        return "likely"
+        return NatVerdict.LIKELY
     if "public-matches" in router:
-        return "no"
-    return "unknown"
+        return NatVerdict.NO
+    return NatVerdict.UNKNOWN
 
 
 def _fmt(addr: tuple[str, int] | None) -> str:

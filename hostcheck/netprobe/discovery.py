@@ -20,6 +20,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from hostcheck.models import NatBehaviour
 from hostcheck.netprobe.stun_client import (
     DEFAULT_TIMING,
     HAIRPIN_TIMING,
@@ -35,14 +36,6 @@ from hostcheck.netprobe.stun_client import (
 )
 from hostcheck.netprobe.stun_codec import Address, binding_request
 
-# The same three words name mapping and filtering behaviours (RFC 4787).
-EI = "endpoint-independent"
-AD = "address-dependent"
-APD = "address-and-port-dependent"
-DEPENDENT = "endpoint-dependent"
-"""Mapping seen to change with the destination address, without RFC 5780 to say whether
-the port matters too (two plain servers)."""
-UNKNOWN = "unknown"
 OTHER_WAIT_S = 0.3
 """Once an RFC 5780 server answered, how long the other servers still get to answer."""
 
@@ -63,8 +56,8 @@ class NatDiscovery:
 
     server: Address
     """The server the behaviour tests ran against (the first usable one)."""
-    mapping: str = UNKNOWN
-    filtering: str = UNKNOWN
+    mapping: NatBehaviour = NatBehaviour.UNKNOWN
+    filtering: NatBehaviour = NatBehaviour.UNKNOWN
     local: Address | None = None
     mapped: Address | None = None
     other_address: Address | None = None
@@ -195,7 +188,7 @@ def _discover(
             return
         if not result.nat_present:
             # Nothing translates our address: the mapping is trivially endpoint-independent.
-            result.mapping = EI
+            result.mapping = NatBehaviour.ENDPOINT_INDEPENDENT
         else:
             assert rfc.other_address is not None  # _usable_other() picked it for having one
             result.mapping = _mapping_tests(result, main, rfc.other_address, deadline, timing)
@@ -221,26 +214,26 @@ def _no_rfc5780_reason(answered: list[ServerAnswer]) -> str:
     )
 
 
-def _mapping_from_servers(result: NatDiscovery, answered: list[ServerAnswer]) -> str:
+def _mapping_from_servers(result: NatDiscovery, answered: list[ServerAnswer]) -> NatBehaviour:
     """Mapping behaviour from the addresses servers at different addresses saw for one socket."""
     if not result.nat_present:
         result.mapping_method = "two-servers"
-        return EI
+        return NatBehaviour.ENDPOINT_INDEPENDENT
     by_ip: dict[str, ServerAnswer] = {}
     for a in answered:
         by_ip.setdefault(a.server[0], a)
     if len(by_ip) < 2:
         result.reasons.append("mapping needs answers from two STUN servers at different addresses")
-        return UNKNOWN
+        return NatBehaviour.UNKNOWN
     result.mapping_method = "two-servers"
     if len({a.mapped for a in by_ip.values()}) == 1:
-        return EI
-    return DEPENDENT
+        return NatBehaviour.ENDPOINT_INDEPENDENT
+    return NatBehaviour.ENDPOINT_DEPENDENT
 
 
 def _mapping_tests(
     result: NatDiscovery, main: socket.socket, other: Address, deadline: float, timing: Timing
-) -> str:
+) -> NatBehaviour:
     server = result.server
     # Test II: the other address, same port. Same mapping -> endpoint-independent.
     (second,) = run_transactions(
@@ -251,9 +244,9 @@ def _mapping_tests(
         result.reasons.append(
             f"mapping: {describe_failure(second) if not second.ok else 'no mapped address in answer'}"
         )
-        return UNKNOWN
+        return NatBehaviour.UNKNOWN
     if second.message.mapped == result.mapped:
-        return EI
+        return NatBehaviour.ENDPOINT_INDEPENDENT
     # Test III: other address and other port. Same as test II -> address-dependent.
     (third,) = run_transactions([binding_transaction("mapping III", main, other, timing=timing)], deadline)
     result._record([third])
@@ -261,8 +254,10 @@ def _mapping_tests(
         result.reasons.append(
             f"mapping: {describe_failure(third) if not third.ok else 'no mapped address in answer'}"
         )
-        return UNKNOWN
-    return AD if third.message.mapped == second.message.mapped else APD
+        return NatBehaviour.UNKNOWN
+    if third.message.mapped == second.message.mapped:
+        return NatBehaviour.ADDRESS_DEPENDENT
+    return NatBehaviour.ADDRESS_AND_PORT_DEPENDENT
 
 
 def _filtering_and_hairpin_tests(
@@ -273,7 +268,7 @@ def _filtering_and_hairpin_tests(
     deadline: float,
     timing: Timing,
     hairpin: bool,
-) -> tuple[str, bool | None]:
+) -> tuple[NatBehaviour, bool | None]:
     server = result.server
     other = result.other_address
     assert other is not None and result.mapped is not None
@@ -285,7 +280,7 @@ def _filtering_and_hairpin_tests(
         for s in socks:
             s.close()
         result.reasons.append(f"filtering: cannot open a socket: {exc.strerror or exc}")
-        return UNKNOWN, None
+        return NatBehaviour.UNKNOWN, None
     try:
         txns: list[Transaction] = [
             binding_transaction(
@@ -331,14 +326,14 @@ def _filtering_and_hairpin_tests(
 
 def _filtering_verdict(
     result: NatDiscovery, f2: Outcome, f3: Outcome, server: Address, other: Address
-) -> str:
+) -> NatBehaviour:
     for o in (f2, f3):
         if o.error_code is not None:
             result.reasons.append(
                 f"filtering: {fmt_address(server)} rejected CHANGE-REQUEST ({o.error}): "
                 "filtering cannot be tested"
             )
-            return UNKNOWN
+            return NatBehaviour.UNKNOWN
     if f2.ok:
         if f2.source != other:
             result.reasons.append(
@@ -346,8 +341,8 @@ def _filtering_verdict(
                 f"{fmt_address(f2.source or server)}, "
                 f"not {fmt_address(other)} (the server ignores CHANGE-REQUEST)"
             )
-            return UNKNOWN
-        return EI
+            return NatBehaviour.UNKNOWN
+        return NatBehaviour.ENDPOINT_INDEPENDENT
     if f3.ok:
         expected = (server[0], other[1])
         if f3.source != expected:
@@ -355,12 +350,12 @@ def _filtering_verdict(
                 f"filtering: the answer to change-port came from {fmt_address(f3.source or server)}, "
                 f"not {fmt_address(expected)} (the server ignores CHANGE-REQUEST)"
             )
-            return UNKNOWN
-        return AD
+            return NatBehaviour.UNKNOWN
+        return NatBehaviour.ADDRESS_DEPENDENT
     if f2.timed_out and f3.timed_out:
-        return APD
+        return NatBehaviour.ADDRESS_AND_PORT_DEPENDENT
     for o in (f2, f3):
         if not o.ok and not o.timed_out:
             result.reasons.append(f"filtering: {describe_failure(o)}")
             break
-    return UNKNOWN
+    return NatBehaviour.UNKNOWN

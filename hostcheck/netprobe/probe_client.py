@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from hostcheck.models import InboundResult
 from hostcheck.netprobe.http_client import ServerError, check_status, connect, parse_endpoint
 from hostcheck.netprobe.probe_protocol import PROBE_PREFIX
 
@@ -143,7 +144,7 @@ def request_probe(
             "probed": False,
             "peer": None,
             "ports": [
-                {"port": p, "proto": proto, "result": "unverified", "detail": why} for p, proto in ports
+                {"port": p, "proto": proto, "result": InboundResult.UNVERIFIED, "detail": why} for p, proto in ports
             ],
             "reason": why,
         }
@@ -178,13 +179,13 @@ def request_probe(
         server_side = by_key.get((lst.port, lst.proto), {})
         detail = str(server_side.get("detail", "not probed by the server"))[:200]
         if lst.received:
-            result = "reachable"
+            result = InboundResult.REACHABLE
         elif lst.sock is None:
-            result = "unverified"
+            result = InboundResult.UNVERIFIED
             detail = f"port in use on this host ({lst.error}); the server says: {detail}"
         else:
-            result = "unreachable"
-            if server_side.get("result") == "reachable":
+            result = InboundResult.UNREACHABLE
+            if server_side.get("result") == InboundResult.REACHABLE:
                 detail = f"{detail}, but not to this host (the router or another machine answered)"
         out_ports.append({"port": lst.port, "proto": lst.proto, "result": result, "detail": detail})
     peer = answer.get("peer") if isinstance(answer.get("peer"), str) else None

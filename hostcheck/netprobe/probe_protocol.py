@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from hostcheck.models import InboundResult
+
 MAX_BODY = 4096
 MIN_TOKEN_LENGTH = 16
 MAX_TOKEN_LENGTH = 512
@@ -135,5 +137,5 @@ def normalise_peer(addr: str) -> str:
     return str(ip)
 
 
-def port_result(probe: PortProbe, result: str, detail: str) -> dict[str, Any]:
+def port_result(probe: PortProbe, result: InboundResult, detail: str) -> dict[str, Any]:
     return {"port": probe.port, "proto": probe.proto, "result": result, "detail": detail}

@@ -10,6 +10,7 @@ import socket
 import time
 from typing import Any
 
+from hostcheck.models import InboundResult
 from hostcheck.netprobe.probe_protocol import PROBE_PREFIX, PortProbe, normalise_peer, port_result
 
 CONNECT_TIMEOUT_S = 2.0
@@ -26,13 +27,13 @@ def tcp_connect_back(peer: str, probe: PortProbe, timeout: float = CONNECT_TIMEO
                 s.sendall(PROBE_PREFIX + probe.nonce.encode() + b"\n")
             except OSError:
                 pass  # connected is what we report; the client checks the nonce itself
-        return port_result(probe, "reachable", "connected")
+        return port_result(probe, InboundResult.REACHABLE, "connected")
     except ConnectionRefusedError:
-        return port_result(probe, "unreachable", "refused")
+        return port_result(probe, InboundResult.UNREACHABLE, "refused")
     except TimeoutError:
-        return port_result(probe, "unreachable", "timeout")
+        return port_result(probe, InboundResult.UNREACHABLE, "timeout")
     except OSError as exc:
-        return port_result(probe, "unreachable", f"error: {exc.strerror or type(exc).__name__}")
+        return port_result(probe, InboundResult.UNREACHABLE, f"error: {exc.strerror or type(exc).__name__}")
 
 
 def udp_echo_back(peer: str, probe: PortProbe, timeout: float = UDP_WAIT_S) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def udp_echo_back(peer: str, probe: PortProbe, timeout: float = UDP_WAIT_S) -> d
                 try:
                     s.sendto(payload, (peer, probe.port))
                 except OSError as exc:
-                    return port_result(probe, "unreachable", f"error: {exc.strerror or type(exc).__name__}")
+                    return port_result(probe, InboundResult.UNREACHABLE, f"error: {exc.strerror or type(exc).__name__}")
                 until = min(deadline, time.monotonic() + timeout / 3)
                 while (left := until - time.monotonic()) > 0:
                     s.settimeout(left)
@@ -56,10 +57,10 @@ def udp_echo_back(peer: str, probe: PortProbe, timeout: float = UDP_WAIT_S) -> d
                     except OSError:
                         continue  # ICMP port unreachable from a previous send
                     if normalise_peer(src[0]) == peer and data == payload:
-                        return port_result(probe, "reachable", "echoed")
+                        return port_result(probe, InboundResult.REACHABLE, "echoed")
     except OSError as exc:
-        return port_result(probe, "unreachable", f"error: {exc.strerror or type(exc).__name__}")
-    return port_result(probe, "unreachable", "no echo")
+        return port_result(probe, InboundResult.UNREACHABLE, f"error: {exc.strerror or type(exc).__name__}")
+    return port_result(probe, InboundResult.UNREACHABLE, "no echo")
 
 
 def probe_one(peer: str, probe: PortProbe) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from typing import Any, cast
 from aiohttp import http_exceptions, web
 from aiohttp.web_protocol import RequestHandler
 
+from hostcheck.models import InboundResult
 from hostcheck.netprobe.probe_protocol import (
     MAX_BODY,
     ProbeRequestError,
@@ -197,7 +198,7 @@ async def _probe_route(service: ProbeService, request: web.BaseRequest, peer: st
         "probe done: %d tcp, %d udp port(s), %d reachable",
         sum(p.proto == "tcp" for p in parsed.ports),
         sum(p.proto == "udp" for p in parsed.ports),
-        sum(r["result"] == "reachable" for r in results),
+        sum(r["result"] == InboundResult.REACHABLE for r in results),
     )
     return _json(200, {"peer": peer, "results": list(results)})
 

@@ -353,7 +353,8 @@ def test_icmp_port_unreachable_ends_a_transaction_at_once() -> None:
 def test_discovery_falls_back_past_a_refusing_server_on_the_same_socket() -> None:
     import time
 
-    from hostcheck.netprobe.discovery import EI, discover_nat
+    from hostcheck.models import NatBehaviour
+    from hostcheck.netprobe.discovery import discover_nat
 
     echo = _Echo()
     try:
@@ -367,7 +368,7 @@ def test_discovery_falls_back_past_a_refusing_server_on_the_same_socket() -> Non
     assert "port unreachable" in (disc.answers[0].error or "")
     assert disc.server == echo.addr and disc.mapped == disc.local
     # Mapped equals local: no NAT, so the mapping is trivially endpoint-independent.
-    assert (disc.mapping, disc.mapping_method, disc.nat_present) == (EI, "two-servers", False)
+    assert (disc.mapping, disc.mapping_method, disc.nat_present) == (NatBehaviour.ENDPOINT_INDEPENDENT, "two-servers", False)
     assert disc.filtering == "unknown" and "do not support RFC 5780" in (disc.reason or "")
 
 

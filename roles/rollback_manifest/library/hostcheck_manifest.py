@@ -30,9 +30,9 @@ options:
     description: Role the entries belong to (required except for status and cleanup).
     type: str
   path:
-    description: Manifest file.
+    description: Manifest file (the roles pass C(rollback_manifest_path)).
     type: path
-    default: /var/lib/hostcheck-profile/manifest.json
+    required: true
   files:
     description: Files, links or directories whose current state (or absence) is recorded.
     type: list
@@ -116,11 +116,13 @@ author: hostcheck contributors
 EXAMPLES = r"""
 - name: Record the drop-in before writing it
   hostcheck_manifest:
+    path: "{{ rollback_manifest_path }}"
     role: ssh_hardening
     files: [/etc/ssh/sshd_config.d/01-hostcheck.conf]
 
 - name: Undo everything this role changed
   hostcheck_manifest:
+    path: "{{ rollback_manifest_path }}"
     role: ssh_hardening
     action: rollback
 """
@@ -215,7 +217,7 @@ def main():
         argument_spec=dict(
             action=dict(type="str", default="record", choices=ACTIONS),
             role=dict(type="str"),
-            path=dict(type="path", default="/var/lib/hostcheck-profile/manifest.json"),
+            path=dict(type="path", required=True),
             files=dict(type="list", elements="path", default=[]),
             trees=dict(type="list", elements="path", default=[]),
             packages=dict(type="list", elements="str", default=[]),
