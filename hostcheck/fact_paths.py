@@ -94,7 +94,7 @@ F = Fact
 CHASSIS = ("laptop", "desktop", "server", "other")
 SCOPES = ("loopback", "link-local", "private", "cgnat", "global", "other")
 IFACE_KINDS = ("wired", "wireless", "virtual", "loopback")
-NAT_WORDS = (*NatBehaviour, "unknown")
+NAT_WORDS = tuple(NatBehaviour)
 TRISTATE = tuple(NatVerdict)
 INBOUND = tuple(InboundResult)
 
