@@ -164,7 +164,7 @@ FACTS: tuple[Fact, ...] = (
     F("meta.collector_timings_s.*", T.NUMBER, "one collector's time", unit="s"),
     F("meta.source", T.TEXT, "where the facts come from", choices=("live", "snapshot")),
     F("meta.description", T.TEXT, "what a snapshot represents", redact="text", when="snapshots written by hand"),
-    F("meta.upgraded_from", T.INT, "the format the facts were upgraded from (`hostcheck facts --upgrade`)",
+    F("meta.upgraded_from", T.INT, "the format the facts were upgraded from (on load, or by `hostcheck facts --upgrade FILE`)",
       when="upgraded facts"),
     # ------------------------------------------------------------------ gpu
     F("gpu", T.OBJECT, "the GPUs"),
@@ -199,6 +199,10 @@ FACTS: tuple[Fact, ...] = (
     F(f"{_DEVICE}.display_active", T.BOOL, "a display is driven by this GPU"),
     F(f"{_DEVICE}.throttle_reasons", T.TEXTS,
       "clock event reasons active at the reading (\"sw_power_cap\", \"hw_slowdown\", \"gpu_idle\", ...)"),
+    F(f"{_DEVICE}.thermal_slowdown", T.COUNTER,
+      "time NVML counted the GPU slowed for heat (its thermal violation counter, nvmlDeviceGetViolationStatus). "
+      "NVML does not say when it started counting: `since` is the boot, which holds while the driver keeps "
+      "the GPU initialised (persistence mode on) and makes the share a lower bound otherwise", unit="s"),
     F(f"{_DEVICE}.mig_mode", T.BOOL, "Multi-Instance GPU on (unknown when the card has none)"),
     F(f"{_DEVICE}.architecture", T.TEXT, "\"pascal\", \"turing\", \"ampere\", \"ada\", \"hopper\", \"blackwell\" ... "
       "(nvmlDeviceGetArchitecture; unknown on drivers that predate it)"),

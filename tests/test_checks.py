@@ -3,6 +3,7 @@ including the edges where a fact is unknown (never a pass)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,15 @@ def gpu(**fields: Any) -> dict[str, Any]:
     return {"gpu": {"nvml": {"available": True, "reason": None}, "devices": [device], "display_adapters": []}}
 
 
+DAY_S = 86400
+
+
+def counter(total_s: float, covered_s: int) -> dict[str, Any]:
+    """A counter fact that counted ``total_s`` over the ``covered_s`` seconds before 2026-12-02."""
+    read_at = datetime(2026, 12, 2, tzinfo=UTC)
+    return {"total": total_s, "since": (read_at - timedelta(seconds=covered_s)).isoformat(), "read_at": read_at.isoformat()}
+
+
 def container(**fields: Any) -> dict[str, Any]:
     """One running container as the docker collector records it (default: no host access)."""
     return {"name": "C.1", "network_mode": "bridge", "privileged": False, "pid_mode": "", "ipc_mode": "private",
@@ -43,6 +53,12 @@ CASES = [
     ("GPU-1030", {"gpu": {"cuda_driver_version": Unknown("NVML unavailable")}}, "12.0", "unknown", None),
     ("GPU-1060", gpu(name="NVIDIA GeForce RTX 3080 Ti Laptop GPU"), None, "fail", "laptop GPU"),
     ("GPU-1060", gpu(name=Unknown("GPU lost")), None, "unknown", None),
+    # GPU-1170: share = total / (read_at - since), in %: 1800 s of one day is 2.08 %
+    ("GPU-1170", gpu(thermal_slowdown=counter(1800, DAY_S)), 0, "fail", round(1800 / DAY_S * 100, 2)),
+    ("GPU-1170", gpu(thermal_slowdown=counter(0, DAY_S)), 0, "pass", 0.0),
+    ("GPU-1170", gpu(thermal_slowdown=counter(86.4, DAY_S)), 0.1, "pass", round(86.4 / DAY_S * 100, 2)),
+    ("GPU-1170", gpu(thermal_slowdown=Unknown("not supported by this GPU/driver")), 0, "unknown", None),
+    ("GPU-1170", gpu(thermal_slowdown=counter(10, 0)), 0, "unknown", None),  # covers no time
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": [{"vendor": "nvidia"}]}}, 1, "fail", 0),
     ("GPU-1010", {"gpu": {"nvml": {"available": False, "reason": "no driver"}, "display_adapters": Unknown("no sysfs")}}, 1, "unknown", None),
     # macOS: NVIDIA's CUDA 10.2 release notes make it the last release to support macOS; no driver, no PCI listing needed

@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -127,6 +129,8 @@ def laptop_3080ti() -> dict[str, Any]:
         "nvmlDeviceGetDisplayActive": 0,
         "nvmlDeviceGetCurrentClocksEventReasons": 0x4 | 0x40,
         "nvmlDeviceGetMigMode": NOT_SUPPORTED,
+        # 30 minutes of thermal slowdown counted (nvmlViolationTime_t: violationTime in ns)
+        "nvmlDeviceGetViolationStatus": SimpleNamespace(referenceTime=0, violationTime=1800 * 10**9),
         "nvmlDeviceGetArchitecture": 7,  # NVML_DEVICE_ARCH_AMPERE
         "nvmlDeviceGetCudaComputeCapability": (8, 6),
     }
@@ -154,6 +158,7 @@ def server_a100(bus: str, uuid: str) -> dict[str, Any]:
         "nvmlDeviceGetDisplayActive": 0,
         "nvmlDeviceGetCurrentClocksEventReasons": 0x1,
         "nvmlDeviceGetMigMode": [1, 1],
+        "nvmlDeviceGetViolationStatus": SimpleNamespace(referenceTime=0, violationTime=0),
         "nvmlDeviceGetArchitecture": 7,
         "nvmlDeviceGetCudaComputeCapability": (8, 0),
     }
@@ -163,6 +168,9 @@ def test_nvml_laptop_3080ti_exact_facts() -> None:
     fake = FakeNvml([laptop_3080ti()])
     facts = gpu.nvml_facts(fake)
     unsupported = Unknown("not supported by this GPU/driver")
+    thermal = facts["devices"][0]["thermal_slowdown"]  # times from this machine's clock, checked below
+    assert thermal["total"] == 1800.0
+    assert ("nvmlDeviceGetViolationStatus", 0, gpu.NVML_PERF_POLICY_THERMAL) in fake.calls
     assert facts == {
         "nvml": {"available": True, "reason": None},
         "driver_version": "580.95.05",
@@ -192,6 +200,7 @@ def test_nvml_laptop_3080ti_exact_facts() -> None:
                 "persistence_mode": False,
                 "display_active": False,
                 "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown"],
+                "thermal_slowdown": thermal,
                 "mig_mode": unsupported,
                 "architecture": "ampere",
                 "compute_capability": "8.6",
@@ -205,6 +214,21 @@ def test_nvml_laptop_3080ti_exact_facts() -> None:
         0,
         real_nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
     ) in fake.calls
+
+
+def test_thermal_slowdown_counts_from_the_boot(tmp_path: Path) -> None:
+    uptime = tmp_path / "uptime"
+    uptime.write_text("86400.00 170000.00\n")  # up one day
+    counter = gpu.thermal_slowdown(SimpleNamespace(referenceTime=0, violationTime=3600 * 10**9), uptime)
+    assert isinstance(counter, dict) and counter["total"] == 3600.0
+    since, read_at = (datetime.fromisoformat(counter[k]) for k in ("since", "read_at"))
+    assert abs((read_at - since).total_seconds() - 86400) <= 1
+    assert abs(read_at.timestamp() - time.time()) <= 5
+    unsupported = Unknown("not supported by this GPU/driver")
+    assert gpu.thermal_slowdown(unsupported, uptime) is unsupported
+    missing = gpu.thermal_slowdown(SimpleNamespace(violationTime=1), tmp_path / "none")
+    assert isinstance(missing, Unknown) and "boot" in missing.reason
+    assert isinstance(gpu.thermal_slowdown(SimpleNamespace(), uptime), Unknown)
 
 
 def test_nvml_not_supported_fields_and_fallbacks() -> None:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from hostcheck import gpu_models
+from hostcheck.accumulated import covered_s, share
 from hostcheck.checks.base import (
     CheckResult,
     Missing,
@@ -488,3 +489,34 @@ def lanes_per_tflops(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def power_at_stock(facts: dict[str, Any], threshold: Any) -> CheckResult:
     return power_limit_ratio(facts, threshold)
+
+
+@check(
+    "GPU-1170",
+    title="GPU time in thermal slowdown since boot",
+    op="<=",
+    unit="%",
+    threshold="number",
+    why="A GPU that slows itself for heat gives renters less than its rated speed, and time spent "
+    "there shows the cooling at its limit; Vast asks hosts not to allow thermal instability under "
+    "load. NVML counts this time from when the driver started, which is the boot while persistence "
+    "mode keeps the GPU initialised.",
+    fix="Clean the fans and heatsinks, give the case (or the laptop) airflow and a cooler room, then "
+    "watch `nvidia-smi -q -d PERFORMANCE` under load: Clocks Event Reasons show SW/HW Thermal Slowdown.",
+)
+def thermal_slowdown_share(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    worst: tuple[float, str] | None = None
+    for device in known_devices(facts):
+        index = device.get("index", "?")
+        counter = device_field(device, "thermal_slowdown")
+        part, covered = share(counter), covered_s(counter)
+        if isinstance(part, Unknown) or isinstance(covered, Unknown):
+            reason = part.reason if isinstance(part, Unknown) else str(getattr(covered, "reason", ""))
+            raise Missing(f"gpu.devices[{index}].thermal_slowdown", reason)
+        pct = round(part * 100, 2)
+        said = f"GPU {index}: {counter['total']:g} s of {covered / 86400:.1f} days since boot"
+        if worst is None or pct > worst[0]:
+            worst = (pct, said)
+    if worst is None:
+        raise Missing("gpu.devices", "no GPU listed")
+    return compare(worst[0], threshold, worst[1])

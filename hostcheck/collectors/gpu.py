@@ -7,7 +7,9 @@ so tests can hand in a stand-in for the hardware that cannot exist on a CI machi
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,8 @@ VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1022": "amd", "0x8086": "inte
 IDENTITY_FIELDS = ("name", "uuid", "serial", "pci_bus_id")
 DEVICE_FIELDS = tuple(name for name in fields("gpu.devices.*") if name != "index")
 NVML_ARCH_UNKNOWN = 0xFFFFFFFF
+NVML_PERF_POLICY_THERMAL = 1  # nvmlPerfPolicyType_t
+UPTIME = Path("/proc/uptime")
 
 class _GpuLost(Exception):
     """The device fell off the bus during the query; its readings cannot be trusted."""
@@ -177,11 +181,34 @@ def _fill_device(nvml: Any, index: int, out: dict[str, Any]) -> None:
     if isinstance(reasons, Unknown) and reasons.reason != NOT_SUPPORTED:
         reasons = _call(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle)  # pre-535 drivers
     out["throttle_reasons"] = _map(reasons, lambda mask: decode_throttle_reasons(int(mask)))
+    out["thermal_slowdown"] = thermal_slowdown(
+        _call(nvml, "nvmlDeviceGetViolationStatus", handle, NVML_PERF_POLICY_THERMAL))
     out["mig_mode"] = _map(_call(nvml, "nvmlDeviceGetMigMode", handle), lambda cp: cp[0] == 1)
     out["architecture"] = _map(_call(nvml, "nvmlDeviceGetArchitecture", handle), architecture_name)
     out["compute_capability"] = _map(
         _call(nvml, "nvmlDeviceGetCudaComputeCapability", handle), lambda cc: f"{int(cc[0])}.{int(cc[1])}"
     )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def thermal_slowdown(violation: Any, uptime_file: Path = UPTIME) -> dict[str, Any] | Unknown:
+    """NVML's thermal violation counter (nvmlViolationTime_t: ``violationTime`` in ns) as a
+    counter since the boot (see the fact's declaration for why the boot)."""
+    if isinstance(violation, Unknown):
+        return violation
+    uptime = read_text(uptime_file, limit=256)
+    if isinstance(uptime, Unknown):
+        return Unknown(f"the counter's start (the boot) is not known: {uptime.reason}")
+    try:
+        up_s = float(uptime.split()[0])
+        total_s = int(violation.violationTime) / 1e9
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return Unknown("NVML's violation status or /proc/uptime could not be read")
+    now = time.time()
+    return {"total": round(total_s, 3), "since": _iso(now - up_s), "read_at": _iso(now)}
 
 
 def architecture_name(code: int) -> str | Unknown:
