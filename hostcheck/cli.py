@@ -381,19 +381,18 @@ def facts(
     if upgrade is not None:
         try:
             _check_output(output)
-            upgraded = to_jsonable(load_snapshot(upgrade))
+            data = to_jsonable(load_snapshot(upgrade))
         except (UsageError, FactsError) as exc:
             _die(str(exc))
-        _emit(dumps(upgraded, indent=2) + "\n", output, private=True)
-        return
-    try:
-        _check_output(output)
-        ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint,
-                       insecure_http)
-        ctx.agent_since = _agent_since(agent_since)
-    except UsageError as exc:
-        _die(str(exc))
-    data = to_jsonable(_collect_live(ctx, show_progress=False))
+    else:
+        try:
+            _check_output(output)
+            ctx = _context(offline, timeout, stun_server, probe, token_file, probe_port, public_range,
+                           probe_fingerprint, insecure_http)
+            ctx.agent_since = _agent_since(agent_since)
+        except UsageError as exc:
+            _die(str(exc))
+        data = to_jsonable(_collect_live(ctx, show_progress=False))
     if redact_output:
         from hostcheck.redact import Redactor, redact_facts
 

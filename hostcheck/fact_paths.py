@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -686,6 +687,10 @@ def _value_problem(fact: Fact, value: Any) -> str | None:
         return "must be a number"
     if kind in (FactType.TEXT, FactType.TIME) and not isinstance(value, str):
         return "must be text"
+    if kind is FactType.TIME and not _is_time(value):
+        return "must be a time (ISO 8601, with its zone)"
+    if kind in (FactType.INT, FactType.NUMBER) and fact.unit and fact.unit != "°C" and value < 0:
+        return f"must not be negative ({fact.unit})"
     if kind is FactType.TEXTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         return "must be a list of text"
     if kind is FactType.SETTING and not (isinstance(value, str)
@@ -696,6 +701,13 @@ def _value_problem(fact: Fact, value: Any) -> str | None:
     if kind is FactType.LIST and not isinstance(value, list):
         return "must be a list"
     return None
+
+
+def _is_time(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _shown(value: Any) -> str:

@@ -134,6 +134,15 @@ def test_a_format_1_file_is_upgraded_without_guessing(tmp_path: Path) -> None:
     assert FORMAT_1["gpu"]["devices"][0]["is_laptop"] is True  # the input is left alone
 
 
+def test_the_upgrade_command_redacts_when_asked(tmp_path: Path) -> None:
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(FORMAT_1))
+    proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", "facts", "--upgrade", str(old), "--redact"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["meta"]["hostname"] != "old"
+
+
 def test_the_upgrade_command_writes_the_upgraded_file(tmp_path: Path) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps(FORMAT_1))
@@ -161,6 +170,9 @@ def test_formats_it_cannot_read_are_refused_with_the_reason(tmp_path: Path, fmt:
     ("system.os_id", 12, "must be text"),
     ("system.desktop_sessions", ["gnome", 3], "must be a list of text"),
     ("storage.filesystems", {"a": 1}, "must be a list"),
+    ("meta.collected_at", "2026-02-30T00:00:00+00:00", "must be a time"),
+    ("meta.collected_at", "2026-11-29T12:00:00", "must be a time"),
+    ("system.ram_total_mib", -1, "must not be negative"),
 ])
 def test_a_fact_of_the_wrong_type_is_refused_naming_the_field(tmp_path: Path, path: str, value: Any, says: str) -> None:
     data = json.loads((REPO / "tests" / "snapshots" / "reference-laptop.json").read_text())

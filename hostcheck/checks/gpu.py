@@ -62,8 +62,9 @@ applications")."""
     threshold="number",
     why="Every GPU marketplace here rents NVIDIA GPUs through the driver's NVML/CUDA stack; "
     "without a working driver no job can use the card.",
-    fix="Install the NVIDIA driver (Debian: `apt install nvidia-driver`; Ubuntu: "
-    "`ubuntu-drivers install`), reboot, and check `nvidia-smi` lists the card.",
+    fix="On Linux, install the NVIDIA driver (Debian: `apt install nvidia-driver`; Ubuntu: "
+    "`ubuntu-drivers install`), reboot, and check `nvidia-smi` lists the card. A Mac has no "
+    "current NVIDIA driver: only platforms that rent Apple GPUs can use it.",
     fix_role="nvidia_host: nvidia_host_enabled",
 )
 def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
