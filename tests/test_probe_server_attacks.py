@@ -69,7 +69,8 @@ def raw_post(url: str, token: str, payload: object) -> int:
 
 
 def test_wrong_token_flood_does_not_lock_out_the_real_token(server: RunningThread) -> None:
-    """300 wrong-token requests (the old server answered the real user 429 after 30)."""
+    """300 wrong-token requests are each refused with 401 and the real token still works at once:
+    failed guesses must not use up the limits that the real user's requests need."""
     codes = {raw_post(server.url, "wrong-token-0123456789abcdef", {"ports": []}) for _ in range(300)}
     assert codes == {401}
     p = free_port()

@@ -3,8 +3,8 @@
 Requests are encoded with ``aioice.stun`` (a correct RFC 5389/8489 implementation). Responses
 are decoded here with strict framing checks first — header, magic cookie, length, attribute
 bounds, FINGERPRINT — and aioice's attribute decoders second, so that any malformed packet
-from the network becomes a :class:`StunDecodeError`, never another exception. pystun3 was
-replaced because it speaks only RFC 3489 and loops forever on error responses.
+from the network becomes a :class:`StunDecodeError`, never another exception. Not pystun3: it
+speaks only RFC 3489 and loops forever on error responses.
 """
 
 from __future__ import annotations
