@@ -10,8 +10,7 @@ validation errors that carry the path of the offending field, which the policy l
 into file, line and field.
 
 The enums are ``StrEnum``: a member compares and serialises as its plain string, so the
-reports and facts stay plain JSON. Kept whole: it is the single place the vocabulary is
-defined, which is the point of it.
+reports and facts stay plain JSON.
 """
 
 from __future__ import annotations

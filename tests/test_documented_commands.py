@@ -182,7 +182,7 @@ def _run_in_namespace(tmp: Path, commands: dict[str, list[str]]) -> dict[str, di
 
 def _driver(spec_path: str) -> None:
     """Inside the namespace: loopback up, the probe server by the README's command, then each command."""
-    from hostcheck.netprobe import tls
+    from hostcheck.probeserver import tls
 
     spec = json.loads(Path(spec_path).read_text())
     tmp = Path(spec["tmp"])

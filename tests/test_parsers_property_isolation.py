@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hostcheck import routes
 from hostcheck.collectors import accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown
-from hostcheck.firewall import summary
+from hostcheck.firewall import ruleset, summary
 from hostcheck.netaddr import classify_address
 
 SCOPES = {"loopback", "link-local", "private", "cgnat", "global", "other"}
@@ -76,8 +76,8 @@ def test_effective_from_files_never_raises(text: str) -> None:
 
 
 @given(nftish)
-def test_parse_nft_json_never_raises(text: str) -> None:
-    result = summary.parse_nft_json(text)
+def test_nft_json_summary_never_raises(text: str) -> None:
+    result = summary.summarise({"nftables": ruleset.parse_nft_ruleset(text), "iptables": None})
     assert isinstance(result, Unknown) or set(result) == FIREWALL_KEYS
     if isinstance(result, dict):
         assert result["input_policy"] in ("drop", "accept", "none")
@@ -85,8 +85,10 @@ def test_parse_nft_json_never_raises(text: str) -> None:
 
 
 @given(texts)
-def test_parse_iptables_save_never_raises(text: str) -> None:
-    assert set(summary.parse_iptables_save(text)) == FIREWALL_KEYS
+def test_iptables_save_summary_never_raises(text: str) -> None:
+    kept = ruleset.keep_iptables_save(text)
+    result = summary.summarise({"nftables": None, "iptables": kept})
+    assert result is kept if isinstance(kept, Unknown) else set(result) == FIREWALL_KEYS
 
 
 @given(texts)

@@ -69,7 +69,8 @@ def raw_post(url: str, token: str, payload: object) -> int:
 
 
 def test_wrong_token_flood_does_not_lock_out_the_real_token(server: RunningThread) -> None:
-    """300 wrong-token requests (the old server answered the real user 429 after 30)."""
+    """300 wrong-token requests are each refused with 401 and the real token still works at once:
+    failed guesses must not use up the limits that the real user's requests need."""
     codes = {raw_post(server.url, "wrong-token-0123456789abcdef", {"ports": []}) for _ in range(300)}
     assert codes == {401}
     p = free_port()
@@ -138,7 +139,7 @@ def test_idle_connections_give_way_once_they_have_idled() -> None:
         time.sleep(0.3 + 0.1)
         with socket.create_connection(("127.0.0.1", port), timeout=5):
             assert _recv_until_closed(idle[0], 1.0) < 1.0
-            assert srv.call(lambda: srv.service.open_connections) == 6
+            assert srv.call(lambda: srv.service.table.slots) == 6
         assert srv.service.stats["connections_shed"] == 1 and srv.service.stats["connections_over_cap"] == 0
     finally:
         for s in idle:
@@ -444,12 +445,12 @@ def test_slot_filling_does_not_keep_the_token_holder_out(sources: list[str], hel
     slowloris = b"POST /probe HTTP/1.1\r\nHost: x\r\n"
     try:
         with Occupier(port, sources, per_source=12, opening=slowloris) as attack:
-            assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == held)
+            assert _wait(lambda: srv.call(lambda: srv.service.table.slots) == held)
             time.sleep(limits.shed_after_s)  # an attacker holds its slots for the whole deadline
             full = []
 
             def attack_holds_its_slots() -> None:  # each request meets the attack at full strength
-                full.append(_wait(lambda: srv.call(lambda: srv.service.open_connections) == held))
+                full.append(_wait(lambda: srv.call(lambda: srv.service.table.slots) == held))
 
             served = _served(srv.url, 20, before=attack_holds_its_slots)
             assert _wait(lambda: attack.opened >= len(sources) * 8)
@@ -472,7 +473,7 @@ def test_slot_filling_over_ipv6_loopback() -> None:
     port = int(srv.url.rsplit(":", 1)[1])
     try:
         with Occupier(port, ["::1"], per_source=20, opening=b"GET / HTTP/1.1\r\n", family=socket.AF_INET6) as attack:
-            assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == 8)
+            assert _wait(lambda: srv.call(lambda: srv.service.table.slots) == 8)
             assert srv.call(lambda: dict(srv.service.table.by_prefix)) == {"::/56": 8}
             served = _served(srv.url, 10)
             assert _wait(lambda: attack.closed_by_server >= 20 - 8)  # it kept trying past its share

@@ -1,7 +1,7 @@
 """Storage facts: filesystems, free space, encryption and SSD/HDD, swap, Docker's data root.
 
-Kept whole: every fact here is derived from the same mount table and block-device index,
-read once per audit.
+Every fact here is derived from the same mount table and block-device index, read once per
+audit, so they are collected together.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from hostcheck import safeio
 from hostcheck.models import IsoDate, Text
 from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 
@@ -26,9 +25,6 @@ from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 # parser is most of the time `hostcheck earnings` takes.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-DATA_FORMAT = 1
-MAX_DATA_BYTES = 256 << 10
-NOT_PUBLISHED = "not-published"
 CONSTANTS_FILE = "constants"
 
 
@@ -246,14 +242,6 @@ def load_platform(name: str) -> PlatformDocument:
     if not entry.is_file():
         raise EconomicsDataError(f"no platform data named {name!r} (shipped: {', '.join(shipped_platform_names())})")
     return parse_platform(entry.read_text(encoding="utf-8"), f"policies/economics/{name}.yaml")
-
-
-def load_platform_file(path: Path) -> PlatformDocument:
-    try:
-        text = safeio.read_text(path, limit=MAX_DATA_BYTES)
-    except safeio.InputError as exc:
-        raise EconomicsDataError(f"{path}: {exc}") from None
-    return parse_platform(text, str(path))
 
 
 @lru_cache(maxsize=1)

@@ -198,18 +198,6 @@ def break_even_occupancy(owner: Owner, power: Power, *, fee: float, season: str,
     return -at0 / (at1 - at0)
 
 
-def marginal_cost_per_gpu_hour(owner: Owner, power: Power, fee: float) -> float | None:
-    """The price at which one more rented hour neither gains nor loses (net flat in occupancy),
-    ignoring the heat terms; None when the fee takes everything."""
-    if fee >= 1:
-        return None
-    extra_w = max(power.load_w - owner.baseline_w, 0.0) - max(power.idle_w - owner.baseline_w, 0.0)
-    per_hour = extra_w / 1000 * owner.tariff.mean
-    if owner.hardware_value:
-        per_hour += owner.hardware_value / (owner.life_years * HOURS_PER_YEAR)
-    return per_hour / (power.gpus * (1 - fee))
-
-
 def min_bid_floor(owner: Owner, power: Power) -> float:
     """Vast's guidance: the interruptible minimum bid should cover the power cost under load;
     per GPU-hour, at the dearest hour of the tariff."""

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.facts import Unknown
-from hostcheck.firewall.ruleset import Ruleset, keep_iptables_save, parse_nft_ruleset
+from hostcheck.firewall.ruleset import Ruleset
 
 FILTER_VERDICTS = frozenset({"drop", "reject"})
-SUMMARY_KEYS = ("backend", "readable", "input_policy", "forward_policy", "rule_count", "docker_user_chain_filters")
 
 
 def _rule_verdicts(expr: Any) -> set[str]:
@@ -119,18 +118,6 @@ def summarise_iptables(kept: dict[str, Any]) -> dict[str, Any]:
         "rule_count": rule_count,
         "docker_user_chain_filters": docker_user,
     }
-
-
-def parse_nft_json(text: str) -> dict[str, Any] | Unknown:
-    """Firewall summary straight from `nft -j list ruleset` output."""
-    items = parse_nft_ruleset(text)
-    return items if isinstance(items, Unknown) else summarise_nft(items)
-
-
-def parse_iptables_save(text: str) -> dict[str, Any]:
-    """Firewall summary straight from `iptables-save` output."""
-    kept = keep_iptables_save(text)
-    return summarise_iptables(kept if isinstance(kept, dict) else {})
 
 
 def summarise(firewall: dict[str, Any]) -> dict[str, Any] | Unknown:

@@ -9,8 +9,8 @@ or data held back behind a lost segment does not move the figure. Every failure 
 ``measured: False`` with the reason: a silent, slow or misbehaving server never yields a
 made-up number. Standard library only.
 
-Kept whole: the phases share one plan, one deadline and one byte budget, and splitting them
-would pass that state between modules.
+The phases share one plan, one deadline and one byte budget, so they live in one module
+rather than passing that state between several.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ transaction at once (no resending: the loop that made pystun3 send ~85,000 packe
 Several transactions run at once in one ``selectors`` loop, each on its own socket or
 sharing one, told apart by transaction id.
 
-Kept whole: the send/receive loop, its ICMP error decoding and its timing are one job, and
-their bounds only hold together.
+The send/receive loop, its ICMP error decoding and its timing are one module: they are one
+job, and their bounds only hold together.
 """
 
 from __future__ import annotations

@@ -107,10 +107,6 @@ class ProbeService:
             self.stats.add("connections_over_cap")
         return slot
 
-    @property
-    def open_connections(self) -> int:
-        return self.table.slots
-
     def note_out_of_files(self, err: int) -> None:
         """accept() failed for want of a file descriptor: a warning, at most once a minute."""
         self.stats.add("accepts_out_of_files")

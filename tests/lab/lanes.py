@@ -19,7 +19,7 @@ How the groups reach xdist: with ``--dist loadgroup`` this plugin supplies the s
 (:class:`LaneScheduling`). Each worker writes its nodeid -> group map to the file named by
 ``HOSTCHECK_LANES_FILE`` (set by the controller before the workers start) when its
 collection is done; the controller's scheduler reads it. (xdist's own loadgroup relies on
-renaming nodeids, which pytest 9.2's node ids no longer allow.)
+renaming nodeids, which pytest 9.2's node ids do not allow.)
 """
 
 from __future__ import annotations

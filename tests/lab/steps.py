@@ -1,8 +1,8 @@
 """Time budgets for the steps of a long lab set-up, with failures that explain themselves.
 
-A module fixture that boots a host, installs hostcheck and runs three playbooks used to sit
-under one pytest-timeout: when it fired, the traceback showed a random frame and nothing of
-what was happening. Here each step has its own budget (at least three times what it takes on
+A module fixture that boots a host, installs hostcheck and runs three playbooks is too long for
+one pytest-timeout: when that fires, the traceback shows a random frame and nothing of what
+was happening. Here each step has its own budget (at least three times what it takes on
 a cold run of the 2-core CI machine, see the constants next to each use) and, when one runs
 out, :class:`StepOverBudget` names the step, the fixture, the time it took, the budget and the
 last lines of the step's log (a playbook's output, a console).

@@ -1,4 +1,4 @@
-"""Topologies that fooled earlier versions: a carrier answering from a public address, double
+"""Topologies that fool naive NAT discovery: a carrier answering from a public address, double
 NAT, a dead first STUN server, servers without RFC 5780, a host holding a 100.64.0.0/10
 address, and an IPv6-only host.
 
@@ -32,7 +32,7 @@ STARTUP_SLACK_S = 0.6
 # near its normal length. Generous against a slow shared machine, far below 3 s + normal.
 FALLBACK_PHASE_LIMIT_S = 2.5 + STARTUP_SLACK_S
 # Measured 1.5 s with and without a UPnP router (bench/network.py); waiting for UPnP's own
-# timeout used to make it 2.5 s without one.
+# timeout would make it 2.5 s without one.
 NO_UPNP_EXTRA_LIMIT_S = 0.5
 
 
@@ -232,7 +232,7 @@ def test_ipv6_only_host_blocks_vast_and_quickpod(natlab: nb.NatLab) -> None:
 
 def test_no_upnp_router_costs_no_extra_time(natlab: nb.NatLab) -> None:
     """Without a UPnP router on the LAN the phase is as short as with one: the router is asked
-    while STUN runs and not waited for beyond it (waiting out UPnP's own timeout used to add
+    while STUN runs and not waited for beyond it (waiting out UPnP's own timeout would add
     a full second). Compared with a run against the router, so machine load cancels out."""
     with_router = natlab.run_host("collect", nb.collect_args())
     natlab.stop("miniupnpd")

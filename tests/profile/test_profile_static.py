@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.ansible]
 ROLES = ("host_baseline", "ssh_hardening", "firewall", "docker_host", "nvidia_host", "isolation",
          "provider_vast", "provider_salad")
 REQUIRED = ("defaults/main.yml", "meta/argument_specs.yml", "meta/main.yml", "tasks/main.yml",
-            "tasks/rollback.yml", "handlers/main.yml")
+            "tasks/rollback.yml")
 ROLE_DIR = play.REPO / "roles"
 
 
