@@ -7,7 +7,6 @@ JSON reports say the same thing.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hostcheck.models import (
     FEASIBLE,
@@ -15,7 +14,9 @@ from hostcheck.models import (
     UNDECIDED,
     Finding,
     Level,
+    OwnerRiskFinding,
     PolicyKind,
+    PolicyResult,
     Rating,
     Severity,
     Status,
@@ -37,11 +38,13 @@ AGENT_ROOT_CHECKS = ("AGT-1010", "AGT-1020")
 SUPERSEDED = {"AGT-1010": "OWN-1050"}
 
 
-def agent_root_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def agent_root_rows(rows: list[OwnerRiskFinding]) -> list[OwnerRiskFinding]:
     """The failing owner-risk rows that say the agent holds root, without repeats."""
-    warned = {r["id"] for r in rows if r["status"] == Status.WARN}
-    return [r for r in rows if r["id"] in AGENT_ROOT_CHECKS and r["id"] in warned
-            and SUPERSEDED.get(r["id"]) not in warned]
+    warned = {r.id for r in rows if r.status == Status.WARN}
+    return [r for r in rows if r.id in AGENT_ROOT_CHECKS and r.id in warned
+            and SUPERSEDED.get(r.id) not in warned]
+
+
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
 
@@ -56,37 +59,37 @@ def applicability(findings: list[Finding]) -> str:
     return "; ".join(reasons)
 
 
-def _names(policies: list[dict[str, Any]]) -> str:
-    return ", ".join(p["id"] for p in policies)
+def _names(policies: list[PolicyResult]) -> str:
+    return ", ".join(p.id for p in policies)
 
 
-def next_commands(policies: list[dict[str, Any]]) -> list[str]:
+def next_commands(policies: list[PolicyResult]) -> list[str]:
     """Commands that can settle the unknown blockers of undetermined policies, taken from each
     unknown finding's own fix text (so a new check that names its command is picked up)."""
     commands: list[str] = []
     for policy in policies:
-        for finding in policy["findings"]:
-            if finding["severity"] != Severity.BLOCKER or finding["status"] not in UNDECIDED:
+        for finding in policy.findings:
+            if finding.severity != Severity.BLOCKER or finding.status not in UNDECIDED:
                 continue
-            for command in _COMMAND.findall(finding.get("fix") or ""):
+            for command in _COMMAND.findall(finding.fix):
                 if command not in commands:
                     commands.append(command)
     return commands
 
 
-def cannot_apply_line(policies: list[dict[str, Any]]) -> str:
+def cannot_apply_line(policies: list[PolicyResult]) -> str:
     """'Cannot apply to this machine: runpod (closed to new hosts); darkbloom (...)' or ''."""
-    out = [f"{p['id']} ({p['precondition']})" for p in policies if not p.get("applicable", True)]
+    out = [f"{p.id} ({p.precondition})" for p in policies if not p.applicable]
     return f"Cannot apply to this machine: {'; '.join(out)}." if out else ""
 
 
-def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[str, Any]]) -> str:
+def headline(policies: list[PolicyResult], rating: Rating, risk_rows: list[OwnerRiskFinding]) -> str:
     """One sentence (two at most) that answers "can I host this machine, and where?"."""
-    platforms = [p for p in policies if p.get("kind") == PolicyKind.PLATFORM] or list(policies)
-    feasible = [p for p in platforms if p["verdict"] in FEASIBLE]
-    clean = [p for p in feasible if p["verdict"] == Verdict.FEASIBLE]
-    risky = [p for p in feasible if p["verdict"] == Verdict.FEASIBLE_WITH_RISKS]
-    undetermined = [p for p in platforms if p["verdict"] == Verdict.UNDETERMINED]
+    platforms = [p for p in policies if p.kind == PolicyKind.PLATFORM] or list(policies)
+    feasible = [p for p in platforms if p.verdict in FEASIBLE]
+    clean = [p for p in feasible if p.verdict == Verdict.FEASIBLE]
+    risky = [p for p in feasible if p.verdict == Verdict.FEASIBLE_WITH_RISKS]
+    undetermined = [p for p in platforms if p.verdict == Verdict.UNDETERMINED]
 
     where = []
     if clean:
@@ -100,14 +103,14 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         for policy in undetermined:
             commands = next_commands([policy])
             step = f"run `{commands[0]}`" if commands else "see the UNKNOWN items below"
-            steps.setdefault(step, []).append(policy["id"])
+            steps.setdefault(step, []).append(policy.id)
         said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
         then = f" Undetermined until unknown blockers are settled: {said}."
 
     if rating in OWNER_RISK_STOPS:
-        rooted = agent_root_rows(risk_rows)
-        failing = [r.get("note") or r["title"] for r in risk_rows
-                   if (r["status"] == Status.WARN and r["level"] == Level.HIGH) or r in rooted]
+        rooted = {r.id for r in agent_root_rows(risk_rows)}
+        failing = [r.note or r.title for r in risk_rows
+                   if (r.status == Status.WARN and r.level == Level.HIGH) or r.id in rooted]
         if rating == Rating.HIGH:
             why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
         else:
@@ -116,7 +119,7 @@ def headline(policies: list[dict[str, Any]], rating: str, risk_rows: list[dict[s
         if feasible:
             return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
         return f"{lead} No platform would accept it as it is either.{then}"
-    agent_root = [r.get("note") or r["title"] for r in agent_root_rows(risk_rows)]
+    agent_root = [r.note or r.title for r in agent_root_rows(risk_rows)]
     risk_text = f"owner risk {rating.upper()}" + (f" ({'; '.join(agent_root)})" if rating == Rating.MEDIUM and agent_root else "")
     if feasible:
         return f"Yes, you can host this machine on {where_text}; {risk_text}.{then}"

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from hostcheck.facts import load_snapshot
+from hostcheck.models import PolicyResult
 from hostcheck.policy import resolve_policies
 from hostcheck.report import build_report
 from tests.helpers import SNAPSHOTS, audit_json, hostcheck, policy_result
@@ -177,23 +178,23 @@ SHAPES = [
 _POLICIES = {p.id: p for p in resolve_policies([])}
 
 
-def _judge(machine: str, policy: str) -> dict:
-    report = build_report(load_snapshot(SNAPSHOTS / f"{machine}.json"), [_POLICIES[policy]])
-    return report
+def _judge(machine: str, policy: str) -> PolicyResult:
+    (result,) = build_report(load_snapshot(SNAPSHOTS / f"{machine}.json"), [_POLICIES[policy]]).policies
+    return result
 
 
 @pytest.mark.parametrize(("machine", "policy", "verdict", "blockers", "risks", "unknowns", "page"), SHAPES)
 def test_platform_shapes(machine: str, policy: str, verdict: str, blockers: list[str], risks: list[str],
                          unknowns: list[str], page: str) -> None:
-    result = policy_result(_judge(machine, policy), policy)
-    assert (result["verdict"], sorted(result["blockers"])) == (verdict, blockers), result["findings"]
-    assert set(risks) <= set(result["risks"])
-    assert set(unknowns) <= set(result["unknowns"])
-    cited = {f["source"]["url"] for f in result["findings"] if f["id"] in blockers + risks + unknowns}
+    result = _judge(machine, policy)
+    assert (result.verdict, sorted(result.blockers)) == (verdict, blockers), result.findings
+    assert set(risks) <= set(result.risks)
+    assert set(unknowns) <= set(result.unknowns)
+    cited = {f.source.url for f in result.findings if f.id in blockers + risks + unknowns}
     assert page in cited or not (blockers + risks + unknowns), cited
     if verdict.startswith("feasible"):
-        judged = {f["id"] for f in result["findings"] if f["severity"] == "blocker" and f["status"] == "pass"}
-        assert judged == {f["id"] for f in result["findings"] if f["severity"] == "blocker"}
+        judged = {f.id for f in result.findings if f.severity == "blocker" and f.status == "pass"}
+        assert judged == {f.id for f in result.findings if f.severity == "blocker"}
 
 
 def test_shape_table_covers_at_least_twenty_new_snapshots() -> None:
@@ -205,12 +206,12 @@ def test_shape_table_covers_at_least_twenty_new_snapshots() -> None:
 
 
 def test_generation_from_name_is_said_in_the_detail() -> None:
-    result = policy_result(_judge("tesla-p40-name-only", "vast"), "vast")
-    finding = next(f for f in result["findings"] if f["id"] == "GPU-1120")
-    assert (finding["status"], finding["measured"]) == ("pass", "pascal")
-    assert "model name" in finding["detail"]
-    eight = policy_result(_judge("gtx1080ti-8x-rig", "vast"), "vast")
-    assert "compute capability 6.1" in next(f for f in eight["findings"] if f["id"] == "GPU-1120")["detail"]
+    result = _judge("tesla-p40-name-only", "vast")
+    finding = next(f for f in result.findings if f.id == "GPU-1120")
+    assert (finding.status, finding.measured) == ("pass", "pascal")
+    assert "model name" in finding.detail
+    eight = _judge("gtx1080ti-8x-rig", "vast")
+    assert "compute capability 6.1" in next(f for f in eight.findings if f.id == "GPU-1120").detail
 
 
 # --------------------------------------------------------------------------------------
