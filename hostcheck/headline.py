@@ -1,13 +1,15 @@
 """The one sentence above the table: can I host this machine, and where, and is it safe for me.
 
-Pure functions of judged policies and the owner-risk rating, so the terminal, Markdown and
-JSON reports say the same thing.
+Pure functions of judged policies, the owner-risk rating and the checks' own metadata (which
+blockers mean "cannot apply", which owner-risk items say the agent holds root), so the
+terminal, Markdown and JSON reports say the same thing.
 """
 
 from __future__ import annotations
 
 import re
 
+from hostcheck.checks import load_registry
 from hostcheck.models import (
     FEASIBLE,
     OWNER_RISK_STOPS,
@@ -23,26 +25,14 @@ from hostcheck.models import (
     Verdict,
 )
 
-# Blockers that say a platform cannot take this kind of machine at all (not a setting to fix):
-# the reason shown on the "cannot apply" line.
-PRECONDITIONS = {
-    "PLAT-1010": "closed to new hosts",
-    "SYS-1050": "runs on {threshold}",
-    "SYS-1060": "Apple Silicon Macs only",
-    "SYS-1140": "Linux KVM hosts only",
-}
-# Owner-risk items that say the platform's agent holds root here: named in the headline and the
-# owner-risk statement whatever the rating (on a dedicated machine they rate medium).
-AGENT_ROOT_CHECKS = ("AGT-1010", "AGT-1020")
-# On a personal machine OWN-1050 says what AGT-1010 says, and more: the two are not repeated.
-SUPERSEDED = {"AGT-1010": "OWN-1050"}
-
 
 def agent_root_rows(rows: list[OwnerRiskFinding]) -> list[OwnerRiskFinding]:
-    """The failing owner-risk rows that say the agent holds root, without repeats."""
+    """The failing owner-risk rows that say the agent holds root (their checks'
+    ``says_agent_has_root``), less those a failing row supersedes."""
+    registry = load_registry()
     warned = {r.id for r in rows if r.status == Status.WARN}
-    return [r for r in rows if r.id in AGENT_ROOT_CHECKS and r.id in warned
-            and SUPERSEDED.get(r.id) not in warned]
+    return [r for r in rows if r.id in warned and registry[r.id].says_agent_has_root
+            and registry[r.id].superseded_by not in warned]
 
 
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
@@ -50,12 +40,14 @@ _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 
 def applicability(findings: list[Finding]) -> str:
     """Why a policy cannot apply to this machine ('' when it can): its failed preconditions."""
+    registry = load_registry()
     reasons = []
     for finding in findings:
-        if finding.status == Status.FAIL and finding.id in PRECONDITIONS:
+        precondition = registry[finding.id].precondition
+        if finding.status == Status.FAIL and precondition:
             threshold = finding.threshold
             shown = " or ".join(map(str, threshold)) if isinstance(threshold, list) else str(threshold)
-            reasons.append(PRECONDITIONS[finding.id].format(threshold=shown))
+            reasons.append(precondition.format(threshold=shown))
     return "; ".join(reasons)
 
 

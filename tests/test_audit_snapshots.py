@@ -12,6 +12,7 @@ import json
 import jsonschema
 import pytest
 
+from hostcheck.checks import load_registry
 from hostcheck.facts import load_snapshot
 from hostcheck.models import PolicyResult
 from hostcheck.policy import resolve_policies
@@ -264,6 +265,18 @@ def test_platforms_that_cannot_apply_are_one_line() -> None:
     _, report = audit_json("--facts", snapshot("mac-mini-m2-sonoma"))
     applicable = {p["id"]: p["applicable"] for p in report["policies"]}
     assert applicable["darkbloom"] is True and applicable["tensordock"] is False
+
+
+def test_the_headline_reads_its_words_from_the_checks_metadata() -> None:
+    """Which blockers mean "cannot apply", which owner-risk items say the agent holds root and
+    which one another supersedes are each check's own metadata, not a table kept elsewhere."""
+    registry = load_registry()
+    assert {m.id: m.precondition for m in registry.values() if m.precondition} == {
+        "PLAT-1010": "closed to new hosts", "SYS-1050": "runs on {threshold}",
+        "SYS-1060": "Apple Silicon Macs only", "SYS-1140": "Linux KVM hosts only"}
+    assert {m.id for m in registry.values() if m.says_agent_has_root} == {"AGT-1010", "AGT-1020"}
+    superseded = {m.id: m.superseded_by for m in registry.values() if m.superseded_by}
+    assert superseded == {"AGT-1010": "OWN-1050"} and set(superseded.values()) <= set(registry)
 
 
 def test_markdown_report_carries_the_headline() -> None:
