@@ -13,7 +13,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ from hostcheck.exit_codes import (
     EXIT_NOT_MEASURED,
     EXIT_OK,
 )
+
+if TYPE_CHECKING:
+    from hostcheck.models import Report
 
 app = typer.Typer(
     add_completion=False,
@@ -335,7 +338,7 @@ def audit(
     raise typer.Exit(code)
 
 
-def _earnings_tail(report: dict[str, Any], facts: dict[str, Any], price: float | None, electricity: str | None,
+def _earnings_tail(report: Report, facts: dict[str, Any], price: float | None, electricity: str | None,
                    occupancy: float | None, config: Path | None, fmt: str) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
     from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, audit_lines, merged_values
@@ -764,7 +767,7 @@ def fleet(
             if redact_output:
                 redact_entries(old + new)
             changes = diff_fleets(old, new)
-            text = dumps(changes, indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
+            text = dumps([c.as_dict() for c in changes], indent=2) + "\n" if fmt == "json" else drift_text(changes, markdown=fmt == "markdown")
             _emit(text, output, private=not redact_output)
             entries = old + new
         else:
@@ -777,7 +780,7 @@ def fleet(
         ids = list(policy) or all_policy_ids(entries)
         rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
         if fmt == "json":
-            _emit(dumps({"policies": ids, "hosts": rows}, indent=2) + "\n", output, private=not redact_output)
+            _emit(dumps({"policies": ids, "hosts": [row.as_dict() for row in rows]}, indent=2) + "\n", output, private=not redact_output)
         else:
             _emit(fleet_table(rows, ids, markdown=fmt == "markdown"), output, private=not redact_output)
     problems = errors(entries)

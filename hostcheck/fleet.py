@@ -11,17 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from hostcheck import safeio
 from hostcheck.facts import Unknown, from_jsonable, lookup
-from hostcheck.models import REPORT_VERSION, Status, Verdict
+from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
 if TYPE_CHECKING:
     from hostcheck.redact import Redactor
 
 INDEX_NAME = "index.json"
 # How bad a change is: a rise in rank is a regression.
-STATUS_RANK: dict[str, int] = {Status.PASS: 0, Status.SKIPPED: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.ERROR: 2, Status.FAIL: 3}
-VERDICT_RANK: dict[str, int] = {Verdict.FEASIBLE: 0, Verdict.FEASIBLE_WITH_RISKS: 1, Verdict.UNDETERMINED: 2, Verdict.NOT_FEASIBLE: 3}
+STATUS_RANK: dict[Status, int] = {Status.PASS: 0, Status.SKIPPED: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.ERROR: 2, Status.FAIL: 3}
 
 
 class FleetError(ValueError):
@@ -31,18 +32,83 @@ class FleetError(ValueError):
 @dataclass
 class HostEntry:
     host: str
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     unreachable: str | None = None  # reason, when the host could not be audited
     error: bool = False  # its report exists but cannot be used (unreachable says why)
     path: str = ""
-    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policies: dict[str, PolicyResult] = field(default_factory=dict)
+
+
+class _Row(BaseModel):
+    # Written out with exclude_unset: a row carries the fields its kind sets, in this order.
+    model_config = ConfigDict(extra="forbid")
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class PolicyCell(_Row):
+    """One policy's outcome for one host, as the fleet table shows it."""
+
+    verdict: Verdict
+    score: int
+    blockers: list[str]
+
+
+class Bandwidth(_Row):
+    download_mbps: float | None = None
+    upload_mbps: float | None = None
+
+
+class FleetRow(_Row):
+    """One host of the fleet view: a reachable host's summary, or why it has none."""
+
+    host: str
+    reachable: bool
+    reason: str | None = None
+    hostcheck_version: str | None = None
+    generated_at: str | None = None
+    owner_risk: Rating | None = None
+    gpu: str | None = None
+    vram_gib: float | None = None
+    power: str | None = None
+    gpu_reason: str | None = None
+    bandwidth: Bandwidth | None = None
+    policies: dict[str, PolicyCell | None]
+    report_error: bool | None = None
+
+
+class Change(_Row):
+    """One line of drift: what changed, for which policy or check, said in words."""
+
+    kind: str
+    policy: str | None = None
+    check: str | None = None
+    policies: list[str] | None = None
+    detail: str
+
+
+class HostDrift(_Row):
+    host: str
+    changes: list[Change]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return safeio.read_text(path)
+    except safeio.InputError as exc:
+        raise FleetError(f"{path}: {exc}") from exc
+
+
+def _parse_json(path: Path, text: str) -> Any:
+    try:
+        return safeio.loads(text)
+    except safeio.InputError as exc:
+        raise FleetError(f"{path}: {exc}") from exc
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return safeio.load_json(path)
-    except safeio.InputError as exc:
-        raise FleetError(f"{path}: {exc}") from exc
+    return _parse_json(path, _read_text(path))
 
 
 def read_index(path: Path) -> list[HostEntry]:
@@ -58,39 +124,38 @@ def read_index(path: Path) -> list[HostEntry]:
     return missing
 
 
-def _require(path: Path, ok: bool, what: str) -> None:
-    if not ok:
-        raise FleetError(f"{path}: not a usable hostcheck report: {what}")
+def _where(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the field path a reader finds in the file: policies[0].verdict."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out or "the report"
 
 
-def _validate(path: Path, data: dict[str, Any]) -> None:
-    """The shape the fleet view and the diff read, so that a damaged report is one row, not a crash."""
-    for key in ("tool", "owner_risk", "facts"):
-        _require(path, isinstance(data.get(key, {}), dict), f"'{key}' is not an object")
-    policies = data.get("policies", [])
-    _require(path, isinstance(policies, list), "'policies' is not a list")
-    for index, policy in enumerate(policies):
-        where = f"policies[{index}]"
-        _require(path, isinstance(policy, dict), f"{where} is not an object")
-        _require(path, isinstance(policy.get("id"), str), f"{where}.id is not a string")
-        verdict = policy.get("verdict")
-        _require(path, isinstance(verdict, str) and verdict in VERDICT_RANK, f"{where}.verdict is not a verdict")
-        score = policy.get("score")
-        _require(path, isinstance(score, (int, float)) and not isinstance(score, bool), f"{where}.score is not a number")
-        blockers = policy.get("blockers")
-        _require(path, isinstance(blockers, list) and all(isinstance(b, str) for b in blockers),
-                 f"{where}.blockers is not a list of check ids")
-        findings = policy.get("findings")
-        _require(path, isinstance(findings, list), f"{where}.findings is not a list")
-        for number, finding in enumerate(findings):
-            _require(path, isinstance(finding, dict) and isinstance(finding.get("id"), str)
-                     and isinstance(finding.get("title"), str) and isinstance(finding.get("status"), str)
-                     and finding["status"] in STATUS_RANK,
-                     f"{where}.findings[{number}] is not a finding")
+_JSON_TYPE = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+              float: "a number", type(None): "null"}
+
+
+def _problem(exc: ValidationError) -> str:
+    """The first thing wrong with a report, in JSON's words, and how many more there are."""
+    errors = exc.errors()
+    first = errors[0]
+    kind, found = first["type"], _JSON_TYPE.get(type(first.get("input")), "something else")
+    if kind == "missing":
+        reason = "missing"
+    elif kind in ("model_type", "dict_type"):
+        reason = f"must be an object, not {found}"
+    elif kind == "list_type":
+        reason = f"must be a list, not {found}"
+    else:
+        reason = first["msg"][0].lower() + first["msg"][1:]
+    message = f"{_where(tuple(first['loc']))}: {reason}"
+    return message + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
 
 
 def read_entry(path: Path) -> HostEntry:
-    data = _read_json(path)
+    text = _read_text(path)
+    data = _parse_json(path, text)
     if not isinstance(data, dict):
         raise FleetError(f"{path}: not a hostcheck report (a JSON object is expected)")
     version = data.get("report_version")
@@ -105,10 +170,11 @@ def read_entry(path: Path) -> HostEntry:
             f"{path}: report format {version} (written by hostcheck {written_by}); this hostcheck reads format "
             f"{REPORT_VERSION}: re-run the audit on that host with this version"
         )
-    _validate(path, data)
-    entry = HostEntry(host=path.stem, report=data, path=str(path))
-    entry.policies = {p["id"]: p for p in data.get("policies", [])}
-    return entry
+    try:
+        report = Report.from_json(text)
+    except ValidationError as exc:
+        raise FleetError(f"{path}: not a usable hostcheck report: {_problem(exc)}") from None
+    return HostEntry(host=path.stem, report=report, path=str(path), policies={p.id: p for p in report.policies})
 
 
 def _entry_or_error(path: Path) -> HostEntry:
@@ -155,8 +221,8 @@ def redact_entries(entries: list[HostEntry]) -> Redactor:
     redactor = Redactor()
     for entry in entries:
         redactor.learn_host(entry.host, own=True)
-        if entry.report is not None and isinstance(entry.report.get("facts"), dict):
-            redactor.learn(entry.report["facts"])
+        if entry.report is not None:
+            redactor.learn(entry.report.facts)
     for entry in entries:
         entry.host = redactor.host(entry.host)
         entry.path = redactor.scrub(entry.path)
@@ -164,7 +230,7 @@ def redact_entries(entries: list[HostEntry]) -> Redactor:
             entry.unreachable = redactor.scrub(entry.unreachable)
         if entry.report is not None:
             entry.report = redact(entry.report, redactor)
-            entry.policies = {p["id"]: p for p in entry.report.get("policies", [])}
+            entry.policies = {p.id: p for p in entry.report.policies}
     return redactor
 
 
@@ -189,61 +255,51 @@ def _gpu_summary(facts: Any) -> dict[str, Any]:
     return {"gpu": gpu, "vram_gib": round(vram / 1024, 1) if isinstance(vram, (int, float)) else None, "power": power, "gpu_reason": None}
 
 
-def _bandwidth(facts: Any) -> dict[str, float | None]:
+def _bandwidth(facts: Any) -> Bandwidth:
     """Measured download/upload in Mbps (None where no speed test measured it)."""
     bw = lookup(facts, "network.bandwidth")
-    out: dict[str, float | None] = {"download_mbps": None, "upload_mbps": None}
+    out = Bandwidth(download_mbps=None, upload_mbps=None)
     if isinstance(bw, dict):
-        for key in out:
+        for key in ("download_mbps", "upload_mbps"):
             value = bw.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[key] = float(value)
+                setattr(out, key, float(value))
     return out
 
 
-def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[dict[str, Any]]:
+def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[FleetRow]:
     """One row per host: hardware summary, owner risk, and per policy verdict/score/blockers."""
     rows = []
     for entry in entries:
         if entry.report is None:
-            row: dict[str, Any] = {"host": entry.host, "reachable": False, "reason": entry.unreachable, "policies": {}}
+            row = FleetRow(host=entry.host, reachable=False, reason=entry.unreachable, policies={})
             if entry.error:
-                row["report_error"] = True
+                row.report_error = True  # set, so written: a good report's row has no such key
             rows.append(row)
             continue
-        facts = from_jsonable(entry.report.get("facts", {}))
-        row = {
-            "host": entry.host,
-            "reachable": True,
-            "hostcheck_version": entry.report.get("tool", {}).get("version"),
-            "generated_at": entry.report.get("generated_at"),
-            "owner_risk": entry.report.get("owner_risk", {}).get("rating"),
-            **_gpu_summary(facts),
-            "bandwidth": _bandwidth(facts),
-            "policies": {},
-        }
+        report = entry.report
+        facts = from_jsonable(report.facts)
+        cells: dict[str, PolicyCell | None] = {}
         for pid in policy_ids:
             result = entry.policies.get(pid)
-            row["policies"][pid] = (
-                {"verdict": result["verdict"], "score": result["score"], "blockers": result["blockers"]}
-                if result
-                else None
-            )
-        rows.append(row)
+            cells[pid] = PolicyCell(verdict=result.verdict, score=result.score, blockers=result.blockers) if result else None
+        rows.append(FleetRow(host=entry.host, reachable=True, hostcheck_version=report.tool.version,
+                             generated_at=report.generated_at, owner_risk=report.owner_risk.rating,
+                             **_gpu_summary(facts), bandwidth=_bandwidth(facts), policies=cells))
     return rows
 
 
-def sort_rows(rows: list[dict[str, Any]], focus: str | None, by: str) -> list[dict[str, Any]]:
+def sort_rows(rows: list[FleetRow], focus: str | None, by: str) -> list[FleetRow]:
     """Hosts that fail the focus policy first (unreachable first of all), then by `by`."""
 
-    def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        if not row["reachable"]:
-            return (0, 0, 0, row["host"])
-        result = row["policies"].get(focus) if focus else None
-        failing = -VERDICT_RANK[result["verdict"]] if result else 0
-        score = result["score"] if result else 0
-        secondary = {"host": row["host"], "score": score, "vram": -(row.get("vram_gib") or 0)}.get(by, row["host"])
-        return (1, failing, secondary, row["host"])
+    def key(row: FleetRow) -> tuple[Any, ...]:
+        if not row.reachable:
+            return (0, 0, 0, row.host)
+        result = row.policies.get(focus) if focus else None
+        failing = -VERDICT_RANK[result.verdict] if result else 0
+        score = result.score if result else 0
+        secondary = {"host": row.host, "score": score, "vram": -(row.vram_gib or 0)}.get(by, row.host)
+        return (1, failing, secondary, row.host)
 
     return sorted(rows, key=key)
 
@@ -257,70 +313,67 @@ def all_policy_ids(entries: list[HostEntry]) -> list[str]:
     return ids
 
 
-def _listening(report: dict[str, Any]) -> set[str]:
-    sockets = lookup(from_jsonable(report.get("facts", {})), "network.listening")
+def _listening(report: Report) -> set[str]:
+    sockets = lookup(from_jsonable(report.facts), "network.listening")
     if not isinstance(sockets, list):
         return set()
     return {f"{s.get('proto')}/{s.get('port')} on {s.get('address')}" for s in sockets if isinstance(s, dict)}
 
 
-def diff_fleets(old: list[HostEntry], new: list[HostEntry]) -> list[dict[str, Any]]:
+def diff_fleets(old: list[HostEntry], new: list[HostEntry]) -> list[HostDrift]:
     """Per host: verdicts that flipped, findings that regressed or improved, new listening sockets."""
     old_by_host = {e.host: e for e in old}
     new_by_host = {e.host: e for e in new}
     changes = []
     for host in sorted(set(old_by_host) | set(new_by_host)):
         before, after = old_by_host.get(host), new_by_host.get(host)
-        item: dict[str, Any] = {"host": host, "changes": []}
+        item = HostDrift(host=host, changes=[])
         if before is None:
-            item["changes"].append({"kind": "host_added", "detail": "new in this audit"})
+            item.changes.append(Change(kind="host_added", detail="new in this audit"))
         elif after is None:
-            item["changes"].append({"kind": "host_removed", "detail": "missing from this audit"})
+            item.changes.append(Change(kind="host_removed", detail="missing from this audit"))
         elif (before.report is None) != (after.report is None):
             state = f"no report: {after.unreachable}" if after.report is None else "reported again"
-            item["changes"].append({"kind": "reachability", "detail": state})
+            item.changes.append(Change(kind="reachability", detail=state))
         elif before.report is not None and after.report is not None:
-            item["changes"].extend(_diff_reports(before, after))
-        if item["changes"]:
+            item.changes.extend(_diff_reports(before, after))
+        if item.changes:
             changes.append(item)
     return changes
 
 
-def _diff_reports(before: HostEntry, after: HostEntry) -> list[dict[str, Any]]:
+def _diff_reports(before: HostEntry, after: HostEntry) -> list[Change]:
     assert before.report is not None and after.report is not None
-    out: list[dict[str, Any]] = []
+    out: list[Change] = []
     for pid in sorted(set(before.policies) & set(after.policies)):
         old_p, new_p = before.policies[pid], after.policies[pid]
-        if old_p["verdict"] != new_p["verdict"]:
-            worse = VERDICT_RANK[new_p["verdict"]] > VERDICT_RANK[old_p["verdict"]]
-            out.append({"kind": "verdict_regressed" if worse else "verdict_improved", "policy": pid,
-                        "detail": f"{old_p['verdict']} -> {new_p['verdict']}"})
+        if old_p.verdict != new_p.verdict:
+            worse = VERDICT_RANK[new_p.verdict] > VERDICT_RANK[old_p.verdict]
+            out.append(Change(kind="verdict_regressed" if worse else "verdict_improved", policy=pid,
+                              detail=f"{old_p.verdict} -> {new_p.verdict}"))
     # A check judged by several policies changes once: group its change and name the policies.
-    grouped: dict[tuple[str, str, str], list[str]] = {}
+    grouped: dict[tuple[str, Status, Status], list[str]] = {}
     titles: dict[str, str] = {}
     for pid in sorted(set(before.policies) & set(after.policies)):
-        old_f = {f["id"]: f for f in before.policies[pid]["findings"]}
-        for finding in after.policies[pid]["findings"]:
-            previous = old_f.get(finding["id"])
-            if previous is None or previous["status"] == finding["status"]:
+        old_f = {f.id: f for f in before.policies[pid].findings}
+        for finding in after.policies[pid].findings:
+            previous = old_f.get(finding.id)
+            if previous is None or previous.status == finding.status:
                 continue
-            titles[finding["id"]] = finding["title"]
-            grouped.setdefault((finding["id"], previous["status"], finding["status"]), []).append(pid)
+            titles[finding.id] = finding.title
+            grouped.setdefault((finding.id, previous.status, finding.status), []).append(pid)
     for (check_id, was, now), pids in sorted(grouped.items()):
         worse = STATUS_RANK[now] > STATUS_RANK[was]
-        out.append({
-            "kind": "finding_regressed" if worse else "finding_improved", "check": check_id, "policies": pids,
-            "detail": f"{check_id} {titles[check_id]}: {was} -> {now} ({', '.join(pids)})",
-        })
-    old_risk = before.report.get("owner_risk", {}).get("rating")
-    new_risk = after.report.get("owner_risk", {}).get("rating")
+        out.append(Change(kind="finding_regressed" if worse else "finding_improved", check=check_id, policies=pids,
+                          detail=f"{check_id} {titles[check_id]}: {was} -> {now} ({', '.join(pids)})"))
+    old_risk, new_risk = before.report.owner_risk.rating, after.report.owner_risk.rating
     if old_risk != new_risk:
-        out.append({"kind": "owner_risk", "detail": f"{old_risk} -> {new_risk}"})
+        out.append(Change(kind="owner_risk", detail=f"{old_risk} -> {new_risk}"))
     out.extend(_diff_bandwidth(before.report, after.report))
     for socket in sorted(_listening(after.report) - _listening(before.report)):
-        out.append({"kind": "new_listening", "detail": socket})
+        out.append(Change(kind="new_listening", detail=socket))
     for socket in sorted(_listening(before.report) - _listening(after.report)):
-        out.append({"kind": "closed_listening", "detail": socket})
+        out.append(Change(kind="closed_listening", detail=socket))
     return out
 
 
@@ -328,18 +381,18 @@ BANDWIDTH_CHANGE = 0.10
 """A speed test repeats within a few per cent; a change beyond this is drift worth a line."""
 
 
-def _diff_bandwidth(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    old = _bandwidth(from_jsonable(before.get("facts", {})))
-    new = _bandwidth(from_jsonable(after.get("facts", {})))
+def _diff_bandwidth(before: Report, after: Report) -> list[Change]:
+    old = _bandwidth(from_jsonable(before.facts))
+    new = _bandwidth(from_jsonable(after.facts))
     out = []
     for key, name in (("download_mbps", "download"), ("upload_mbps", "upload")):
-        was, now = old[key], new[key]
+        was, now = getattr(old, key), getattr(new, key)
         if was is None and now is None:
             continue
         if was is None or now is None:
             detail = f"{name}: {'not measured' if was is None else f'{was:g} Mbps'} -> {'not measured' if now is None else f'{now:g} Mbps'}"
-            out.append({"kind": "bandwidth", "detail": detail})
+            out.append(Change(kind="bandwidth", detail=detail))
         elif abs(now - was) > BANDWIDTH_CHANGE * max(was, 1e-9):
             kind = "bandwidth_regressed" if now < was else "bandwidth_improved"
-            out.append({"kind": kind, "detail": f"{name}: {was:g} -> {now:g} Mbps"})
+            out.append(Change(kind=kind, detail=f"{name}: {was:g} -> {now:g} Mbps"))
     return out

@@ -71,6 +71,9 @@ class Verdict(StrEnum):
 
 
 FEASIBLE = (Verdict.FEASIBLE, Verdict.FEASIBLE_WITH_RISKS)
+VERDICT_RANK: dict[Verdict, int] = {
+    Verdict.FEASIBLE: 0, Verdict.FEASIBLE_WITH_RISKS: 1, Verdict.UNDETERMINED: 2, Verdict.NOT_FEASIBLE: 3}
+"""Verdicts from best to worst: a rise in rank is a regression."""
 OWNER_RISK_STOPS = (Rating.HIGH, Rating.UNKNOWN)
 """Owner-risk ratings that never let an audit exit 0 unless the user accepts them explicitly."""
 
@@ -293,8 +296,8 @@ class Policy(_Strict):
 
 
 class _Out(BaseModel):
-    # Plain strings in the dump, so the report is the same JSON it always was.
-    model_config = ConfigDict(extra="forbid", use_enum_values=True)
+    # Enum members while the report is a model; plain strings once it is dumped as JSON.
+    model_config = ConfigDict(extra="forbid")
 
 
 class SourceRef(_Out):
@@ -386,4 +389,11 @@ class Report(_Out):
     facts: FactsJson
 
     def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(exclude_unset=True)
+        """The report as JSON data (what is written out); ``redacted`` only where it was set."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        """A written report read back, in JSON's own types: no coercion (true is not a score,
+        "50" is not 50); a ValidationError names the field."""
+        return cls.model_validate_json(text, strict=True)

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hostcheck.fact_paths import DECLARED, KINDS, declared_child
+from hostcheck.models import Finding, Host, Policy, Report
 
 UNKNOWN_KEY = "$unknown"
 
@@ -505,31 +506,23 @@ def redact_facts(facts: dict[str, Any], redactor: Redactor | None = None) -> dic
     return redacted
 
 
-def redact(report: dict[str, Any], redactor: Redactor | None = None) -> dict[str, Any]:
+def redact(report: Report, redactor: Redactor | None = None) -> Report:
     """A finished report with its facts redacted and the host name replaced. Verdicts and
     findings stay as they are: :func:`redacted_report` judges the redacted facts afresh instead
     (what ``--redact`` prints)."""
     redactor = redactor or Redactor()
-    out = dict(report)
-    out["facts"] = redact_facts(report.get("facts") or {}, redactor)
+    facts = redact_facts(report.facts, redactor)
     # What a finding measured came from the facts: what is shaped like an identifier, and the
     # names learned from the facts, go from it too (the fleet view shows verdicts, not these).
-    policies = report.get("policies")
-    if isinstance(policies, list):
-        out["policies"] = [
-            {**p, "findings": [_scrub_finding(f, redactor) for f in p.get("findings") or []]} if isinstance(p, dict) else p
-            for p in policies]
-    meta = out["facts"].get("meta")
+    policies = [p.model_copy(update={"findings": [_scrub_finding(f, redactor) for f in p.findings]})
+                for p in report.policies]
+    meta = facts.get("meta")
     hostname = meta.get("hostname") if isinstance(meta, dict) else None
-    out["host"] = {"hostname": hostname if isinstance(hostname, str) else None}
-    out["redacted"] = True
-    return out
+    return report.model_copy(update={"facts": facts, "policies": policies, "redacted": True,
+                                     "host": Host(hostname=hostname if isinstance(hostname, str) else None)})
 
 
-def _scrub_finding(finding: Any, redactor: Redactor) -> Any:
-    if not isinstance(finding, dict):
-        return finding
-
+def _scrub_finding(finding: Finding, redactor: Redactor) -> Finding:
     def scrub(value: Any) -> Any:
         if isinstance(value, str):
             return redactor.scrub(value)
@@ -537,17 +530,16 @@ def _scrub_finding(finding: Any, redactor: Redactor) -> Any:
             return [scrub(v) for v in value]
         return value
 
-    return {**finding, "measured": scrub(finding.get("measured")), "detail": scrub(finding.get("detail"))}
+    return finding.model_copy(update={"measured": scrub(finding.measured), "detail": redactor.scrub(finding.detail)})
 
 
-def outcomes(report: dict[str, Any]) -> dict[str, Any]:
+def outcomes(report: Report) -> dict[str, Any]:
     """What re-judging must preserve: each policy's verdict, score and each finding's status."""
-    return {p["id"]: (p["verdict"], p["score"], sorted((f["id"], f["status"]) for f in p["findings"]))
-            for p in report.get("policies", [])}
+    return {p.id: (p.verdict, p.score, sorted((f.id, f.status) for f in p.findings)) for p in report.policies}
 
 
-def redacted_report(facts: dict[str, Any], policies: list[Any], original: dict[str, Any],
-                    servers: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+def redacted_report(facts: dict[str, Any], policies: list[Policy], original: Report,
+                    servers: list[str] | None = None) -> tuple[Report, list[str]]:
     """The report of the redacted ``facts`` (judged afresh, so policy text is untouched and every
     measured value comes from redacted facts), and the policies whose outcome redaction changed
     (none: a test holds every snapshot to it; named so that the CLI can say so if it happens)."""
@@ -558,8 +550,7 @@ def redacted_report(facts: dict[str, Any], policies: list[Any], original: dict[s
     for server in servers or []:  # --probe URL, --stun-server HOST[:PORT]: named in error texts too
         redactor.learn_server(server)
     redacted_facts = redact_facts(to_jsonable(facts), redactor)
-    report = build_report(from_jsonable(redacted_facts), policies)
-    report["redacted"] = True
+    report = build_report(from_jsonable(redacted_facts), policies).model_copy(update={"redacted": True})
     before, after = outcomes(original), outcomes(report)
     changed = sorted(pid for pid in before if before[pid] != after.get(pid))
     return report, changed

@@ -1,4 +1,4 @@
-"""The report: facts + per-policy verdicts + owner risk, as one JSON-ready document."""
+"""The report: facts + per-policy verdicts + owner risk, as one model (JSON only when written out)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,11 @@ STATUS_ORDER = {status: rank for rank, status in enumerate(
     (Status.FAIL, Status.ERROR, Status.WARN, Status.UNKNOWN, Status.PASS, Status.SKIPPED))}
 
 
-def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any]:
+def build_report(facts: dict[str, Any], policies: list[Policy]) -> Report:
     results = []
     for policy in policies:
         findings = judge_policy(policy, facts)
-        ordered = sorted(findings, key=lambda f: (STATUS_ORDER[Status(f.status)], f.id))
+        ordered = sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.id))
         precondition = applicability(findings)
         results.append(
             PolicyResult(
@@ -57,30 +57,28 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> dict[str, Any
         )
     risk = owner_risk(facts)
     hostname = lookup(facts, "meta.hostname")
-    risk_rows = [row.model_dump() for row in risk.findings]
-    report = Report(
+    return Report(
         report_version=REPORT_VERSION,
         tool=Tool(name="hostcheck", version=__version__),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=Host(hostname=hostname if isinstance(hostname, str) else None),
-        headline=headline([r.model_dump() for r in results], risk.rating, risk_rows),
+        headline=headline(results, risk.rating, risk.findings),
         policies=results,
         owner_risk=risk,
         facts=to_jsonable(facts),
     )
-    return report.as_dict()
 
 
-def exit_code(report: dict[str, Any], strict: bool = False, accept_owner_risk: bool = False) -> int:
+def exit_code(report: Report, strict: bool = False, accept_owner_risk: bool = False) -> int:
     """3 when no requested policy is feasible (with strict: when any is not); otherwise 4 when
     the owner risk is high or unknown and the user has not accepted it; otherwise 0."""
-    verdicts = [p["verdict"] for p in report["policies"]]
+    verdicts = [p.verdict for p in report.policies]
     if strict:
         ok = bool(verdicts) and all(v in FEASIBLE for v in verdicts)
     else:
         ok = any(v in FEASIBLE for v in verdicts)
     if not ok:
         return EXIT_NOT_FEASIBLE
-    if report["owner_risk"]["rating"] in OWNER_RISK_STOPS and not accept_owner_risk:
+    if report.owner_risk.rating in OWNER_RISK_STOPS and not accept_owner_risk:
         return EXIT_OWNER_RISK
     return EXIT_OK

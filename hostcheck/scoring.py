@@ -114,7 +114,7 @@ def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str
         return general
     # The rating's own items, and always the agent's root: installing the agent is the owner's
     # decision to hand the platform this machine, whatever else sets the rating.
-    rooted = {r["id"] for r in agent_root_rows([row.model_dump() for row in rows])}
+    rooted = {r.id for r in agent_root_rows(rows)}
     named = [r for r in rows if (r.status == Status.WARN and r.level == Level(rating.value)) or r.id in rooted]
     if not named:
         return general

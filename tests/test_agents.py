@@ -346,33 +346,33 @@ def with_agent(name: str, *agents: dict[str, Any]) -> dict[str, Any]:
 
 def test_dedicated_machine_with_vast_agent_is_medium_and_says_the_platform_has_root() -> None:
     report = build_report(with_agent("dedicated-4090", vast()), resolve_policies(["vast"]))
-    risk = report["owner_risk"]
-    high_or_medium = {r["id"] for r in risk["findings"] if r["status"] == "warn"}
-    assert risk["rating"] == "medium" and {"AGT-1010", "AGT-1020"} <= high_or_medium
-    assert report["headline"].endswith(
+    risk = report.owner_risk
+    high_or_medium = {r.id for r in risk.findings if r.status == "warn"}
+    assert risk.rating == "medium" and {"AGT-1010", "AGT-1020"} <= high_or_medium
+    assert report.headline.endswith(
         "owner risk MEDIUM (installing the provider agent hands the platform root on this machine; "
         "the agent fetches and runs code from its platform as root).")
-    assert risk["statement"].startswith("MEDIUM because of: installing the provider agent hands the platform root")
-    assert f"`{VAST_RULE}` (/etc/sudoers:31)" in risk["statement"]
+    assert risk.statement.startswith("MEDIUM because of: installing the provider agent hands the platform root")
+    assert f"`{VAST_RULE}` (/etc/sudoers:31)" in risk.statement
 
 
 def test_personal_machine_with_vast_agent_is_high_and_names_the_agent_first_class() -> None:
     report = build_report(with_agent("reference-laptop", vast()), resolve_policies(["vast"]))
-    risk = report["owner_risk"]
-    assert risk["rating"] == "high"
-    assert "installing the provider agent hands the platform root on this personal machine" in report["headline"]
-    assert "vastai_kaalia may run any command as root without a password" in risk["statement"]
+    risk = report.owner_risk
+    assert risk.rating == "high"
+    assert "installing the provider agent hands the platform root on this personal machine" in report.headline
+    assert "vastai_kaalia may run any command as root without a password" in risk.statement
 
 
 def test_the_owner_risk_statement_names_the_items_that_are_high() -> None:
     """Two machines rated HIGH for different reasons get different statements, each naming its own items."""
-    laptop = build_report(load_snapshot(SNAPSHOTS / "reference-laptop.json"), resolve_policies(["vast"]))["owner_risk"]
-    high = [r for r in laptop["findings"] if r["status"] == "warn" and r["level"] == "high"]
+    laptop = build_report(load_snapshot(SNAPSHOTS / "reference-laptop.json"), resolve_policies(["vast"])).owner_risk
+    high = [r for r in laptop.findings if r.status == "warn" and r.level == "high"]
     assert high
     for row in high:
-        assert row["note"] in laptop["statement"]
-    agent = build_report(with_agent("ubuntu-desktop-dedicated", vast()), resolve_policies(["vast"]))["owner_risk"]
-    assert agent["statement"] != laptop["statement"]
+        assert row.note in laptop.statement
+    agent = build_report(with_agent("ubuntu-desktop-dedicated", vast()), resolve_policies(["vast"])).owner_risk
+    assert agent.statement != laptop.statement
 
 
 # ------------------------------------------------------------------ explain and the catalog

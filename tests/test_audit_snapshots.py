@@ -12,7 +12,9 @@ import json
 import jsonschema
 import pytest
 
+from hostcheck.checks import load_registry
 from hostcheck.facts import load_snapshot
+from hostcheck.models import PolicyResult
 from hostcheck.policy import resolve_policies
 from hostcheck.report import build_report
 from tests.helpers import SNAPSHOTS, audit_json, hostcheck, policy_result
@@ -177,23 +179,23 @@ SHAPES = [
 _POLICIES = {p.id: p for p in resolve_policies([])}
 
 
-def _judge(machine: str, policy: str) -> dict:
-    report = build_report(load_snapshot(SNAPSHOTS / f"{machine}.json"), [_POLICIES[policy]])
-    return report
+def _judge(machine: str, policy: str) -> PolicyResult:
+    (result,) = build_report(load_snapshot(SNAPSHOTS / f"{machine}.json"), [_POLICIES[policy]]).policies
+    return result
 
 
 @pytest.mark.parametrize(("machine", "policy", "verdict", "blockers", "risks", "unknowns", "page"), SHAPES)
 def test_platform_shapes(machine: str, policy: str, verdict: str, blockers: list[str], risks: list[str],
                          unknowns: list[str], page: str) -> None:
-    result = policy_result(_judge(machine, policy), policy)
-    assert (result["verdict"], sorted(result["blockers"])) == (verdict, blockers), result["findings"]
-    assert set(risks) <= set(result["risks"])
-    assert set(unknowns) <= set(result["unknowns"])
-    cited = {f["source"]["url"] for f in result["findings"] if f["id"] in blockers + risks + unknowns}
+    result = _judge(machine, policy)
+    assert (result.verdict, sorted(result.blockers)) == (verdict, blockers), result.findings
+    assert set(risks) <= set(result.risks)
+    assert set(unknowns) <= set(result.unknowns)
+    cited = {f.source.url for f in result.findings if f.id in blockers + risks + unknowns}
     assert page in cited or not (blockers + risks + unknowns), cited
     if verdict.startswith("feasible"):
-        judged = {f["id"] for f in result["findings"] if f["severity"] == "blocker" and f["status"] == "pass"}
-        assert judged == {f["id"] for f in result["findings"] if f["severity"] == "blocker"}
+        judged = {f.id for f in result.findings if f.severity == "blocker" and f.status == "pass"}
+        assert judged == {f.id for f in result.findings if f.severity == "blocker"}
 
 
 def test_shape_table_covers_at_least_twenty_new_snapshots() -> None:
@@ -205,12 +207,12 @@ def test_shape_table_covers_at_least_twenty_new_snapshots() -> None:
 
 
 def test_generation_from_name_is_said_in_the_detail() -> None:
-    result = policy_result(_judge("tesla-p40-name-only", "vast"), "vast")
-    finding = next(f for f in result["findings"] if f["id"] == "GPU-1120")
-    assert (finding["status"], finding["measured"]) == ("pass", "pascal")
-    assert "model name" in finding["detail"]
-    eight = policy_result(_judge("gtx1080ti-8x-rig", "vast"), "vast")
-    assert "compute capability 6.1" in next(f for f in eight["findings"] if f["id"] == "GPU-1120")["detail"]
+    result = _judge("tesla-p40-name-only", "vast")
+    finding = next(f for f in result.findings if f.id == "GPU-1120")
+    assert (finding.status, finding.measured) == ("pass", "pascal")
+    assert "model name" in finding.detail
+    eight = _judge("gtx1080ti-8x-rig", "vast")
+    assert "compute capability 6.1" in next(f for f in eight.findings if f.id == "GPU-1120").detail
 
 
 # --------------------------------------------------------------------------------------
@@ -263,6 +265,18 @@ def test_platforms_that_cannot_apply_are_one_line() -> None:
     _, report = audit_json("--facts", snapshot("mac-mini-m2-sonoma"))
     applicable = {p["id"]: p["applicable"] for p in report["policies"]}
     assert applicable["darkbloom"] is True and applicable["tensordock"] is False
+
+
+def test_the_headline_reads_its_words_from_the_checks_metadata() -> None:
+    """Which blockers mean "cannot apply", which owner-risk items say the agent holds root and
+    which one another supersedes are each check's own metadata, not a table kept elsewhere."""
+    registry = load_registry()
+    assert {m.id: m.precondition for m in registry.values() if m.precondition} == {
+        "PLAT-1010": "closed to new hosts", "SYS-1050": "runs on {threshold}",
+        "SYS-1060": "Apple Silicon Macs only", "SYS-1140": "Linux KVM hosts only"}
+    assert {m.id for m in registry.values() if m.says_agent_has_root} == {"AGT-1010", "AGT-1020"}
+    superseded = {m.id: m.superseded_by for m in registry.values() if m.superseded_by}
+    assert superseded == {"AGT-1010": "OWN-1050"} and set(superseded.values()) <= set(registry)
 
 
 def test_markdown_report_carries_the_headline() -> None:

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostcheck.earnings import model as m
+from hostcheck.models import Report
 
 prices = st.floats(min_value=0.001, max_value=5, allow_nan=False)
 shares = st.floats(min_value=0, max_value=1, allow_nan=False)
@@ -139,7 +140,7 @@ junk = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**
 
 
 @pytest.fixture(scope="module")
-def laptop() -> tuple[dict, dict]:
+def laptop() -> tuple[dict, Report]:
     from hostcheck.facts import load_snapshot
     from hostcheck.policy import resolve_policies
     from hostcheck.report import build_report
@@ -152,7 +153,7 @@ def laptop() -> tuple[dict, dict]:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(("gpu", "power", "system")), junk,
        st.one_of(st.none(), st.sampled_from(("name", "power_limit_w", "power_draw_w", "index"))))
-def test_hostile_facts_never_crash_the_money(laptop: tuple[dict, dict], section: str, value: object,
+def test_hostile_facts_never_crash_the_money(laptop: tuple[dict, Report], section: str, value: object,
                                              device_key: str | None) -> None:
     import copy
 

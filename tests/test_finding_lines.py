@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from hostcheck.facts import load_snapshot
+from hostcheck.models import Finding, OwnerRiskFinding, Report
 from hostcheck.policy import load_shipped, shipped_policy_names
-from hostcheck.render import render
 from hostcheck.render.text import headline, measured_text, risk_row_text
 from hostcheck.report import build_report
 from tests.helpers import SNAPSHOTS, hostcheck
@@ -47,28 +47,29 @@ def policies() -> list[Any]:
     return [load_shipped(name) for name in shipped_policy_names() if name != "owner-risk"]
 
 
-def report_of(facts: dict[str, Any]) -> dict[str, Any]:
-    return dict(json.loads(render(build_report(facts, policies()), "json")))
+def report_of(facts: dict[str, Any]) -> Report:
+    return build_report(facts, policies())
 
 
-def lines_of(report: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
+def lines_of(report: Report) -> list[tuple[Finding | OwnerRiskFinding, str, str]]:
     """(finding, its measured text, its first line) for every judged finding and owner-risk row."""
-    out = []
-    for policy in report["policies"]:
-        for finding in policy["findings"]:
-            if finding["status"] in JUDGED and measured_text(finding):
-                out.append((finding, measured_text(finding), headline(finding)))
-    for row in report["owner_risk"]["findings"]:
-        if row.get("measured") not in (None, "") and not isinstance(row.get("measured"), dict):
-            out.append((row, measured_text(row), risk_row_text(row)))
+    out: list[tuple[Finding | OwnerRiskFinding, str, str]] = []
+    for policy in report.policies:
+        for finding in policy.findings:
+            shown = measured_text(finding.id, finding.measured, finding.unit)
+            if finding.status in JUDGED and shown:
+                out.append((finding, shown, headline(finding)))
+    for row in report.owner_risk.findings:
+        if row.measured not in (None, "") and not isinstance(row.measured, dict):
+            out.append((row, measured_text(row.id, row.measured), risk_row_text(row)))
     return out
 
 
-def assert_lines_read_true(report: dict[str, Any], where: str) -> int:
+def assert_lines_read_true(report: Report, where: str) -> int:
     checked = 0
     for finding, shown, line in lines_of(report):
         assert not reads_as_answer(shown), f"{where}: {line!r} reads as the answer to its title"
-        assert str(finding["measured"]) in shown, f"{where}: {line!r} does not show the value as measured"
+        assert str(finding.measured) in shown, f"{where}: {line!r} does not show the value as measured"
         checked += 1
     return checked
 
@@ -117,7 +118,7 @@ def test_every_registered_check_reads_true_on_every_snapshot_and_flip() -> None:
             outcome = run_check(meta, facts, None)
             if str(outcome.status) not in JUDGED or outcome.measured in (None, "") or isinstance(outcome.measured, dict):
                 continue
-            shown = measured_text({"id": meta.id, "measured": outcome.measured, "unit": meta.unit})
+            shown = measured_text(meta.id, outcome.measured, meta.unit)
             assert not reads_as_answer(shown), f"{meta.id} {meta.title}: {shown!r} reads as the answer to its title"
             judged += 1
     assert judged > 100
@@ -169,5 +170,7 @@ def test_the_issue_case_names_password_authentication_yes(tmp_path: Path) -> Non
 
 def test_a_phrase_is_left_as_it_is() -> None:
     """'no sshd installed' is a statement already; naming the setting in front would garble it."""
-    line = headline({"id": "SSH-1010", "title": "SSH password login off", "measured": "no sshd installed", "op": "in"})
+    report = report_of(load_snapshot(SNAPSHOTS / "dedicated-4090.json"))
+    ssh = next(f for policy in report.policies for f in policy.findings if f.id == "SSH-1010")
+    line = headline(ssh.model_copy(update={"measured": "no sshd installed", "threshold": None}))
     assert line == "SSH-1010 SSH password login off: no sshd installed"

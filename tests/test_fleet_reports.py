@@ -52,6 +52,8 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     assert [row["host"] for row in data["hosts"]] == ["box-b", "laptop", "box-a"]
     assert data["hosts"][0] == {"host": "box-b", "reachable": False, "reason": "unreachable: ssh: connect timed out", "policies": {}}
     laptop = data["hosts"][1]
+    assert list(laptop) == ["host", "reachable", "hostcheck_version", "generated_at", "owner_risk", "gpu", "vram_gib",
+                            "power", "gpu_reason", "bandwidth", "policies"]
     assert laptop["policies"]["vast"]["verdict"] == "not feasible"
     assert laptop["policies"]["vast"]["blockers"] == ["ISO-1010"]
     assert (laptop["gpu"], laptop["vram_gib"], laptop["power"], laptop["owner_risk"]) == (
@@ -74,6 +76,19 @@ def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> No
     assert ("new_listening", "tcp/8080 on 0.0.0.0") in kinds
     regressed = {c["check"] for c in changes["box-a"] if c["kind"] == "finding_regressed"}
     assert regressed == {"OWN-1040"}
+
+
+def test_a_damaged_report_names_its_file_and_field(tmp_path: Path) -> None:
+    write_report(tmp_path, "good", "dedicated-4090")
+    report = json.loads((tmp_path / "good.json").read_text())
+    report["policies"][1]["findings"][0]["status"] = "fine"
+    (tmp_path / "damaged.json").write_text(json.dumps(report))
+    proc = hostcheck("fleet", str(tmp_path), "-f", "json")
+    assert proc.returncode == 2
+    assert (f"{tmp_path / 'damaged.json'}: not a usable hostcheck report: policies[1].findings[0].status: "
+            "input should be 'pass', 'warn', 'fail', 'unknown', 'skipped' or 'error'") in proc.stderr
+    rows = {row["host"]: row for row in json.loads(proc.stdout)["hosts"]}
+    assert rows["damaged"]["report_error"] is True and rows["good"]["reachable"] is True
 
 
 def test_fleet_refuses_other_report_versions(tmp_path: Path) -> None:

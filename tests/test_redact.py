@@ -74,13 +74,13 @@ def test_redacted_report_rejudges_to_the_same_verdicts(path: Path, tmp_path: Pat
     assert changed == []
     # The redacted report itself, read back as --facts (what someone it is shared with does).
     saved = tmp_path / "redacted.json"
-    saved.write_text(json.dumps(redacted))
+    saved.write_text(json.dumps(redacted.as_dict()))
     assert outcomes(build_report(load_snapshot(saved), _policies())) == outcomes(original)
     # Policy text is never altered: every title, why and fix reads as the policy wrote it.
-    for before, after in zip(original["policies"], redacted["policies"], strict=True):
-        assert (before["title"], before["summary"]) == (after["title"], after["summary"])
-        texts = {f["id"]: (f["title"], f["why"], f["fix"], f.get("note")) for f in before["findings"]}
-        assert {f["id"]: (f["title"], f["why"], f["fix"], f.get("note")) for f in after["findings"]} == texts
+    for before, after in zip(original.policies, redacted.policies, strict=True):
+        assert (before.title, before.summary) == (after.title, after.summary)
+        texts = {f.id: (f.title, f.why, f.fix, f.note) for f in before.findings}
+        assert {f.id: (f.title, f.why, f.fix, f.note) for f in after.findings} == texts
 
 
 # ------------------------------------------------------------------ named cases
@@ -125,11 +125,11 @@ def test_type_not_word_redaction(tmp_path: Path) -> None:
     # A user called ubuntu is not a word to hunt: os_id and policy text keep "ubuntu" and "x".
     assert facts["system"]["os_id"] == "ubuntu"
     vast = next(p for p in report["policies"] if p["id"] == "vast")
-    unredacted = build_report(from_jsonable(_case_facts()), [load_shipped("vast")])["policies"][0]
+    (unredacted,) = build_report(from_jsonable(_case_facts()), [load_shipped("vast")]).policies
     assert [(f["title"], f["why"], f["fix"]) for f in vast["findings"]] == [
-        (f["title"], f["why"], f["fix"]) for f in unredacted["findings"]]
+        (f.title, f.why, f.fix) for f in unredacted.findings]
     assert [p["verdict"] for p in report["policies"]] == [
-        p["verdict"] for p in build_report(from_jsonable(_case_facts()), _policies())["policies"]]
+        p.verdict for p in build_report(from_jsonable(_case_facts()), _policies()).policies]
     # Host name by labels: full name, short name, domain.
     assert report["host"]["hostname"] == facts["meta"]["hostname"] == "[host-1]"
     assert "[host-" in facts["network"]["inbound"]["reason"] and "gpubox" not in out and "acme-corp" not in out
@@ -353,7 +353,7 @@ def test_planted_values_never_reach_any_format(ids: dict[str, Any], path: Path) 
     original = build_report(from_jsonable(facts), _policies())
     # The plants are there to find (each class in at least one field of the unredacted report).
     assert {"fqdn", "short name", "user", "password", "query", "mac", "mac hex", "v4", "v6", "uuid",
-            "common user in a home path"} | ({"serial"} if ids["serial_field"] else set()) <= set(_leaks(json.dumps(original), ids))
+            "common user in a home path"} | ({"serial"} if ids["serial_field"] else set()) <= set(_leaks(json.dumps(original.as_dict()), ids))
     report, _ = redacted_report(from_jsonable(facts), _policies(), original)
     for fmt in ("json", "table", "markdown"):
         assert _leaks(render(report, fmt, verbose=True), ids) == [], fmt
@@ -373,7 +373,7 @@ def test_fleet_redact_over_several_hosts(hosts: list[dict[str, Any]], paths: lis
             for ids, snapshot in zip(hosts[:2], paths, strict=False):
                 facts = _plant(json.loads(_snapshot(snapshot)), ids)
                 report = build_report(from_jsonable(facts), _vast())
-                (directory / f"{ids['fqdn']}.json").write_text(json.dumps(report))
+                (directory / f"{ids['fqdn']}.json").write_text(json.dumps(report.as_dict()))
             unreachable = hosts[2]
             (directory / "index.json").write_text(json.dumps([{
                 "host": unreachable["fqdn"], "status": "unreachable",
@@ -390,7 +390,7 @@ def test_fleet_redact_over_several_hosts(hosts: list[dict[str, Any]], paths: lis
 
 
 def test_fleet_redact_error_message(tmp_path: Path) -> None:
-    report = json.dumps(build_report(load_snapshot(SNAPSHOTS / "dedicated-4090.json"), _vast()))
+    report = json.dumps(build_report(load_snapshot(SNAPSHOTS / "dedicated-4090.json"), _vast()).as_dict())
     (tmp_path / "qsecrethost.corp.example.json").write_text(report)
     (tmp_path / "index.json").write_text(json.dumps([{"host": "qsecrethost.corp.example", "status": "unreachable"}]))
     code, out = _run(["fleet", str(tmp_path), "--redact"])
@@ -414,8 +414,8 @@ def test_servers_the_user_named_go_from_error_texts() -> None:
                                      "reason": "the server at https://qprobe.corp.example:8443 does not accept connections"}
     original = build_report(from_jsonable(facts), _vast())
     report, changed = redacted_report(from_jsonable(facts), _vast(), original, servers=["https://qprobe.corp.example:8443"])
-    assert changed == [] and "qprobe" not in json.dumps(report)
-    assert "'[host-" in report["facts"]["network"]["inbound"]["reason"]
+    assert changed == [] and "qprobe" not in json.dumps(report.as_dict())
+    assert "'[host-" in report.facts["network"]["inbound"]["reason"]
 
 
 def test_a_gpu_uuid_reads_the_same_in_its_field_and_in_text() -> None:

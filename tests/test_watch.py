@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hostcheck.models import Finding, Report
 from hostcheck.watch import pkglog
 from hostcheck.watch.analysis import analyse
 from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
@@ -674,19 +675,16 @@ def write_recording(db: Path, samples: list[Sample], boots: list[Boot] | None = 
             w.add_event(e)
 
 
-def rel_findings(report: dict[str, Any], policy: str) -> dict[str, dict[str, Any]]:
-    result = next(p for p in report["policies"] if p["id"] == policy)
-    return {f["id"]: f for f in result["findings"] if f["id"].startswith("REL-")}
+def rel_findings(report: Report, policy: str) -> dict[str, Finding]:
+    result = next(p for p in report.policies if p.id == policy)
+    return {f.id: f for f in result.findings if f.id.startswith("REL-")}
 
 
 def test_audit_judges_uptime_from_the_recording(tmp_path: Path) -> None:
-    import json
-
     from hostcheck.collectors.watch import summarise
     from hostcheck.facts import load_snapshot
     from hostcheck.policy import resolve_policies
     from hostcheck.report import build_report
-    from hostcheck.safeio import dumps
 
     db = tmp_path / "w.db"
     # Two days at one sample a minute with one 50-minute network outage and an Xid 79.
@@ -698,28 +696,25 @@ def test_audit_judges_uptime_from_the_recording(tmp_path: Path) -> None:
     write_recording(db, samples, events=[Event(T0 + 5000, "xid", "b1", xid)])
     facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
     facts["watch"] = summarise(db)
-    report = json.loads(dumps(build_report(facts, resolve_policies(["vast", "vast-verified", "runpod", "ionet"]))))
+    report = build_report(facts, resolve_policies(["vast", "vast-verified", "runpod", "ionet"]))
     vast, verified = rel_findings(report, "vast"), rel_findings(report, "vast-verified")
     runpod, ionet = rel_findings(report, "runpod"), rel_findings(report, "ionet")
     uptime_pct = (total - 50) / total * 100  # 98.26 %
-    assert vast["REL-1010"]["status"] == "pass" and vast["REL-1010"]["measured"] == pytest.approx(uptime_pct, abs=1e-3)
-    assert "2.0 days observed" in vast["REL-1010"]["detail"] or "(2 days observed)" in vast["REL-1010"]["detail"]
-    assert verified["REL-1010"]["status"] != "pass"  # 98.26 % < 99.99 %
-    assert vast["REL-1050"]["status"] != "pass" and "Xid 79" in vast["REL-1050"]["detail"]
-    assert runpod["REL-1020"]["measured"] == pytest.approx((total - 50 + 10) / total * 100, abs=1e-3)
-    assert runpod["REL-1020"]["status"] == "pass"
+    assert vast["REL-1010"].status == "pass" and vast["REL-1010"].measured == pytest.approx(uptime_pct, abs=1e-3)
+    assert "2.0 days observed" in vast["REL-1010"].detail or "(2 days observed)" in vast["REL-1010"].detail
+    assert verified["REL-1010"].status != "pass"  # 98.26 % < 99.99 %
+    assert vast["REL-1050"].status != "pass" and "Xid 79" in vast["REL-1050"].detail
+    assert runpod["REL-1020"].measured == pytest.approx((total - 50 + 10) / total * 100, abs=1e-3)
+    assert runpod["REL-1020"].status == "pass"
     # io.net: the current run is the last 2880-1050 = 1830 minutes = 30.5 h > 5 h.
-    assert ionet["REL-1030"]["status"] == "pass" and ionet["REL-1030"]["measured"] == 30.5
+    assert ionet["REL-1030"].status == "pass" and ionet["REL-1030"].measured == 30.5
 
 
 def test_audit_without_a_recording_says_what_to_run(tmp_path: Path) -> None:
-    import json
-
     from hostcheck.collectors.watch import summarise
     from hostcheck.facts import load_snapshot
     from hostcheck.policy import resolve_policies
     from hostcheck.report import build_report
-    from hostcheck.safeio import dumps
 
     facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
     for watch in (summarise(tmp_path / "missing.db"), None):
@@ -727,16 +722,16 @@ def test_audit_without_a_recording_says_what_to_run(tmp_path: Path) -> None:
             facts.pop("watch", None)
         else:
             facts["watch"] = watch
-        report = json.loads(dumps(build_report(facts, resolve_policies(["vast", "runpod"]))))
+        report = build_report(facts, resolve_policies(["vast", "runpod"]))
         for finding in [*rel_findings(report, "vast").values(), *rel_findings(report, "runpod").values()]:
-            assert finding["status"] == "unknown"
-            assert "run `hostcheck watch` for" in finding["detail"]
+            assert finding.status == "unknown"
+            assert "run `hostcheck watch` for" in finding.detail
     # Too short a recording is unknown too, and says how much more is needed.
     db = tmp_path / "short.db"
     write_recording(db, minutes(T0, 120))
     facts["watch"] = summarise(db)
-    report = json.loads(dumps(build_report(facts, resolve_policies(["vast"]))))
-    assert "more" in rel_findings(report, "vast")["REL-1010"]["detail"]
+    report = build_report(facts, resolve_policies(["vast"]))
+    assert "more" in rel_findings(report, "vast")["REL-1010"].detail
 
 
 def test_volatile_journal_falls_back_to_the_recorders_own_stop() -> None:
@@ -760,19 +755,16 @@ def test_a_quick_reboot_is_still_an_outage() -> None:
 
 
 def test_audit_says_why_a_recording_cannot_be_used(tmp_path: Path) -> None:
-    import json
-
     from hostcheck.collectors.watch import summarise
     from hostcheck.facts import load_snapshot
     from hostcheck.policy import resolve_policies
     from hostcheck.report import build_report
-    from hostcheck.safeio import dumps
 
     bad = tmp_path / "watch.db"
     bad.write_text("not a database")
     facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
     facts["watch"] = summarise(bad)
-    report = json.loads(dumps(build_report(facts, resolve_policies(["vast"]))))
+    report = build_report(facts, resolve_policies(["vast"]))
     finding = rel_findings(report, "vast")["REL-1010"]
-    assert finding["status"] == "unknown" and "not an SQLite database" in finding["detail"]
+    assert finding.status == "unknown" and "not an SQLite database" in finding.detail
     assert bad.read_text() == "not a database"

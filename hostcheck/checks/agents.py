@@ -116,6 +116,8 @@ def agent_root(entry: dict[str, Any]) -> tuple[bool | None, str]:
     "Record what the agent runs with sudo's own logging (agent_oversight role); a sudo allowlist "
     "is a tripwire, not containment: `hostcheck explain vast`.",
     fix_role="agent_oversight: agent_oversight_sudo_logging",
+    says_agent_has_root=True,
+    superseded_by="OWN-1050",  # on a personal machine OWN-1050 says this, and more
 )
 def agent_holds_root(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, blind = installed_agents(facts)
@@ -174,6 +176,7 @@ def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Out
     fix="Accept it knowingly: it is how the platform updates its agent. Log what the account runs "
     "(agent_oversight role) and watch the journal; do not host where that trust is too much.",
     fix_role="agent_oversight: agent_oversight_sudo_logging",
+    says_agent_has_root=True,
 )
 def remote_update_channel(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, _ = installed_agents(facts)

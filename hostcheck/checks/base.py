@@ -91,6 +91,16 @@ class CheckMeta:
     shown: Callable[[Any], str] | None = None
     """How the measured value reads after the title, where the bare value would not say what
     it is the value of ("SSH password login off: yes" reads as the opposite of the truth)."""
+    precondition: str = ""
+    """Set where failing says a platform cannot take this kind of machine at all (not a setting
+    to fix): the reason the headline's "cannot apply" line gives; ``{threshold}`` is replaced by
+    the requirement's threshold."""
+    says_agent_has_root: bool = False
+    """An owner-risk item saying the platform's agent holds root here: the headline and the
+    owner-risk statement name it whatever the rating."""
+    superseded_by: str = ""
+    """The id of a check that says what this one says, and more: where both fail, only that one
+    is named."""
 
     def says(self, measured: Any) -> str:
         """The measured value as the report prints it: a statement true by itself."""
@@ -126,6 +136,9 @@ def check(
     fix: str,
     fix_role: str = "",
     shown: Callable[[Any], str] | None = None,
+    precondition: str = "",
+    says_agent_has_root: bool = False,
+    superseded_by: str = "",
 ) -> Callable[[Registered], Registered]:
     """Register a check under a stable id (asserted unique and well-formed at import)."""
 
@@ -134,9 +147,11 @@ def check(
             raise ValueError(f"check id {check_id!r} does not match {ID_PATTERN.pattern}")
         if check_id in REGISTRY:
             raise ValueError(f"check id {check_id} registered twice")
+        if superseded_by and not ID_PATTERN.match(superseded_by):
+            raise ValueError(f"{check_id}: superseded_by {superseded_by!r} does not match {ID_PATTERN.pattern}")
         REGISTRY[check_id] = CheckMeta(
             check_id, title, Operator(op), unit, ThresholdKind(threshold), why.strip(), fix.strip(), fix_role, func,
-            shown,
+            shown, precondition=precondition, says_agent_has_root=says_agent_has_root, superseded_by=superseded_by,
         )
         return func
 

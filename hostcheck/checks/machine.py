@@ -107,6 +107,7 @@ def cpu_avx(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="The provider agent is built and supported for specific systems; elsewhere it does not "
     "install, or breaks on upgrades.",
     fix="Install a supported system (see the threshold) on the machine, ideally on its own disk.",
+    precondition="runs on {threshold}",
 )
 def os_supported(facts: dict[str, Any], threshold: Any) -> Outcome:
     return _os_in(facts, threshold)
@@ -149,6 +150,7 @@ def _os_in(facts: dict[str, Any], threshold: Any) -> Outcome:
     threshold="none",
     why="This platform serves models on Apple Silicon (Metal) only; NVIDIA/CUDA machines cannot join.",
     fix="None on this machine: the platform needs an Apple Silicon Mac (M1 or newer) on macOS 14+.",
+    precondition="Apple Silicon Macs only",
 )
 def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
     kernel = str(need(facts, "system.os_kernel_name"))
@@ -317,6 +319,7 @@ def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "through); the host must be Linux with KVM usable (/dev/kvm).",
     fix="Enable VT-x / AMD-V in the firmware setup and load kvm_intel or kvm_amd; on a Mac or "
     "Windows machine this platform cannot be used.",
+    precondition="Linux KVM hosts only",
 )
 def linux_kvm(facts: dict[str, Any], _threshold: Any) -> Outcome:
     kernel = str(need(facts, "system.os_kernel_name"))

@@ -261,6 +261,7 @@ def ipv6_global(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Some programmes are closed to new hosts or limited to hardware this tool does not find "
     "here; no configuration changes that.",
     fix="Choose another platform.",
+    precondition="closed to new hosts",
 )
 def platform_accepts(_facts: dict[str, Any], threshold: Any) -> Outcome:
     return failed("not accepting", str(threshold))

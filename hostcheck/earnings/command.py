@@ -11,7 +11,7 @@ from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_a
 from hostcheck.earnings.inputs import EarningsInputError, Given, build, config_path, load_config
 from hostcheck.earnings.report import Machine, PowerOut, build_earnings, span_text
 from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK, EXIT_OWNER_RISK
-from hostcheck.models import OWNER_RISK_STOPS
+from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
 __all__ = ["EarningsInputError", "audit_lines", "merged_values", "run"]
 
@@ -50,23 +50,22 @@ def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple
     return given.gpus, None
 
 
-def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes: list[str],
+def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[str],
               asked: bool = False) -> list[tuple[PlatformDocument, str | None]]:
     """Each platform with the audit's best verdict among its policies. Unless the owner named
     the platforms, those the audit says cannot apply to this machine are left out (and said)."""
     if report is None:
         return [(doc, None) for doc in docs]
-    by_id = {p["id"]: p for p in report["policies"]}
+    by_id = {p.id: p for p in report.policies}
     out = []
     skipped = []
     for doc in docs:
         judged = [by_id[pid] for pid in doc.policies if pid in by_id]
-        if judged and not asked and not any(p.get("applicable", True) for p in judged):
-            skipped.append(f"{doc.platform} ({judged[0]['precondition']})")
+        if judged and not asked and not any(p.applicable for p in judged):
+            skipped.append(f"{doc.platform} ({judged[0].precondition})")
             continue
-        order = {"feasible": 0, "feasible with risks": 1, "undetermined": 2, "not feasible": 3}
-        best = min(judged, key=lambda p: order.get(p["verdict"], 9)) if judged else None
-        out.append((doc, f"{best['id']}: {best['verdict']}" if best else None))
+        best = min(judged, key=lambda p: VERDICT_RANK[p.verdict]) if judged else None
+        out.append((doc, f"{best.id}: {best.verdict}" if best else None))
     if skipped:
         notes.append(f"not priced, the audit says they cannot apply to this machine: {'; '.join(skipped)}")
     return out
@@ -74,7 +73,7 @@ def _verdicts(report: dict[str, Any] | None, docs: list[PlatformDocument], notes
 
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
         sample_seconds: float = 0.0, config: Path | None = None,
-        audit_report: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+        audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
     """The earnings report and its exit code (0; 3 when the draw under load is unknown).
     Raises EarningsInputError or EconomicsDataError on bad input."""
     constants = load_constants()
@@ -128,10 +127,10 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     notes.append("ranges (worst to best) come from what is not known: the fee where a platform publishes none "
                  "or its pages disagree, and the idle draw where it is unknown")
     if audit_report is not None:
-        hostname = audit_report["host"].get("hostname") or "this host"
+        hostname = audit_report.host.hostname or "this host"
         machine = Machine.model_validate({"from": source if source != "this machine" else hostname, "gpus": gpus,
-                                          "gpu_name": gpu_name, "audit_headline": audit_report["headline"],
-                                          "owner_risk": audit_report["owner_risk"]["rating"]})
+                                          "gpu_name": gpu_name, "audit_headline": audit_report.headline,
+                                          "owner_risk": audit_report.owner_risk.rating.value})
     else:
         machine = Machine.model_validate({"from": source, "gpus": gpus, "gpu_name": gpu_name,
                                           "audit_headline": None, "owner_risk": None})
@@ -143,7 +142,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     return report, EXIT_OWNER_RISK if machine.owner_risk in OWNER_RISK_STOPS else EXIT_OK
 
 
-def audit_lines(audit_report: dict[str, Any], facts: dict[str, Any], values: dict[str, Any],
+def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
                 config: Path | None) -> list[str]:
     """The audit's closing lines: one per feasible platform, net per month at the given
     occupancy or the break-even price. The audit's headline (and an owner-risk warning) stands."""
@@ -166,8 +165,8 @@ def audit_lines(audit_report: dict[str, Any], facts: dict[str, Any], values: dic
         else:
             said = f"break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour at {occupancy:g} % occupancy"
         out.append(f"Earnings on {p['title']} ({p['audit_verdict']}): {said}.")
-    rating = audit_report["owner_risk"]["rating"]
-    if rating in ("high", "unknown") and out:
+    rating = audit_report.owner_risk.rating
+    if rating in OWNER_RISK_STOPS and out:
         out.append(f"Owner risk is {rating.upper()}: earnings do not change the headline; do not host on this "
                    "machine as it is.")
     return out

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hostcheck import safeio
+from hostcheck.models import Report
 from hostcheck.render.escape import escape_tree
 
 
-def render(report: dict[str, Any], fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
     if fmt == "json":
-        return safeio.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+        return safeio.dumps(report.as_dict(), indent=2, sort_keys=False) + "\n"
     report = escape_tree(report)
     if fmt == "markdown":
         from hostcheck.render.markdown import render_markdown

@@ -9,7 +9,10 @@ it out (JSON needs nothing: json.dumps escapes control characters itself).
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
+
+from pydantic import BaseModel
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what is displayed.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -30,7 +33,12 @@ def escape_text(text: str) -> str:
 
 
 def escape_tree(value: Any) -> Any:
-    """A copy of a JSON-like tree with every string (keys too) escaped."""
+    """A copy of a model or JSON-like tree with every string (keys too) escaped; enum members
+    are hostcheck's own words and stay members."""
+    if isinstance(value, Enum):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={name: escape_tree(item) for name, item in value})
     if isinstance(value, str):
         return escape_text(value)
     if isinstance(value, dict):

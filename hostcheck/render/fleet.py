@@ -2,47 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from hostcheck.fleet import Bandwidth, FleetRow, HostDrift
 from hostcheck.models import Verdict
 from hostcheck.render.escape import escape_tree
 
-SHORT: dict[str, str] = {Verdict.FEASIBLE: "ok", Verdict.FEASIBLE_WITH_RISKS: "risks", Verdict.NOT_FEASIBLE: "NO", Verdict.UNDETERMINED: "??"}
+SHORT: dict[Verdict, str] = {Verdict.FEASIBLE: "ok", Verdict.FEASIBLE_WITH_RISKS: "risks", Verdict.NOT_FEASIBLE: "NO", Verdict.UNDETERMINED: "??"}
 
 
-def _cells(row: dict[str, Any], policy_ids: list[str]) -> list[str]:
-    if not row["reachable"]:
-        return [row["host"], "BAD REPORT" if row.get("report_error") else "UNREACHABLE", "", "", "", "", row.get("reason") or ""] + [""] * len(policy_ids)
+def _cells(row: FleetRow, policy_ids: list[str]) -> list[str]:
+    if not row.reachable:
+        return [row.host, "BAD REPORT" if row.report_error else "UNREACHABLE", "", "", "", "", row.reason or ""] + [""] * len(policy_ids)
     cells = [
-        row["host"],
-        row.get("gpu") or "none",
-        "" if row.get("vram_gib") is None else f"{row['vram_gib']:g}",
-        row.get("power") or "",
-        row.get("owner_risk") or "",
-        _bandwidth_cell(row.get("bandwidth") or {}),
+        row.host,
+        row.gpu or "none",
+        "" if row.vram_gib is None else f"{row.vram_gib:g}",
+        row.power or "",
+        row.owner_risk or "",
+        _bandwidth_cell(row.bandwidth),
         "",
     ]
     for pid in policy_ids:
-        result = row["policies"].get(pid)
+        result = row.policies.get(pid)
         if result is None:
             cells.append("-")
             continue
-        blockers = f" [{', '.join(result['blockers'])}]" if result["blockers"] else ""
-        cells.append(f"{SHORT[result['verdict']]} {result['score']}{blockers}")
+        blockers = f" [{', '.join(result.blockers)}]" if result.blockers else ""
+        cells.append(f"{SHORT[result.verdict]} {result.score}{blockers}")
     return cells
 
 
 HEADERS = ["host", "GPU", "VRAM GiB", "power cap/default", "owner risk", "down/up Mbps", "note"]
 
 
-def _bandwidth_cell(bw: dict[str, Any]) -> str:
-    down, up = bw.get("download_mbps"), bw.get("upload_mbps")
+def _bandwidth_cell(bw: Bandwidth | None) -> str:
+    down, up = (None, None) if bw is None else (bw.download_mbps, bw.upload_mbps)
     if down is None and up is None:
         return ""  # no speed test was run (it is opt-in)
     return "/".join("?" if v is None else f"{v:.0f}" for v in (down, up))
 
 
-def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: bool = False) -> str:
+def fleet_table(rows: list[FleetRow], policy_ids: list[str], markdown: bool = False) -> str:
     rows, policy_ids = escape_tree(rows), escape_tree(policy_ids)
     headers = HEADERS + policy_ids
     body = [[str(c) for c in _cells(row, policy_ids)] for row in rows]
@@ -58,16 +57,16 @@ def fleet_table(rows: list[dict[str, Any]], policy_ids: list[str], markdown: boo
     return "\n".join(lines) + "\n"
 
 
-def drift_text(changes: list[dict[str, Any]], markdown: bool = False) -> str:
+def drift_text(changes: list[HostDrift], markdown: bool = False) -> str:
     changes = escape_tree(changes)
     if not changes:
         return "No drift: every host's verdicts, findings and listening sockets are unchanged.\n"
     lines = []
     for item in changes:
-        lines.append(f"## {item['host']}" if markdown else f"{item['host']}:")
-        for change in item["changes"]:
-            where = f"[{change['policy']}] " if change.get("policy") else ""
-            lines.append(f"- {change['kind']}: {where}{change['detail']}" if markdown else f"  {change['kind']:18} {where}{change['detail']}")
+        lines.append(f"## {item.host}" if markdown else f"{item.host}:")
+        for change in item.changes:
+            where = f"[{change.policy}] " if change.policy else ""
+            lines.append(f"- {change.kind}: {where}{change.detail}" if markdown else f"  {change.kind:18} {where}{change.detail}")
         if markdown:
             lines.append("")
     return "\n".join(lines) + "\n"
