@@ -383,8 +383,8 @@ class Conn:
 
 
 def test_table_sheds_the_oldest_idle_connection() -> None:
-    """Overall cap: the oldest connection without its headers goes at once, never one that
-    showed the token; when all have, the newcomer is refused."""
+    """Overall cap: the oldest connection that has not shown the token goes at once, never one
+    that has; when all have, the newcomer is refused."""
     lim = Limits(max_connections=4, max_connections_per_source=4, max_connections_per_prefix=4, shed_after_s=1.0)
     table = ConnectionTable(lim)
     conns = [Conn() for _ in range(6)]

@@ -401,18 +401,25 @@ class Occupier:
                 self._open(source)  # straight back in
 
 
-def _served(url: str, requests: int, fingerprint: str | None = None, before: Any = None) -> int:
+def _served(
+    url: str, requests: int, fingerprint: str | None = None, before: Any = None, took: list[float] | None = None
+) -> int:
     """How many of ``requests`` authenticated probe requests got their answer (each a fresh
-    connection, as the audit makes them; ``before()`` is called before each)."""
+    connection, as the audit makes them; ``before()`` is called before each, and each one's
+    seconds are appended to ``took``)."""
     served = 0
     payload = {"ports": [{"port": free_port(), "proto": "tcp", "nonce": NONCE}]}
     for _ in range(requests):
         if before is not None:
             before()
+        start = time.monotonic()
         try:
             answer = post_json(url, TOKEN, "/probe", payload, 5, fingerprint)
         except ServerError:
             continue
+        finally:
+            if took is not None:
+                took.append(time.monotonic() - start)
         served += answer["results"][0]["detail"] == "refused"
     return served
 
@@ -459,6 +466,126 @@ def test_slot_filling_does_not_keep_the_token_holder_out(sources: list[str], hel
         assert served == 20
         if held == 64:  # every slot was the attacker's: each request displaced one
             assert srv.service.stats["connections_shed"] >= 20
+    finally:
+        srv.stop()
+
+
+WRONG_TOKEN = "wrong-token-0123456789abcdef"
+
+
+def _tokenless(authorization: str = "") -> bytes:
+    """A complete probe request whose head carries ``authorization`` (a header line, or none)."""
+    return (
+        f"POST /probe HTTP/1.1\r\nHost: x\r\n{authorization}Content-Type: application/json\r\n"
+        "Content-Length: 2\r\n\r\n{}"
+    ).encode()
+
+
+WITHOUT_THE_TOKEN = {
+    # Blank lines only: the parser skips them before a request line, so they are no request.
+    "only-crlf": b"\r\n" * 64,
+    "no-token": _tokenless(),
+    "wrong-token": _tokenless(f"Authorization: Bearer {WRONG_TOKEN}\r\n"),
+    "pipelined-wrong-tokens": _tokenless(f"Authorization: Bearer {WRONG_TOKEN}\r\n") * 20,
+}
+
+
+TOKENLESS_REQUESTS = {k: v for k, v in WITHOUT_THE_TOKEN.items() if v.strip()}
+
+
+@pytest.mark.parametrize("request_bytes", list(TOKENLESS_REQUESTS.values()), ids=list(TOKENLESS_REQUESTS))
+def test_a_request_without_the_token_is_answered_and_its_connection_closed(request_bytes: bytes) -> None:
+    """A complete request without the token (none, a wrong one, twenty pipelined wrong ones)
+    gets one 401 and its connection is closed at once, far inside the request deadline: it
+    never keeps its slot, and the pipelined rest is never looked at."""
+    limits = Limits(request_deadline_s=10)
+    srv = start_in_thread(limits)
+    port = int(srv.url.rsplit(":", 1)[1])
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            start = time.monotonic()
+            s.sendall(request_bytes)
+            s.settimeout(limits.request_deadline_s)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+            elapsed = time.monotonic() - start
+        assert answer.startswith(b"HTTP/1.1 401 ") and answer.count(b"HTTP/1.1 ") == 1, answer[:200]
+        assert elapsed < 1.0, elapsed
+        assert srv.service.stats["failed_authentications"] == 1
+        assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == 0, 1)
+    finally:
+        srv.stop()
+
+
+def test_blank_lines_are_no_request() -> None:
+    """Two connections fill the cap and keep sending blank lines (which the parser skips before
+    a request line): they stay unauthenticated, so once they have idled ``shed_after_s`` a
+    caller with the token takes the older one's slot and is served."""
+    limits = Limits(max_connections=2, max_connections_per_source=2, shed_after_s=0.3)
+    srv = start_in_thread(limits)
+    port = int(srv.url.rsplit(":", 1)[1])
+    table = srv.service.table
+    blank = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+    try:
+        for _ in range(5):  # past shed_after_s, sending all along
+            for s in blank:
+                s.sendall(b"\r\n" * 16)
+            time.sleep(0.1)
+        assert srv.call(lambda: (table.slots, len(table._unauthenticated))) == (2, 2)
+        assert _served(srv.url, 1) == 1
+        assert _recv_until_closed(blank[0], 1.0) < 1.0
+        assert srv.service.stats["connections_shed"] == 1 and srv.service.stats["connections_over_cap"] == 0
+    finally:
+        for s in blank:
+            s.close()
+        srv.stop()
+
+
+@pytest.mark.parametrize("opening", list(WITHOUT_THE_TOKEN.values()), ids=list(WITHOUT_THE_TOKEN))
+def test_requests_without_the_token_never_keep_the_token_holder_out(opening: bytes) -> None:
+    """Eight addresses in eight /24s, twelve connections each, reopened as soon as the server
+    closes one, each sending only blank lines or complete requests without the token, against
+    the shipped caps (64 overall, 8 per address): no attacker's slot ever counts as
+    authenticated, and every request of the token holder is served, most at once and each
+    within 4 s: its connect may wait out a SYN retransmission or two (1 s, then 2 s more) when
+    the flood overflows the kernel's listen queue, which no slot rule can prevent."""
+    limits = Limits(rate_per_min=100)
+    assert (limits.max_connections, limits.max_connections_per_source) == (64, 8)
+    srv = start_in_thread(limits)
+    port = int(srv.url.rsplit(":", 1)[1])
+    table, stats = srv.service.table, srv.service.stats
+    sources = [f"127.{n}.0.1" for n in range(1, 9)]
+    idle = opening.strip() == b""
+    authenticated_slots = lambda: srv.call(lambda: table.slots - len(table._unauthenticated))  # noqa: E731
+    try:
+        with Occupier(port, sources, per_source=12, opening=opening) as attack:
+            assert _wait(lambda: attack.opened >= len(sources) * 8)
+            if idle:  # it holds every slot, and no blank line makes one unsheddable
+                assert _wait(lambda: srv.call(lambda: table.slots) == 64)
+                time.sleep(limits.shed_after_s)
+            checks: list[bool] = []
+            refused = [stats["failed_authentications"]]
+
+            def attack_at_full_strength() -> None:
+                # Between the token holder's requests only the attacker holds slots, none of
+                # them authenticated; a tokenless attacker is being answered 401 meanwhile.
+                checks.append(_wait(lambda: authenticated_slots() == 0))
+                if idle:
+                    checks.append(_wait(lambda: srv.call(lambda: table.slots) == 64))
+                else:
+                    checks.append(_wait(lambda: stats["failed_authentications"] > refused[-1]))
+                    refused.append(stats["failed_authentications"])
+
+            took: list[float] = []
+            served = _served(srv.url, 20, before=attack_at_full_strength, took=took)
+        print(f"served {served} of 20, slowest {max(took):.2f} s; attacker opened {attack.opened}; {stats.counts}")
+        assert checks == [True] * len(checks) and len(checks) == 40
+        assert served == 20 and max(took) < 4.0 and sorted(took)[10] < 0.5
+        if idle:
+            assert stats["connections_shed"] >= 20 and stats["failed_authentications"] == 0
+        else:  # each connection was answered once and closed, the pipelined rest never ran
+            assert attack.closed_by_server > 64 and stats["failed_authentications"] <= attack.opened
     finally:
         srv.stop()
 

@@ -40,9 +40,10 @@ class Limits:
     """TLS connections that have not finished their handshake, all callers together."""
     handshake_deadline_s: float = 3.0
     shed_after_s: float = 1.0
-    """How long a connection may go without sending its request headers before a newcomer may
-    take its slot: long enough for a client on a slow link to finish its handshake and send
-    them, short against an attacker who holds slots for the whole request deadline."""
+    """How long a connection may go without showing the token before a newcomer from its own
+    address or prefix may take its slot: long enough for a client on a slow link to finish its
+    handshake and send its request, short against an attacker who holds slots for the whole
+    request deadline."""
     request_deadline_s: float = 10.0
     """A whole request, from the first byte of the connection to the last of the answer."""
     summary_interval_s: float = 300.0
@@ -123,14 +124,15 @@ class ConnectionTable:
     Caps: ``max_connections`` overall, ``max_connections_per_source`` per address,
     ``max_connections_per_prefix`` per network prefix, ``max_handshakes`` TLS connections still
     in their handshake. A newcomer that would pass a cap takes the slot of the oldest connection
-    in that scope that has not sent its request headers (still handshaking, or idle); when
-    there is none (every connection in the scope is authenticated) it is refused. Within one
-    address or prefix the oldest must also have idled for ``shed_after_s``, so a flood from
-    one source is refused at accept instead of churning through its own connections; the
-    overall and handshake caps take the oldest at once, so whatever a flood from many prefixes
-    does, a newcomer gets in, and stays in as long as the flood needs to cycle through every
-    older connection first: a caller with the token, whose headers follow its connection at
-    once, is served.
+    in that scope that has not shown the token (still handshaking, idle, sending only blank
+    lines, or a request without the token); when there is none (every connection in the scope is
+    authenticated) it is refused. Within one address or prefix the oldest must also have idled
+    for ``shed_after_s``, so a flood from one source is refused at accept instead of churning
+    through its own connections; the overall and handshake caps take the oldest at once, so
+    whatever a flood from many prefixes does, a newcomer gets in, and stays in as long as the
+    flood needs to cycle through every older connection first: a caller with the token, whose
+    request follows its connection at once, is served. Only the server marks a slot
+    authenticated, once a parsed request's token matched (:meth:`authenticate`).
 
     Memory is bounded by the caps: the table holds the open connections and nothing else (an
     address or prefix leaves the counts with its last connection).
@@ -188,7 +190,8 @@ class ConnectionTable:
             self.handshakes -= 1
 
     def authenticate(self, slot: Slot) -> None:
-        """The connection showed the token: it is never shed to make room."""
+        """A complete request head on this connection carried the right token: it is never
+        shed to make room."""
         if slot.open and not slot.authenticated:
             slot.authenticated = True
             self._unauthenticated.pop(id(slot), None)

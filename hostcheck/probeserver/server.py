@@ -146,6 +146,10 @@ class ProbeService:
             return self._refuse(401, "missing or wrong token")
         protocol = request.protocol if isinstance(request.protocol, GuardedHandler) else None
         if protocol is not None and protocol.slot is not None:
+            # The one place a slot becomes unsheddable: a parsed request head whose token
+            # matched. Bytes on the wire prove nothing (the parser skips blank lines, and a
+            # complete head may carry no token or a wrong one), and a request without the
+            # token is answered above and its connection closed, never kept.
             self.table.authenticate(protocol.slot)
         encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
@@ -232,20 +236,8 @@ class GuardedHandler(RequestHandler):
             tcp.abort()
             return
         self._guard_rejected = False
-        self._guard_tail = b""
         self._guard_timer = self._loop.call_later(self.service.limits.request_deadline_s, self._expire)
         super().connection_made(transport)
-
-    def data_received(self, data: bytes) -> None:
-        slot = self.slot
-        if slot is not None and not slot.authenticated:
-            # Headers complete: the request is answered (401, 404, /health) or authenticated
-            # within this pass through the loop, so it is not shed to make room meanwhile.
-            seen = self._guard_tail + data[:4096] if len(data) > 4096 else self._guard_tail + data
-            if b"\r\n\r\n" in seen or b"\r\n\r\n" in data:
-                self.service.table.authenticate(slot)
-            self._guard_tail = data[-3:]
-        super().data_received(data)
 
     def extend_deadline(self, seconds: float) -> None:
         if self._guard_timer is not None:
