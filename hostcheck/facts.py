@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import safeio
+from hostcheck.errors import InputError
 from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, UndeclaredFact, check_declared, type_problem
 from hostcheck.upgrade import UpgradeError, upgrade
 
@@ -31,7 +32,7 @@ class Unknown:
         return False
 
 
-class FactsError(ValueError):
+class FactsError(InputError):
     """A facts snapshot that cannot be used (bad JSON, wrong shape, wrong version)."""
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hostcheck import safeio
+from hostcheck.errors import InputError
 from hostcheck.facts import Unknown, from_jsonable, lookup
 from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
@@ -25,7 +26,7 @@ INDEX_NAME = "index.json"
 STATUS_RANK: dict[Status, int] = {Status.PASS: 0, Status.SKIPPED: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.ERROR: 2, Status.FAIL: 3}
 
 
-class FleetError(ValueError):
+class FleetError(InputError):
     """Input the fleet view cannot use (no reports, unreadable file, other report version)."""
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from hostcheck import safeio
 from hostcheck.checks import load_registry
+from hostcheck.errors import InputError
 from hostcheck.models import (
     POLICY_FORMAT,
     Level,
@@ -47,7 +48,7 @@ _SEQ_TAG = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
 Loc = tuple[str | int, ...]
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError):
     """A policy that cannot be used; the message names file, line or field, and the reason."""
 
 

@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hostcheck import errors
+
 MAX_INPUT_BYTES = 16 << 20
 """Largest snapshot, policy or report read (real ones are well under 1 MiB)."""
 MAX_DEPTH = 64
 """Deepest JSON/YAML nesting accepted (real facts are under 10 levels deep)."""
 
 
-class InputError(ValueError):
+class InputError(errors.InputError):
     """A file that cannot be used; the message says why (no path: callers add it)."""
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hostcheck.errors import InputError
 from hostcheck.facts import Unknown
 
 MIB = 1 << 20
@@ -260,6 +261,12 @@ def _write_test_file(fd: int, size_bytes: int, deadline: float, clock: Callable[
     return written
 
 
+def check_size_mib(size_mib: int, what: str = "the test file size") -> None:
+    """Refuse a test file size outside MIN_SIZE_MIB-MAX_SIZE_MIB; ``what`` names it."""
+    if not MIN_SIZE_MIB <= size_mib <= MAX_SIZE_MIB:
+        raise InputError(f"{what} must be {MIN_SIZE_MIB}-{MAX_SIZE_MIB} MiB, not {size_mib}")
+
+
 def measure_disk_bw(
     directory: str,
     note: str = "",
@@ -271,8 +278,7 @@ def measure_disk_bw(
     clock: Callable[[], float] = time.monotonic,
 ) -> DiskBandwidth:
     """Write a ``size_mib`` test file in ``directory``, run Vast's read job on it, remove it."""
-    if not MIN_SIZE_MIB <= size_mib <= MAX_SIZE_MIB:
-        raise ValueError(f"the test file size must be {MIN_SIZE_MIB}-{MAX_SIZE_MIB} MiB, not {size_mib}")
+    check_size_mib(size_mib)
     if not (math.isfinite(runtime_s) and 0.1 <= runtime_s <= 10):
         raise ValueError(f"the fio runtime must be 0.1-10 s, not {runtime_s}")
     if not (math.isfinite(timeout_s) and runtime_s < timeout_s <= 300):

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hostcheck.watch.store import DEFAULT_DB
+
 SECTION = "watch"
 TIMEOUT = 5
 
-DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
 WINDOW_DAYS = 30
 
 

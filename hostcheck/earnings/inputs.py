@@ -23,9 +23,12 @@ from typing import Any
 
 from hostcheck import safeio
 from hostcheck.earnings.model import HEATING_KINDS, Cooling, Heating, Owner, Tariff
+from hostcheck.errors import InputError
 
 MAX_CONFIG_BYTES = 64 << 10
 CONFIG_NAMES = ("earnings.toml", "earnings.yaml", "earnings.yml")
+CONFIG_SHOWN = f"$XDG_CONFIG_HOME/hostcheck/{CONFIG_NAMES[0]}"
+"""The per-user config file as help texts name it (:func:`config_path` looks for each of CONFIG_NAMES there)."""
 
 # Field -> (lowest, highest (allowed itself), lowest allowed itself?, what it is). Bounds well past
 # any real figure: a price above them is a typo (a missing decimal point), not a tariff.
@@ -53,7 +56,7 @@ TEXT_KEYS = ("currency", "heating", "heating_months", "cooling_months")
 CONFIG_KEYS = frozenset((*BOUNDS, *TEXT_KEYS, "platform_price", "gpus"))
 
 
-class EarningsInputError(ValueError):
+class EarningsInputError(InputError):
     """Bad input from the owner: the message names the field."""
 
 

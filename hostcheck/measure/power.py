@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from hostcheck.collectors.power_draw import PowerReadings, Reading
+from hostcheck.collectors.power_draw import MAX_SAMPLE_S, PowerReadings, Reading
+from hostcheck.errors import InputError
 from hostcheck.facts import Unknown
 
 MAX_WALL_W = 20_000.0
@@ -79,14 +80,20 @@ def _fig(watts: float, provenance: Provenance, how: str) -> PowerFigure:
 
 
 def check_wall_reading(value: float | None, field: str) -> float | None:
-    """A wall-socket reading the user gave: a finite number of watts above 0 (ValueError names the field)."""
+    """A wall-socket reading the user gave: a finite number of watts above 0 (InputError names the field)."""
     if value is None:
         return None
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        raise ValueError(f"{field} must be a number of watts, not {value!r}")
+        raise InputError(f"{field} must be a number of watts, not {value!r}")
     if not 0 < value <= MAX_WALL_W:
-        raise ValueError(f"{field} must be above 0 and at most {MAX_WALL_W:g} W, not {value:g}")
+        raise InputError(f"{field} must be above 0 and at most {MAX_WALL_W:g} W, not {value:g}")
     return float(value)
+
+
+def check_sample_seconds(seconds: float, what: str = "the sampling window") -> None:
+    """Refuse a power sampling window outside 0 (none: the facts only) to MAX_SAMPLE_S; ``what`` names it."""
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SAMPLE_S):
+        raise InputError(f"{what} must be 0-{MAX_SAMPLE_S:g} seconds, not {seconds}")
 
 
 def chassis_kind(facts: dict[str, Any]) -> str:
@@ -183,6 +190,7 @@ def estimate_power(
     handed in), live readings over that window at idle. ``sample_seconds=0``: facts only."""
     wall_idle_given = check_wall_reading(wall_idle_w, "wall_idle_w")
     wall_load_given = check_wall_reading(wall_load_w, "wall_load_w")
+    check_sample_seconds(sample_seconds)
     if readings is None and sample_seconds:
         from hostcheck.collectors.power_draw import sample_power
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+from hostcheck.errors import InputError
 from hostcheck.netprobe.http_client import Endpoint, ServerError, check_status, connect, parse_endpoint
 from hostcheck.netprobe.speed_protocol import (
     DEFAULT_STREAM_BYTES,
@@ -42,11 +43,16 @@ from hostcheck.netprobe.speed_protocol import (
     steady_rate,
 )
 
+MB = 1_000_000
+"""The unit of the byte cap as the user gives it (decimal, as network rates are counted)."""
 DEFAULT_SECONDS = 10.0
-DEFAULT_MAX_BYTES = 1_000_000_000
+DEFAULT_MAX_BYTES = 1000 * MB
 DEFAULT_STREAMS = 4
 MAX_STREAMS = 8
 """The probe server admits 8 connections per address at once."""
+MAX_TIME_CAP_S = 60.0
+MIN_BYTE_CAP = 1 * MB
+MAX_BYTE_CAP = 20_000 * MB
 LATENCY_PINGS = 10
 PING_EVERY_S = 0.02
 READ_BLOCK = 256 * 1024
@@ -56,6 +62,7 @@ MIN_CAPPED_WINDOW_S = 0.1
 MIN_WINDOW_BYTES = 256 * 1024
 """Less than this in the window is a stalled or trickling server, not a measurement."""
 MIN_PHASE_S = 2.0
+MIN_TIME_CAP_S = 3 * MIN_PHASE_S / 2
 SAMPLE_EVERY_S = 0.02
 MAX_SAMPLE_SPREAD_S = 0.002
 """A snapshot whose counter reads took longer than this (the sampler was preempted) is
@@ -125,6 +132,24 @@ def _u64(info: bytes, offset: int) -> int:
     return int(struct.unpack_from("=Q", info, offset)[0])
 
 
+def check_time_cap(seconds: float, what: str = "the speed test's time cap") -> None:
+    """Refuse a time cap outside MIN_TIME_CAP_S-MAX_TIME_CAP_S (NaN too); ``what`` names it."""
+    if not MIN_TIME_CAP_S <= seconds <= MAX_TIME_CAP_S:
+        raise InputError(f"{what} must be {MIN_TIME_CAP_S:g}-{MAX_TIME_CAP_S:g} seconds")
+
+
+def check_byte_cap(max_bytes: int, what: str = "the speed test's byte cap") -> None:
+    """Refuse a byte cap outside MIN_BYTE_CAP-MAX_BYTE_CAP; ``what`` names it."""
+    if not MIN_BYTE_CAP <= max_bytes <= MAX_BYTE_CAP:
+        raise InputError(f"{what} must be {MIN_BYTE_CAP // MB}-{MAX_BYTE_CAP // MB} MB")
+
+
+def check_streams(streams: int, what: str = "streams") -> None:
+    """Refuse a stream count outside 1-MAX_STREAMS; ``what`` names it."""
+    if not 1 <= streams <= MAX_STREAMS:
+        raise InputError(f"{what} must be 1-{MAX_STREAMS}")
+
+
 @dataclass(frozen=True)
 class Plan:
     seconds: float
@@ -132,12 +157,9 @@ class Plan:
     streams: int
 
     def __post_init__(self) -> None:
-        if not 3 * MIN_PHASE_S / 2 <= self.seconds <= 60:
-            raise ValueError(f"the speed test's time cap must be {3 * MIN_PHASE_S / 2:g}-60 seconds")
-        if not 1_000_000 <= self.max_bytes <= 20_000_000_000:
-            raise ValueError("the speed test's byte cap must be 1 MB-20 GB")
-        if not 1 <= self.streams <= MAX_STREAMS:
-            raise ValueError(f"streams must be 1-{MAX_STREAMS}")
+        check_time_cap(self.seconds)
+        check_byte_cap(self.max_bytes)
+        check_streams(self.streams)
 
     @property
     def latency_s(self) -> float:

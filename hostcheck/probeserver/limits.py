@@ -13,12 +13,16 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from hostcheck.errors import InputError
 from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, MAX_SECONDS, MAX_STREAM_BYTES
 
 MAX_CONCURRENT_PROBES = 4
 DEFAULT_SPEED_BUDGET = 4 * 10**9
 """A few full speed tests an hour (each moves at most the client's 1 GB cap by default)."""
 MAX_SPEED_BUDGET = 10**13
+MAX_PORTS_PER_REQUEST = 256
+PREFIX_V4_BITS = (8, 32)
+PREFIX_V6_BITS = (16, 128)
 
 
 @dataclass(frozen=True)
@@ -57,36 +61,36 @@ class Limits:
     """Bytes the token's speed tests may move (both directions) in any hour; 429 past it."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_ports <= 256:
-            raise ValueError("max_ports must be 1-256")
+        if not 1 <= self.max_ports <= MAX_PORTS_PER_REQUEST:
+            raise InputError(f"max_ports must be 1-{MAX_PORTS_PER_REQUEST}")
         if self.rate_per_min < 1 or self.overall_per_min < 1:
-            raise ValueError("request rates must be at least 1 per minute")
+            raise InputError("request rates must be at least 1 per minute")
         if not 1 <= self.max_connections_per_source <= self.max_connections:
-            raise ValueError("max_connections_per_source must be 1..max_connections")
+            raise InputError("max_connections_per_source must be 1..max_connections")
         if not 1 <= self.max_connections_per_prefix <= 65536:
-            raise ValueError("max_connections_per_prefix must be 1-65536")
-        if not 8 <= self.prefix_v4 <= 32:
-            raise ValueError("prefix_v4 must be 8-32 bits")
-        if not 16 <= self.prefix_v6 <= 128:
-            raise ValueError("prefix_v6 must be 16-128 bits")
+            raise InputError("max_connections_per_prefix must be 1-65536")
+        if not PREFIX_V4_BITS[0] <= self.prefix_v4 <= PREFIX_V4_BITS[1]:
+            raise InputError("prefix_v4 must be {}-{} bits".format(*PREFIX_V4_BITS))
+        if not PREFIX_V6_BITS[0] <= self.prefix_v6 <= PREFIX_V6_BITS[1]:
+            raise InputError("prefix_v6 must be {}-{} bits".format(*PREFIX_V6_BITS))
         if not 1 <= self.max_handshakes <= 65536:
-            raise ValueError("max_handshakes must be 1-65536")
+            raise InputError("max_handshakes must be 1-65536")
         if not (math.isfinite(self.handshake_deadline_s) and 0.2 <= self.handshake_deadline_s <= 60):
-            raise ValueError("handshake_deadline_s must be 0.2-60 seconds")
+            raise InputError("handshake_deadline_s must be 0.2-60 seconds")
         if not (math.isfinite(self.shed_after_s) and 0 <= self.shed_after_s <= 60):
-            raise ValueError("shed_after_s must be 0-60 seconds")
+            raise InputError("shed_after_s must be 0-60 seconds")
         if not 0.5 <= self.request_deadline_s <= 600:
-            raise ValueError("request_deadline_s must be 0.5-600 seconds")
-        if self.summary_interval_s <= 0:
-            raise ValueError("summary_interval_s must be positive")
+            raise InputError("request_deadline_s must be 0.5-600 seconds")
+        if not (math.isfinite(self.summary_interval_s) and self.summary_interval_s > 0):
+            raise InputError("summary_interval_s must be a finite number of seconds above 0")
         if not 0.5 <= self.speed_max_seconds <= MAX_SECONDS:
-            raise ValueError(f"speed_max_seconds must be 0.5-{MAX_SECONDS:g}")
+            raise InputError(f"speed_max_seconds must be 0.5-{MAX_SECONDS:g}")
         if not 1 <= self.speed_max_bytes <= MAX_STREAM_BYTES:
-            raise ValueError(f"speed_max_bytes must be 1-{MAX_STREAM_BYTES}")
+            raise InputError(f"speed_max_bytes must be 1-{MAX_STREAM_BYTES}")
         if not 0 <= self.speed_max_streams <= 64:
-            raise ValueError("speed_max_streams must be 0-64 (0: no speed test)")
+            raise InputError("speed_max_streams must be 0-64 (0: no speed test)")
         if not 1 <= self.speed_budget_bytes_per_hour <= MAX_SPEED_BUDGET:
-            raise ValueError(f"speed_budget_bytes_per_hour must be 1-{MAX_SPEED_BUDGET}")
+            raise InputError(f"speed_budget_bytes_per_hour must be 1-{MAX_SPEED_BUDGET}")
 
 
 def source_prefix(address: str, v4_bits: int = 24, v6_bits: int = 56) -> str:

@@ -16,6 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from hostcheck.errors import InputError
+
 # Three operators, two kinds of probe each: Cloudflare, Google and Quad9 run separate networks.
 DEFAULT_TARGETS: tuple[str, ...] = (
     "tcp:1.1.1.1:443", "tcp:8.8.8.8:443", "tcp:9.9.9.9:443",
@@ -64,23 +66,23 @@ def _split_host_port(text: str, default_port: int | None) -> tuple[str, int]:
 
 
 def parse_target(spec: str) -> Target:
-    """``tcp:HOST:PORT`` or ``dns:SERVER[:PORT]`` (IPv6 in brackets). Raises ValueError."""
+    """``tcp:HOST:PORT`` or ``dns:SERVER[:PORT]`` (IPv6 in brackets). Raises InputError."""
     kind, sep, rest = spec.strip().partition(":")
     if not sep or kind not in ("tcp", "dns"):
-        raise ValueError(f"{spec!r}: a target is tcp:HOST:PORT or dns:SERVER[:PORT]")
+        raise InputError(f"{spec!r}: a target is tcp:HOST:PORT or dns:SERVER[:PORT]")
     try:
         host, port = _split_host_port(rest, 53 if kind == "dns" else None)
     except ValueError as exc:
-        raise ValueError(f"{spec!r}: {exc}") from None
+        raise InputError(f"{spec!r}: {exc}") from None
     return Target(kind, host, port)
 
 
 def parse_targets(specs: list[str] | tuple[str, ...]) -> list[Target]:
     targets = [parse_target(s) for s in specs]
     if not targets:
-        raise ValueError("at least one network target is needed (three independent ones are advised)")
+        raise InputError("at least one network target is needed (three independent ones are advised)")
     if len(targets) > MAX_TARGETS:
-        raise ValueError(f"at most {MAX_TARGETS} network targets")
+        raise InputError(f"at most {MAX_TARGETS} network targets")
     return targets
 
 

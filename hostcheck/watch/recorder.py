@@ -19,11 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcheck.errors import InputError
 from hostcheck.facts import Unknown
 from hostcheck.watch import pkglog
 from hostcheck.watch.journal import Journal, entry_time
-from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_targets
-from hostcheck.watch.store import Boot, Event, Sample, WatchWriter
+from hostcheck.watch.probes import (
+    DEFAULT_DNS_NAME,
+    DEFAULT_TARGETS,
+    DEFAULT_TIMEOUT_S,
+    NetworkProber,
+    answered,
+    parse_targets,
+)
+from hostcheck.watch.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
 from hostcheck.watch.xid import classify_line
 
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
@@ -32,6 +40,7 @@ PRUNE_EVERY_S = 3600.0
 THROTTLE_WATCHED = frozenset(
     {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
 )
+DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 0.01
 MAX_INTERVAL_S = 3600.0
 
@@ -68,18 +77,18 @@ class Clocks:
 @dataclass
 class WatchConfig:
     db: Path
-    interval_s: float = 60.0
+    interval_s: float = DEFAULT_INTERVAL_S
     duration_s: float | None = None
     targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
-    probe_timeout_s: float = 3.0
-    dns_name: str = "example.com"
+    probe_timeout_s: float = DEFAULT_TIMEOUT_S
+    dns_name: str = DEFAULT_DNS_NAME
     stun_servers: list[str] = field(default_factory=list)
     stun_every: int = 5  # samples between STUN bindings
     journal_command: list[str] | None = None
     dpkg_log: Path = pkglog.DPKG_LOG
     nvml: Any = None  # a pynvml-like module; None loads the real one
-    max_age_days: float = 90.0
-    max_bytes: int = 64 * 1024 * 1024
+    max_age_days: float = DEFAULT_MAX_AGE_DAYS
+    max_bytes: int = DEFAULT_MAX_BYTES
     boot_id_path: Path = BOOT_ID_PATH
     container_mark: Path = CONTAINER_MARK  # systemd writes it inside a container
 
@@ -87,7 +96,7 @@ class WatchConfig:
 class Recorder:
     def __init__(self, config: WatchConfig, clocks: Clocks | None = None, log: Callable[[str], None] | None = None):
         if not MIN_INTERVAL_S <= config.interval_s <= MAX_INTERVAL_S:
-            raise ValueError(f"--interval must be {MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g} seconds")
+            raise InputError(f"--interval must be {MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g} seconds")
         self.config = config
         self.clocks = clocks or Clocks()
         self.log = log or (lambda msg: print(f"hostcheck watch: {msg}", file=sys.stderr, flush=True))

@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hostcheck.errors import InputError
+
+DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
+"""Where `hostcheck watch` records, and where the audit looks for a recording, by default."""
 APPLICATION_ID = 0x68637761  # "hcwa": marks the file as a hostcheck watch database
 SCHEMA_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -76,7 +80,7 @@ EVENT_KINDS = frozenset(
 )  # fmt: skip
 
 
-class WatchDbError(Exception):
+class WatchDbError(InputError):
     """The database cannot be used; the message says why and what to do. Nothing was changed."""
 
 
