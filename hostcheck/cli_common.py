@@ -1,20 +1,41 @@
-"""What every command shares: the output formats, error exit, writing the result, live collection.
+"""What every command shares: the output formats and option, usage errors, the error exit,
+writing the result, live collection.
 
-Kept apart from ``hostcheck.cli`` so that command families in their own modules
-(``hostcheck.earnings.cli``, ``hostcheck.watch.cli``) need not import the main CLI module.
+Kept apart from ``hostcheck.cli`` (the root) so that the command modules need not import it;
+light, since every command imports it.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
+from hostcheck.errors import InputError
 from hostcheck.exit_codes import EXIT_USAGE
 
-FORMATS = ("table", "json", "markdown")
+MAX_TIMEOUT_S = 3600.0
+"""Longest --timeout for collecting facts (an hour: any longer is a typo)."""
+
+
+class OutputFormat(StrEnum):
+    """How a command prints its report."""
+
+    TABLE = "table"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class UsageError(InputError):
+    """An option's value, or a combination of options, that cannot be used."""
+
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="How to print the report.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]
 
 
 def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -22,6 +43,24 @@ def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
     typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
     raise typer.Exit(code)
+
+
+def check_timeout(timeout: float) -> None:
+    """Refuse a --timeout (the budget for collecting facts) that is not above 0 and at most MAX_TIMEOUT_S."""
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, not {timeout}")
+
+
+def check_output(output: Path | None) -> None:
+    """Refuse an output path that will never be written before spending time on the work."""
+    if output is None:
+        return
+    from hostcheck.safeio import OutputRefused, plan_output
+
+    try:
+        plan_output(output)
+    except OutputRefused as exc:
+        raise UsageError(f"--output {output}: {exc.strerror}") from None
 
 
 def emit(text: str, output: Path | None, private: bool = True) -> None:

@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from hostcheck.cli import app
 from tests.helpers import SNAPSHOTS, hostcheck
 
 
@@ -58,6 +60,10 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     assert laptop["policies"]["vast"]["blockers"] == ["ISO-1010"]
     assert (laptop["gpu"], laptop["vram_gib"], laptop["power"], laptop["owner_risk"]) == (
         "1x NVIDIA GeForce RTX 3080 Ti Laptop GPU", 16.0, "45/125 W", "high")
+    # `fleet DIR` is `fleet table DIR`, the options before or after the directory.
+    for args in (["-p", "vast", "--format", "json", str(new)], ["table", str(new), "--policy", "vast", "-f", "json"]):
+        result = CliRunner().invoke(app, ["fleet", *args])
+        assert (result.exit_code, result.output) == (0, proc.stdout), args
     table = hostcheck("fleet", str(new), "-p", "vast").stdout
     # The table shows each host's score as its report gives it (the score's rule: test_checks).
     box_a = data["hosts"][2]["policies"]["vast"]["score"]

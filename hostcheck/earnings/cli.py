@@ -1,18 +1,25 @@
-"""The ``hostcheck earnings`` command's options (registered on the main app by hostcheck.cli).
+"""The ``hostcheck earnings`` command's options (listed in hostcheck.cli.COMMANDS).
 
-Only option parsing lives here; the work is in :mod:`hostcheck.earnings.command`. Imports of
-the models and collectors happen inside the command so that ``hostcheck --help`` stays fast.
+Only option parsing lives here; the work is in :mod:`hostcheck.earnings.command`.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-HELP = """Net money per month per platform: electricity (flat or day/night), your price per
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_timeout, collect_live, die, emit
+from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
+from hostcheck.earnings.inputs import CONFIG_SHOWN
+from hostcheck.earnings.model import HEATING_KINDS
+
+MAX_SAMPLE_SECONDS = 30.0
+
+HELP = f"""Net money per month per platform: electricity (flat or day/night), your price per
 GPU-hour, occupancy, the platform's fee and payout rules (sourced data files), depreciation,
 the winter heat credit and the summer air-conditioning penalty. Power comes from --facts (a
 snapshot), this machine, or your wall-socket readings; each figure says measured, estimated,
@@ -47,7 +54,7 @@ A dedicated RTX 3090 box, gas boiler heating, 800 of hardware over 3 years:
 Defaults (heat-pump SPF 2.80, boiler 84 %, cooling COP 3.9 [inference], heat share 70 %
 [inference], heating months 10-4 [inference]) come from policies/economics/constants.yaml,
 each with its source; the output lists those it used. Options can also be set in
-$XDG_CONFIG_HOME/hostcheck/earnings.toml (keys: the option names with _ for -)."""
+{CONFIG_SHOWN} (keys: the option names with _ for -)."""
 
 
 def earnings(
@@ -61,8 +68,8 @@ def earnings(
     wall_idle_w: Annotated[float | None, typer.Option("--wall-idle-w", help="Your wall-socket reading while idle, W.")] = None,
     wall_load_w: Annotated[float | None, typer.Option("--wall-load-w", help="Your wall-socket reading under a GPU load, W.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs rented out (default: from the facts, else 1).")] = None,
-    sample_seconds: Annotated[float, typer.Option("--sample-seconds", help="Sample this machine's power for this long (0-30 s; 0: from facts only).")] = 0.0,
-    heating: Annotated[str | None, typer.Option("--heating", help="none | resistive | heat-pump | gas | oil")] = None,
+    sample_seconds: Annotated[float, typer.Option("--sample-seconds", help=f"Sample this machine's power for this long (0-{MAX_SAMPLE_SECONDS:g} s; 0: from facts only).")] = 0.0,
+    heating: Annotated[str | None, typer.Option("--heating", help=" | ".join(HEATING_KINDS))] = None,
     heating_months: Annotated[str | None, typer.Option("--heating-months", help="Months heated, e.g. 10-4 or 11,12,1,2.")] = None,
     heat_share: Annotated[float | None, typer.Option("--heat-share", help="Share of the machine's heat that replaces heating, %.")] = None,
     heat_pump_spf: Annotated[float | None, typer.Option("--heat-pump-spf", help="Heat pump seasonal performance factor.")] = None,
@@ -78,26 +85,18 @@ def earnings(
     other_income: Annotated[float | None, typer.Option("--other-income", help="Storage and bandwidth income per month.")] = None,
     min_bid: Annotated[float | None, typer.Option("--min-bid", help="Your Vast interruptible minimum bid per GPU-hour (checked against the power cost).")] = None,
     currency: Annotated[str | None, typer.Option("--currency", help="Label of the money (default USD); one currency throughout.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="Config file (default: $XDG_CONFIG_HOME/hostcheck/earnings.toml if present).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=f"Config file (default: {CONFIG_SHOWN} if present).")] = None,
     no_config: Annotated[bool, typer.Option("--no-config", help="Ignore the per-user config file.")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table | json | markdown")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = 10.0,
+    fmt: FormatOpt = OutputFormat.TABLE,
+    output: OutputOpt = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
 ) -> None:
-    import math
-
-    from hostcheck.cli_common import FORMATS
-    from hostcheck.cli_common import collect_live as _collect_live
-    from hostcheck.cli_common import die as _die
-    from hostcheck.cli_common import emit as _emit
-    from hostcheck.earnings.command import EarningsInputError, EconomicsDataError, merged_values, run
+    from hostcheck.earnings.command import EconomicsDataError, merged_values, run
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.inputs import build, parse_platform_prices
     from hostcheck.exit_codes import EXIT_INTERNAL
-    from hostcheck.facts import FactsError, load_snapshot
+    from hostcheck.facts import load_snapshot
 
-    if fmt not in FORMATS:
-        _die(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     flags: dict[str, Any] = {
         "electricity": electricity, "price": price, "occupancy": occupancy, "fee": fee, "heating": heating,
         "heating_months": heating_months, "heat_share": heat_share, "heat_pump_spf": heat_pump_spf,
@@ -107,11 +106,10 @@ def earnings(
         "other_income": other_income, "min_bid": min_bid, "currency": currency, "wall_idle_w": wall_idle_w,
         "wall_load_w": wall_load_w, "gpus": gpus,
     }
+    if not math.isfinite(sample_seconds) or not 0 <= sample_seconds <= MAX_SAMPLE_SECONDS:
+        raise UsageError(f"--sample-seconds: must be 0-{MAX_SAMPLE_SECONDS:g}, not {sample_seconds}")
+    check_timeout(timeout)
     try:
-        if not math.isfinite(sample_seconds) or not 0 <= sample_seconds <= 30:
-            raise EarningsInputError(f"--sample-seconds: must be 0-30, not {sample_seconds}")
-        if not math.isfinite(timeout) or not 0 < timeout <= 3600:
-            raise EarningsInputError(f"--timeout: must be above 0 and at most 3600 seconds, not {timeout}")
         if platform_price:
             flags["platform_price"] = parse_platform_prices(platform_price)
         values, path = merged_values(flags, config, use_config=not no_config)
@@ -124,25 +122,21 @@ def earnings(
             facts = load_snapshot(facts_file)
             source = str(facts_file)
         elif values.get("wall_idle_w") is None or values.get("wall_load_w") is None:
-            from hostcheck.collectors import CollectContext
-
-            facts = _collect_live(CollectContext(offline=True, budget_s=timeout), show_progress=False)
+            facts = collect_live(CollectContext(offline=True, budget_s=timeout), show_progress=False)
             source = "this machine"
         report, code = run(values, facts=facts, source=source, platforms=list(platform),
                            sample_seconds=sample_seconds if facts_file is None else 0.0, config=path)
-    except (EarningsInputError, FactsError) as exc:
-        _die(str(exc))
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
-        _die(str(exc), EXIT_INTERNAL)
-    if fmt == "json":
+        die(str(exc), EXIT_INTERNAL)
+    if fmt is OutputFormat.JSON:
         from hostcheck.safeio import dumps
 
         text = dumps(report, indent=2) + "\n"
     else:
         from hostcheck.earnings.render import render_earnings
 
-        text = render_earnings(report, markdown=fmt == "markdown")
-    _emit(text, output)
+        text = render_earnings(report, markdown=fmt is OutputFormat.MARKDOWN)
+    emit(text, output)
     sys.stdout.flush()
     raise typer.Exit(code)
 

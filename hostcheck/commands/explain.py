@@ -1,0 +1,124 @@
+"""``hostcheck explain`` (a check or a provider agent, with sources) and ``hostcheck policies``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from hostcheck.cli_common import OutputFormat, UsageError, die
+from hostcheck.exit_codes import EXIT_INTERNAL
+
+
+class ListFormat(StrEnum):
+    """The formats of the policy list."""
+
+    TABLE = OutputFormat.TABLE.value
+    JSON = OutputFormat.JSON.value
+
+
+def policies(
+    fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="How to print the list.")] = ListFormat.TABLE,
+) -> None:
+    """List the shipped policies with their sources."""
+    from hostcheck.policy import PolicyError, load_shipped, shipped_policy_names
+
+    try:
+        loaded = [load_shipped(name) for name in shipped_policy_names()]
+    except PolicyError as exc:  # a shipped policy that does not load is a bug, not the user's input
+        die(str(exc), EXIT_INTERNAL)
+    if fmt is ListFormat.JSON:
+        rows = [
+            {
+                "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
+                "follows": p.follows,
+                "sources": sorted({(r.source.title, r.source.url, r.source.checked) for r in p.requirements}),
+            }
+            for p in loaded
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    for p in loaded:
+        typer.echo(f"{p.id:16} {p.title}  [{len(p.requirements)} requirements, {p.kind}]")
+        seen = set()
+        for r in p.requirements:
+            if r.source.url not in seen:
+                seen.add(r.source.url)
+                typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
+
+
+def _explain_agent(agent_id: str) -> None:
+    from hostcheck.agents import load_catalog
+    from hostcheck.render.escape import escape_text
+
+    def terminal_safe(text: str) -> str:
+        return "\n".join(escape_text(line) for line in text.split("\n"))
+
+    catalog = load_catalog()
+    agent = catalog.get(agent_id)
+    if agent is None:
+        raise UsageError(f"unknown agent {agent_id!r}")
+    typer.echo(terminal_safe(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why"))
+    typer.echo(terminal_safe(f"Modelled on: {agent.modelled}"))
+    keys: list[str] = []
+    for take in agent.takes:
+        typer.echo(terminal_safe(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]"))
+        keys.append(take.source)
+    channel = agent.update_channel
+    kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
+    typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
+    keys.append(channel.source)
+    if agent.conflict and agent.conflict_source:
+        typer.echo(terminal_safe(f"\nAlone on the machine:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
+        keys.append(agent.conflict_source)
+    recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
+    typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
+    typer.echo("\nSources:")
+    for key in dict.fromkeys(keys):
+        source = catalog.sources[key]
+        typer.echo(terminal_safe(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>"))
+        if source.note:
+            typer.echo(terminal_safe(f"    {source.note.strip()}"))
+    typer.echo("\nChecks: AGT-1010 (root), AGT-1020 (update channel), AGT-1030 (one agent), AGT-1040 (ECC), "
+               "AGT-1050 (updates), AGT-1060 (sudo logging), OWN-1050 (root on a personal machine)")
+
+
+def explain(check_id: Annotated[str, typer.Argument(
+        help="A check id, e.g. GPU-1050, or a provider agent: vast, salad, ionet, tensordock (or 'agents' for all).")]) -> None:
+    """Why a check matters, how it is measured, the fix, and which policies use it with what threshold;
+    or, for a provider agent, what it takes on the machine and why, with sources."""
+    from hostcheck.agents import load_catalog
+    from hostcheck.checks import load_registry
+    from hostcheck.policy import load_shipped, shipped_policy_names
+
+    agent_ids = [a.id for a in load_catalog().agents]
+    if check_id.lower() == "agents":
+        for number, agent_id in enumerate(agent_ids):
+            if number:
+                typer.echo("\n" + "-" * 72 + "\n")
+            _explain_agent(agent_id)
+        return
+    if check_id.lower() in agent_ids:
+        _explain_agent(check_id.lower())
+        return
+    registry = load_registry()
+    meta = registry.get(check_id.upper())
+    if meta is None:
+        raise UsageError(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
+    typer.echo(f"{meta.id}  {meta.title}  ({meta.family})")
+    typer.echo(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}")
+    if meta.fix_role:
+        typer.echo(f"  Ansible profile: {meta.fix_role}")
+    typer.echo("\nUsed by:")
+    for name in shipped_policy_names():
+        for req in load_shipped(name).requirements:
+            if req.check == meta.id:
+                need = f"{meta.op} {req.threshold} {meta.unit}".strip() if req.threshold is not None else meta.op
+                weight = f"{req.level} risk" if req.level else req.severity
+                typer.echo(f"  {name:16} {weight:11} {need:22} {req.source.title} ({req.source.checked})")
+                typer.echo(f"  {'':16} <{req.source.url}>")
+                if req.note:
+                    typer.echo(f"  {'':16} {req.note}")

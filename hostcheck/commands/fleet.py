@@ -1,0 +1,147 @@
+"""``hostcheck fleet``: one table across many hosts' reports (``hostcheck fleet DIR...``, short for
+``hostcheck fleet table DIR...``) and drift between two audits (``hostcheck fleet diff OLD NEW``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
+from hostcheck.fleet import (
+    FleetError,
+    HostEntry,
+    all_policy_ids,
+    diff_fleets,
+    errors,
+    fleet_rows,
+    load_fleet,
+    redact_entries,
+    sort_rows,
+)
+from hostcheck.safeio import dumps
+
+TABLE_COMMAND = "table"
+
+
+class FleetSort(StrEnum):
+    """The order of the hosts in the table, after the failing ones."""
+
+    HOST = "host"
+    SCORE = "score"
+    VRAM = "vram"
+
+
+class TableByDefault(TyperGroup):
+    """Arguments that do not start with a sub-command's name are the table's:
+    ``hostcheck fleet -p vast DIR`` runs ``hostcheck fleet table -p vast DIR``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = [TABLE_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+fleet_app = typer.Typer(
+    cls=TableByDefault,
+    add_completion=False,
+    rich_markup_mode=None,
+    subcommand_metavar="[table] DIR... | diff OLD_DIR NEW_DIR",
+    help="One table across many hosts' reports (`hostcheck fleet DIR...`, short for `hostcheck fleet table "
+    "DIR...`), or drift between two audits (`hostcheck fleet diff OLD_DIR NEW_DIR`).",
+)
+
+RedactOpt = Annotated[bool, typer.Option("--redact", help="Replace host names (the host column too), addresses and user names, as `audit --redact` does.")]
+
+
+@fleet_app.command(TABLE_COMMAND)
+def table(
+    paths: Annotated[list[Path], typer.Argument(metavar="DIR", help="Report directories (or report files).")],
+    policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policies to show (repeatable); the first sorts failing hosts first.")] = [],  # noqa: B006
+    sort: Annotated[FleetSort, typer.Option("--sort", help="Order after the failing hosts.")] = FleetSort.HOST,
+    fmt: FormatOpt = OutputFormat.TABLE,
+    output: OutputOpt = None,
+    redact_output: RedactOpt = False,
+) -> None:
+    """One table across many hosts' reports.
+
+    A row per host with its verdict and score per policy. Unreachable hosts come first; with
+    --policy, then those that fail the first policy named; then the order of --sort."""
+    check_output(output)
+    with _report_names_redacted(paths, redact_output):
+        entries = load_fleet(paths)
+    if redact_output:
+        redact_entries(entries)
+    ids = list(policy) or all_policy_ids(entries)
+    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+    if fmt is OutputFormat.JSON:
+        text = dumps({"policies": ids, "hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
+    else:
+        from hostcheck.render.fleet import fleet_table
+
+        text = fleet_table(rows, ids, markdown=fmt is OutputFormat.MARKDOWN)
+    emit(text, output, private=not redact_output)
+    _refuse_bad_reports(entries)
+
+
+@fleet_app.command("diff")
+def diff(
+    old: Annotated[Path, typer.Argument(metavar="OLD_DIR", help="The earlier audit's report directory.")],
+    new: Annotated[Path, typer.Argument(metavar="NEW_DIR", help="The later audit's report directory.")],
+    fmt: FormatOpt = OutputFormat.TABLE,
+    output: OutputOpt = None,
+    redact_output: RedactOpt = False,
+) -> None:
+    """Drift between two audits.
+
+    Per host: verdicts that flipped, findings that regressed or improved, new listening
+    sockets, hosts added, removed or no longer reachable."""
+    check_output(output)
+    with _report_names_redacted([old, new], redact_output):
+        before, after = load_fleet([old]), load_fleet([new])
+    if redact_output:
+        redact_entries(before + after)
+    changes = diff_fleets(before, after)
+    if fmt is OutputFormat.JSON:
+        text = dumps([c.as_dict() for c in changes], indent=2) + "\n"
+    else:
+        from hostcheck.render.fleet import drift_text
+
+        text = drift_text(changes, markdown=fmt is OutputFormat.MARKDOWN)
+    emit(text, output, private=not redact_output)
+    _refuse_bad_reports(before + after)
+
+
+def _refuse_bad_reports(entries: list[HostEntry]) -> None:
+    """The view is complete for every other host; the exit code still says input was bad."""
+    problems = errors(entries)
+    if problems:
+        raise FleetError(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
+
+
+@contextmanager
+def _report_names_redacted(paths: list[Path], redact: bool) -> Iterator[None]:
+    """With --redact, a fleet error about reports not read yet names no host: the host names
+    are those of the report files, replaced as the table replaces them."""
+    try:
+        yield
+    except FleetError as exc:
+        if not redact:
+            raise
+        from hostcheck.redact import Redactor
+
+        redactor = Redactor()
+        for path in paths:
+            try:
+                reports = sorted(path.glob("*.json"))[:10000] if path.is_dir() else [path]
+            except OSError:
+                reports = [path]
+            for report in reports:
+                if report.name != "index.json":
+                    redactor.learn_host(report.stem, own=True)
+        raise FleetError(redactor.scrub(str(exc))) from None

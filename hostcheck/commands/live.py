@@ -1,0 +1,165 @@
+"""Options for collecting this machine's facts (audit, facts, offer) and for reaching a probe
+server (its URL, its token), and the collectors' context they make.
+
+A library's ValueError about a value given on the command line becomes a UsageError here,
+prefixed with the option that carried the value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hostcheck.cli_common import UsageError, check_timeout
+from hostcheck.collectors import CollectContext
+from hostcheck.netprobe import speedtest
+from hostcheck.netprobe.http_client import Endpoint, parse_endpoint
+from hostcheck.netprobe.private_files import PrivateFileError, check_private
+from hostcheck.netprobe.probe_protocol import MAX_TOKEN_LENGTH, TOKEN_ENV, check_token
+from hostcheck.netprobe.stun_servers import parse_server
+
+DEFAULT_SPEED_MAX_MB = speedtest.DEFAULT_MAX_BYTES // speedtest.MB
+TIME_CAP_RANGE = f"{speedtest.MIN_TIME_CAP_S:g}-{speedtest.MAX_TIME_CAP_S:g}"
+BYTE_CAP_RANGE = f"{speedtest.MIN_BYTE_CAP // speedtest.MB}-{speedtest.MAX_BYTE_CAP // speedtest.MB}"
+
+
+def _no_argv_token(value: str | None) -> None:
+    if value is not None:
+        raise typer.BadParameter(
+            "the token is no longer taken on the command line (every local user sees argv in ps): "
+            "put it in a file for --token-file, or in the HOSTCHECK_PROBE_TOKEN environment variable"
+        )
+
+
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="Send nothing over the network (no STUN, no probe).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Overall time budget for collecting facts, seconds.")]
+StunOpt = Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] (repeatable); default: public servers.")]
+ProbeOpt = Annotated[str | None, typer.Option("--probe", help="URL of a `hostcheck probe-server` outside your network.")]
+TokenOpt = Annotated[Path | None, typer.Option("--token-file", help="File holding the probe server's token (or set HOSTCHECK_PROBE_TOKEN).")]
+ArgvTokenOpt = Annotated[str | None, typer.Option("--token", hidden=True, callback=_no_argv_token, help="Refused: see --token-file.")]
+InsecureHttpOpt = Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// --probe URL (the token crosses the network in clear): for labs only.")]
+FingerprintOpt = Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
+ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
+PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
+SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help=f"Time cap of the whole speed test, seconds ({TIME_CAP_RANGE}).")]
+SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help=f"Byte cap of the speed test, both directions together, MB ({BYTE_CAP_RANGE}).")]
+
+
+def read_token(token_file: Path | None) -> str | None:
+    """The probe token from --token-file or the environment; never from argv (``ps`` shows argv)."""
+    if token_file is not None:
+        try:
+            # O_NONBLOCK: a FIFO without a writer must not hang us before the check below.
+            fd = os.open(token_file, os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise UsageError(f"--token-file {token_file}: not a regular file")
+                refuse_shared(token_file, st, "--token-file")
+                raw = fh.read(MAX_TOKEN_LENGTH + 2)
+        except OSError as exc:
+            raise UsageError(f"--token-file {token_file}: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise UsageError(f"--token-file {token_file}: the token must be ASCII") from None
+    else:
+        text = os.environ.get(TOKEN_ENV, "")
+        if not text:
+            return None
+    try:
+        return check_token(text)
+    except ValueError as exc:
+        raise UsageError(f"{'--token-file' if token_file else TOKEN_ENV}: {exc}") from None
+
+
+def refuse_shared(path: Path, st: Any, what: str) -> None:
+    """Refuse a secret that others could read or replace, as ssh does with keys."""
+    try:
+        check_private(path, st)
+    except PrivateFileError as exc:
+        raise UsageError(f"{what} {exc}") from None
+
+
+def probe_endpoint(probe: str, fingerprint: str | None) -> Endpoint:
+    try:
+        return parse_endpoint(probe, fingerprint)
+    except ValueError as exc:
+        raise UsageError(f"--probe: {exc}") from None
+
+
+def refuse_cleartext(endpoint: Endpoint, insecure_http: bool) -> None:
+    """Refuse a plain http:// probe URL unless --insecure-http; warn when it is allowed.
+
+    The check comes before the token is read, let alone sent."""
+    if endpoint.scheme != "http":
+        return
+    if not insecure_http:
+        raise UsageError(
+            "--probe: an http:// URL would send the probe token in clear, readable and reusable by anyone "
+            "on the path; use the server's https:// URL (with --probe-fingerprint for its self-signed "
+            "certificate), or pass --insecure-http in a lab"
+        )
+    typer.echo(
+        "warning: --insecure-http: the probe token is sent in clear over http://; anyone on the path can "
+        "read it and use your probe server (labs only)",
+        err=True,
+    )
+
+
+def collect_context(offline: bool, timeout: float, stun_server: list[str], probe: str | None,
+                    token_file: Path | None, probe_port: list[int], public_range: list[str],
+                    probe_fingerprint: str | None = None, insecure_http: bool = False) -> CollectContext:
+    check_timeout(timeout)
+    if probe:
+        endpoint = probe_endpoint(probe, probe_fingerprint)
+        if not offline:
+            refuse_cleartext(endpoint, insecure_http)
+    token = read_token(token_file) if probe else None
+    if probe and not token:
+        raise UsageError("--probe needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
+    for spec in stun_server:
+        try:
+            parse_server(spec)
+        except ValueError as exc:
+            raise UsageError(f"--stun-server {spec!r}: {exc}") from exc
+    for cidr in public_range:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError as exc:
+            raise UsageError(f"--public-range {cidr!r}: {exc}") from exc
+    return CollectContext(
+        offline=offline,
+        budget_s=timeout,
+        stun_servers=list(stun_server),
+        probe_url=probe,
+        probe_token=token,
+        probe_fingerprint=probe_fingerprint,
+        probe_ports=list(probe_port),
+        public_ranges=list(public_range),
+    )
+
+
+def speedtest_caps(enabled: bool, offline: bool, probe: str | None, seconds: float, max_mb: int) -> dict[str, Any] | None:
+    """--speedtest's caps for run_speedtest, checked before any collecting; None without --speedtest."""
+    if not enabled:
+        return None
+    if offline:
+        raise UsageError("--speedtest sends bulk traffic; it cannot run with --offline")
+    if not probe:
+        raise UsageError("--speedtest needs --probe URL (your `hostcheck probe-server`)")
+    speedtest.check_time_cap(seconds, "--speedtest-seconds")
+    speedtest.check_byte_cap(max_mb * speedtest.MB, "--speedtest-max-mb")
+    return {"seconds": seconds, "max_bytes": max_mb * speedtest.MB}
+
+
+def add_bandwidth(facts: dict[str, Any], ctx: CollectContext, caps: dict[str, Any]) -> None:
+    assert ctx.probe_url is not None and ctx.probe_token is not None
+    result = speedtest.run_speedtest(ctx.probe_url, ctx.probe_token, fingerprint=ctx.probe_fingerprint, **caps)
+    if isinstance(facts.get("network"), dict):
+        facts["network"]["bandwidth"] = result
