@@ -99,8 +99,8 @@ def diff(
 ) -> None:
     """Drift between two audits.
 
-    Per host: verdicts that flipped, findings that regressed or improved, new listening
-    sockets, hosts added, removed or no longer reachable."""
+    Per host: verdicts that flipped, findings that regressed or improved, owner-risk changes,
+    sockets newly listening or closed; hosts added, removed, or reachable no more or again."""
     check_output(output)
     with _report_names_redacted([old, new], redact_output):
         before, after = load_fleet([old]), load_fleet([new])
