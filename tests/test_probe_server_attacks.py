@@ -513,7 +513,7 @@ def test_a_request_without_the_token_is_answered_and_its_connection_closed(reque
         assert answer.startswith(b"HTTP/1.1 401 ") and answer.count(b"HTTP/1.1 ") == 1, answer[:200]
         assert elapsed < 1.0, elapsed
         assert srv.service.stats["failed_authentications"] == 1
-        assert _wait(lambda: srv.call(lambda: srv.service.open_connections) == 0, 1)
+        assert _wait(lambda: srv.call(lambda: srv.service.table.slots) == 0, 1)
     finally:
         srv.stop()
 
