@@ -7,6 +7,7 @@ agent is known to change, and ``hostcheck explain AGENT`` prints it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -46,6 +47,15 @@ class Take(_Strict):
     source: str
 
 
+class Engine(_Strict):
+    """What the agent runs its workloads on: the host's Docker daemon, a container runtime of
+    its own, or virtual machines."""
+
+    kind: Literal["docker", "containerd", "kvm"]
+    text: Text
+    source: str
+
+
 class Agent(_Strict):
     id: str = Field(pattern=r"^[a-z][a-z0-9-]{1,31}$")
     platform: Text
@@ -56,18 +66,61 @@ class Agent(_Strict):
     packages: tuple[str, ...] = ()
     containers: tuple[str, ...] = ()  # image names (last path component, no tag) or container names
     update_channel: UpdateChannel
-    # What the agent's installer does to the host's updates: removes unattended-upgrades (and
-    # masks the apt timers), or keeps them.
+    engine: Engine
+    # What the platform's own installer or host guide does to the host's automatic updates:
+    # removes them (unattended-upgrades purged, the apt-daily timers disabled or their
+    # services masked), or keeps them.
     unattended_upgrades: Literal["removed", "kept"]
+    unattended_upgrades_source: str | None = None
     ecc_off: bool
+    # Its setup rewrites /etc/docker/daemon.json (and restarts Docker): another agent's
+    # containers on the same daemon run under settings made for this one.
     rewrites_daemon_json: bool
-    # Its sources say no other container engine or agent may share the machine.
+    # Its sources say it takes the machine's container engine, or its GPUs, for itself: no
+    # other agent can work beside it.
     exclusive: bool
-    # Why another agent on the same machine breaks it (exclusive agents, and those that
-    # rewrite the shared Docker daemon's configuration), with its source key.
+    # What an exclusive agent takes, or what its daemon.json rewrite changes, with its source
+    # key: the words a conflict with another agent is reported in.
     conflict: Text | None = None
     conflict_source: str | None = None
     takes: tuple[Take, ...] = Field(min_length=1)
+
+    @property
+    def container_only(self) -> bool:
+        """Recognised only by the images of its running containers (nothing on the host)."""
+        return bool(self.containers) and not (self.accounts or self.units or self.paths or self.packages)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why two agents cannot share one machine, in words that say which one breaks which."""
+
+    text: str
+    source: str  # a source key of the catalog
+
+
+def conflicts(judged: Agent, installed: Agent) -> list[Conflict]:
+    """Why installing ``judged`` on a machine where ``installed`` runs breaks one of them
+    (empty when nothing in the sources says so). Both directions count: an exclusive agent
+    allows no other beside it, whichever came first; an agent that rewrites daemon.json
+    changes the daemon the other's containers run under."""
+    out: list[Conflict] = []
+    if judged.id == installed.id:
+        return out
+    for agent in (judged, installed):
+        if agent.exclusive and agent.conflict and agent.conflict_source:
+            other = installed if agent is judged else judged
+            out.append(Conflict(f"{agent.conflict}; {other.platform}'s agent would run beside it", agent.conflict_source))
+    if judged.rewrites_daemon_json and installed.engine.kind == "docker" and judged.conflict_source:
+        out.append(Conflict(
+            f"installing {judged.platform}'s agent here would rewrite /etc/docker/daemon.json, which "
+            f"{installed.platform}'s containers run under ({judged.conflict})", judged.conflict_source))
+    if installed.rewrites_daemon_json and judged.engine.kind == "docker" and installed.conflict_source:
+        out.append(Conflict(
+            f"{installed.platform}'s setup has rewritten /etc/docker/daemon.json for its own containers "
+            f"({installed.conflict}); {judged.platform}'s containers would run on that same daemon",
+            installed.conflict_source))
+    return out
 
 
 class Catalog(_Strict):
@@ -78,10 +131,16 @@ class Catalog(_Strict):
     @model_validator(mode="after")
     def _sources_exist(self) -> Catalog:
         for agent in self.agents:
-            keys = [agent.update_channel.source, *(t.source for t in agent.takes),
-                    *([agent.conflict_source] if agent.conflict_source else [])]
+            keys = [agent.update_channel.source, agent.engine.source, *(t.source for t in agent.takes),
+                    *([agent.conflict_source] if agent.conflict_source else []),
+                    *([agent.unattended_upgrades_source] if agent.unattended_upgrades_source else [])]
             if (agent.conflict is None) != (agent.conflict_source is None):
                 raise ValueError(f"agent {agent.id}: conflict and conflict_source go together")
+            if (agent.exclusive or agent.rewrites_daemon_json) and agent.conflict is None:
+                raise ValueError(f"agent {agent.id}: an exclusive agent, or one that rewrites daemon.json, "
+                                 "says what it takes (conflict, conflict_source)")
+            if agent.unattended_upgrades == "removed" and agent.unattended_upgrades_source is None:
+                raise ValueError(f"agent {agent.id}: unattended_upgrades: removed needs unattended_upgrades_source")
             missing = [k for k in keys if k not in self.sources]
             if missing:
                 raise ValueError(f"agent {agent.id}: unknown source key(s) {', '.join(missing)}")

@@ -125,8 +125,10 @@ process runs as root (any user can name a process `dockerd`). With `--offline`, 
     Section("agents", "agents", """Provider agents found on this machine, recognised by the names in
 `policies/agents/agents.yaml` (accounts, systemd units, paths, dpkg packages; containers are
 matched by the checks against the images in `docker.containers`). `sudo` is what sudoers (and
-the files it includes) grants an agent account; unknown when `/etc/sudoers` cannot be read (it
-is 0440 root: an unprivileged audit always gets this). `sudo_activity` comes from sudo's own
+the files it includes, read in sudo's order with sudo's matching rules) grants an agent
+account; unknown when `/etc/sudoers` cannot be read (it is 0440 root: an unprivileged audit
+always gets this), and `scope` "unknown" with the `gaps` listed when an included file or
+directory cannot be read or is past the reader's bounds. `sudo_activity` comes from sudo's own
 journal entries (`SYSLOG_IDENTIFIER=sudo`); unknown when the journal is not readable (not root
 and not in `systemd-journal` or `adm`)."""),
     Section("ssh", "sshd", """`settings` holds only the keywords checks read and those that say who may
@@ -353,8 +355,9 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.accounts.*.groups", T.TEXTS, "its groups"),
     F("agents.installed.*.accounts.*.sudo", T.OBJECT, "what sudoers grants it"),
     F("agents.installed.*.accounts.*.sudo.scope", T.TEXT,
-      "\"unrestricted\" (ALL commands as root), \"restricted\" (a list of commands) or \"none\"",
-      choices=("unrestricted", "restricted", "none")),
+      "\"unrestricted\" (any command as root), \"restricted\" (a list of commands), \"none\", or "
+      "\"unknown\" (part of sudoers could not be read: see `gaps`)",
+      choices=("unrestricted", "restricted", "none", "unknown")),
     F("agents.installed.*.accounts.*.sudo.rules", T.LIST, "the rules that apply to it"),
     F("agents.installed.*.accounts.*.sudo.rules.*.file", T.TEXT, "the sudoers file", redact="path"),
     F("agents.installed.*.accounts.*.sudo.rules.*.line", T.INT, "its line"),
@@ -371,6 +374,9 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.accounts.*.sudo.unreadable", T.TEXTS, "sudoers files that could not be read",
       redact="text"),
     F("agents.installed.*.accounts.*.sudo.unparsed_lines", T.INT, "sudoers lines not understood"),
+    F("agents.installed.*.accounts.*.sudo.gaps", T.TEXTS, "what could not be read and why (a file or directory "
+      "unreadable, a file past the size bound, a directory past the file bound, a line not understood that may "
+      "name the account): a rule may be missing", redact="text"),
     F("agents.installed.*.units", T.LIST, "its systemd units"),
     F("agents.installed.*.units.*.name", T.TEXT, "the unit"),
     F("agents.installed.*.units.*.present", T.BOOL, "the unit file is loaded"),
@@ -378,8 +384,8 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.units.*.active", T.BOOL, "running"),
     F("agents.installed.*.update_channel", T.TEXTS, "the agent's self-update scripts that exist"),
     F("agents.installed.*.packages", T.TEXTS, "the agent's dpkg packages that are installed"),
-    F("agents.update_units", T.MAP, "UnitFileState of apt-daily.timer, apt-daily-upgrade.timer and "
-      "unattended-upgrades.service"),
+    F("agents.update_units", T.MAP, "UnitFileState of apt-daily.timer, apt-daily-upgrade.timer, apt-daily.service, "
+      "apt-daily-upgrade.service and unattended-upgrades.service"),
     F("agents.update_units.*", T.TEXT, "\"enabled\", \"masked\", ...; \"not-found\" when the unit is absent"),
     F("agents.kernel_params", T.MAP, "the kernel parameters agents' installers set, found on /proc/cmdline "
       "(nvidia_drm.modeset, intel_iommu, amd_iommu, iommu, vfio-pci.ids, vfio_iommu_type1.allow_unsafe_interrupts)"),

@@ -105,6 +105,9 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
 
 
 MAX_NAMED = 4
+# On a personal machine OWN-1050 says the agent's root (and that it reaches the owner's own
+# things); it is named like AGT-1010 and AGT-1020.
+AGENT_ROOT_ON_PERSONAL = frozenset({"OWN-1050"})
 
 
 def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str:
@@ -118,7 +121,11 @@ def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str
     named = [r for r in rows if (r.status == Status.WARN and r.level == Level(rating.value)) or r.id in rooted]
     if not named:
         return general
-    items = "; ".join(f"{r.note or r.title} ({r.detail})" if r.detail else (r.note or r.title)
-                      for r in named[:MAX_NAMED])
-    more = f"; and {len(named) - MAX_NAMED} more below" if len(named) > MAX_NAMED else ""
+    # The agent's root is never left to "more below": the other items share what room is left.
+    agent = {r.id for r in named if r.id in rooted or r.id in AGENT_ROOT_ON_PERSONAL}
+    room = max(0, MAX_NAMED - len(agent))
+    others = [r for r in named if r.id not in agent]
+    shown = [r for r in named if r.id in agent or r in others[:room]]
+    items = "; ".join(f"{r.note or r.title} ({r.detail})" if r.detail else (r.note or r.title) for r in shown)
+    more = f"; and {len(named) - len(shown)} more below" if len(named) > len(shown) else ""
     return f"{rating.value.upper()} because of: {items}{more}. {general}"

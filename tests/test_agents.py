@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcheck import sudoers
-from hostcheck.agents import Catalog, load_catalog
+from hostcheck.agents import Catalog, conflicts, load_catalog
 from hostcheck.checks import load_registry
 from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal
 from hostcheck.collectors.docker_daemon import container_settings
 from hostcheck.facts import Unknown, load_snapshot
 from hostcheck.judge import run_check
-from hostcheck.policy import resolve_policies
+from hostcheck.policy import resolve_policies, shipped_policy_names
 from hostcheck.report import build_report
 from tests.helpers import SNAPSHOTS, hostcheck
 
@@ -31,135 +37,407 @@ DENIED = Unknown("permission denied reading /etc/sudoers (needs root): sudo rule
 
 
 # ------------------------------------------------------------------ the sudoers reader
+#
+# Each table row is a sudoers text and what sudo grants the account under sudoers(5)'s rules,
+# the reason written beside it. `visudo -cf` proves every text is valid sudoers syntax, and in
+# the root lane the real sudo, given the text as /etc/sudoers in a private mount namespace,
+# says whether the account may run a program no rule names (the "unrestricted" answer) and
+# each command the row lists.
+
+ACCOUNT = "tensordock"
+UID, GID, DOCKER_GID = 1500, 1500, 1501
+HOST = socket.gethostname()
+SHA224 = "a" * 56  # a digest must have its algorithm's length, or sudo's lexer rejects it
+SHA256 = "b" * 64
 
 
-def load(files: dict[str, str], dirs: dict[str, list[str]] | None = None) -> sudoers.Loaded | Unknown:
+def load(files: dict[str, str], dirs: dict[str, list[str]] | None = None,
+         hostname: str | None = HOST) -> sudoers.Loaded | Unknown:
     dirs = dirs or {}
-    return sudoers.load(lambda p: files.get(p, Unknown(f"{p} does not exist")),
-                        lambda d: dirs.get(d, Unknown(f"cannot list {d}")))
+    return sudoers.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=hostname)
 
 
-def view(files: dict[str, str], account: str = "vastai_kaalia", groups: frozenset[str] = frozenset({"docker"}),
-         dirs: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    loaded = load(files, dirs)
-    assert not isinstance(loaded, Unknown)
-    return sudoers.account_view(loaded, account, set(groups))
+def view(files: dict[str, str], account: str = ACCOUNT, groups: frozenset[str] = frozenset({ACCOUNT, "docker"}),
+         dirs: dict[str, list[str]] | None = None, hostname: str | None = HOST) -> dict[str, Any]:
+    loaded = load(files, dirs, hostname)
+    assert not isinstance(loaded, Unknown), loaded
+    return sudoers.account_view(loaded, account, set(groups), uid=UID, gids={GID, DOCKER_GID})
 
 
-def test_vasts_stock_rule_is_unrestricted() -> None:
+# (case, sudoers text, scope, root_giving, commands sudo allows as root / refuses as root)
+RULES: list[tuple[str, str, str, list[str], dict[str, bool]]] = [
+    # The stock rule Vast's and TensorDock's installers append: anything as root, no password.
+    ("stock", "tensordock ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {"/bin/bash": True}),
+    # Blanks around the commas of a user list are allowed: the list is admin, tensordock.
+    ("user list with blanks", "admin, tensordock ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    ("user list with blanks 2", "tensordock , admin ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    # A list is read from its end and the last entry that matches decides: ALL matches last.
+    ("negated first", "!tensordock, ALL ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    # ... and here !tensordock matches last: the rule is not the account's.
+    ("negated last", "ALL, !tensordock ALL=(ALL) NOPASSWD:ALL", "none", [], {"/bin/bash": False}),
+    ("user alias", "User_Alias AGENTS = vastai_kaalia, tensordock\nAGENTS ALL=(ALL) NOPASSWD: ALL",
+     "unrestricted", [], {}),
+    ("user alias negated inside", "User_Alias AGENTS = ALL, !tensordock\nAGENTS ALL=(ALL) NOPASSWD: ALL", "none", [], {}),
+    ("negated user alias", "User_Alias OTHERS = admin\n!OTHERS, ALL ALL=(ALL) NOPASSWD: ALL", "unrestricted", [], {}),
+    ("group", "%docker ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    ("group by gid", f"%#{DOCKER_GID} ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    ("user by uid", f"#{UID} ALL=(ALL) NOPASSWD:ALL", "unrestricted", [], {}),
+    # A Runas_Alias naming root, and root by uid, are root.
+    ("runas alias", "Runas_Alias R = root\ntensordock ALL=(R) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
+    ("runas uid 0", "tensordock ALL=(#0) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
+    ("runas ALL:ALL", "tensordock ALL=(ALL:ALL) NOPASSWD: ALL", "unrestricted", [], {}),
+    # A run-as list that is not root's, and a group-only one (as the account itself).
+    ("runas nobody", "tensordock ALL=(nobody) NOPASSWD: ALL", "restricted", [], {"/bin/bash": False}),
+    ("runas group only", "tensordock ALL=(:ALL) NOPASSWD: ALL", "restricted", [], {"/bin/bash": False}),
+    # A Runas_Spec holds for the commands after it in the rule until the next one: ALL as root.
+    ("runas per command", "tensordock ALL=(root) NOPASSWD: ALL, (nobody) /bin/true", "unrestricted", [],
+     {"/bin/bash": True}),
+    ("runas later", "tensordock ALL=(nobody) /bin/true, (root) NOPASSWD: ALL", "unrestricted", [], {}),
+    ("runas carried", "tensordock ALL=(root) NOPASSWD: /bin/true, ALL", "unrestricted", [], {"/bin/bash": True}),
+    ("runas carried not root", "tensordock ALL=(nobody) NOPASSWD: /bin/true, ALL", "restricted", [],
+     {"/bin/bash": False}),
+    # No Runas_Spec at all: sudo's runas_default, root.
+    ("cmnd alias", "Cmnd_Alias EVERY = ALL\ntensordock ALL = NOPASSWD: EVERY", "unrestricted", [], {}),
+    # A wildcard over a bin directory reaches shells and editors; one that reaches none does not.
+    ("wildcard dir", "tensordock ALL=(root) NOPASSWD: /usr/bin/*", "restricted", ["/usr/bin/*"], {"/usr/bin/id": True}),
+    ("wildcard prefix", "tensordock ALL=(root) NOPASSWD: /usr/bin/n*", "restricted", ["/usr/bin/n*"], {}),
+    ("wildcard harmless", "tensordock ALL=(root) NOPASSWD: /usr/bin/nvidia-*", "restricted", [], {}),
+    ("directory", "tensordock ALL=(root) NOPASSWD: /usr/sbin/", "restricted", ["/usr/sbin/"], {}),
+    # A digest before the command: the command is still judged.
+    ("sha224 digest", f"tensordock ALL=(root) NOPASSWD: sha224:{SHA224} /bin/bash", "restricted", ["/bin/bash"], {}),
+    ("sha256 digest", f"tensordock ALL=(root) NOPASSWD: sha256:{SHA256} /usr/bin/id", "restricted", [], {}),
+    ("digest list", f"tensordock ALL=(root) NOPASSWD: sha224:{SHA224}, sha256:{SHA256} /usr/bin/python3 *",
+     "restricted", ["/usr/bin/python3 *"], {}),
+    # A denied command is never a root-giving one; and it does not take ALL back (sudoers(5):
+    # ALL with exceptions is easily circumvented).
+    ("ALL but su", "tensordock ALL=(ALL) NOPASSWD: ALL, !/bin/su", "unrestricted", [], {"/bin/bash": True}),
+    ("denied su", "tensordock ALL=(ALL) NOPASSWD: /usr/bin/id, !/bin/su", "restricted", [], {"/usr/bin/id": True}),
+    # The last rule that matches decides: a later denial takes the command back.
+    ("later denial", "tensordock ALL=(root) NOPASSWD: /bin/bash, !/bin/bash", "restricted", [], {"/bin/bash": False}),
+    ("later !ALL", "tensordock ALL=(ALL) NOPASSWD: ALL\ntensordock ALL=(ALL) !ALL", "restricted", [],
+     {"/bin/bash": False}),
+    ("ALL after !ALL", "tensordock ALL=(ALL) !ALL\ntensordock ALL=(ALL) NOPASSWD: ALL", "unrestricted", [], {}),
+    ("denied alias", "Cmnd_Alias SHELLS = /bin/sh, /bin/bash\ntensordock ALL=(root) NOPASSWD: /bin/bash, !SHELLS",
+     "restricted", [], {"/bin/bash": False}),
+    # A rule for another host does not apply here; one for this host does.
+    ("other host", "Host_Alias ELSEWHERE = not-this-host-x1\ntensordock ELSEWHERE=(ALL) NOPASSWD: ALL", "none", [], {}),
+    ("this host", f"tensordock {HOST}=(ALL) NOPASSWD: ALL", "unrestricted", [], {}),
+    ("two hosts", f"tensordock not-this-host-x1=(ALL) NOPASSWD: ALL : {HOST}=(root) /usr/bin/id", "restricted", [], {}),
+    # Spelling: blanks around '=', a trailing comment, a continuation line, options before tags.
+    ("spacing", "tensordock ALL = (ALL) NOPASSWD : ALL", "unrestricted", [], {}),
+    ("comment", "tensordock ALL=(ALL) NOPASSWD:ALL # the agent", "unrestricted", [], {}),
+    ("continuation", "tensordock ALL=(ALL) \\\n  NOPASSWD:ALL", "unrestricted", [], {}),
+    ("option", "tensordock ALL=(ALL) CWD=* NOPASSWD: ALL", "unrestricted", [], {}),
+    ("someone else", "admin ALL=(ALL) NOPASSWD:ALL", "none", [], {}),
+]
+
+
+def visudo_check(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([VISUDO, "-cf", str(path)], capture_output=True, text=True, timeout=30)
+
+
+VISUDO = shutil.which("visudo") or "/usr/sbin/visudo"
+needs_visudo = pytest.mark.skipif(not Path(VISUDO).exists(), reason="visudo (Debian package sudo) is not installed")
+
+
+@pytest.mark.parametrize(("case", "text", "scope", "giving", "_commands"), RULES, ids=[r[0] for r in RULES])
+def test_what_a_rule_grants(case: str, text: str, scope: str, giving: list[str], _commands: dict[str, bool]) -> None:
+    got = view({"/etc/sudoers": text + "\n"})
+    assert (got["scope"], got["root_giving"], got["gaps"]) == (scope, giving, []), got
+
+
+@needs_visudo
+@pytest.mark.parametrize(("case", "text"), [(r[0], r[1]) for r in RULES], ids=[r[0] for r in RULES])
+def test_every_rule_is_valid_sudoers(tmp_path: Path, case: str, text: str) -> None:
+    path = tmp_path / "sudoers"
+    path.write_text(text + "\n")
+    proc = visudo_check(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_rule_text_is_normalised_and_names_file_and_line() -> None:
     text = f"root ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n# To allow Vast.ai host daemon to administer configuration\n{VAST_RULE}\n"
-    got = view({"/etc/sudoers": text})
+    got = view({"/etc/sudoers": text}, account="vastai_kaalia")
     assert got["scope"] == "unrestricted"
     assert [(r["file"], r["line"], r["rule"], r["nopasswd"]) for r in got["rules"]] == [
         ("/etc/sudoers", 4, "vastai_kaalia ALL=(ALL) NOPASSWD: ALL", True)]
     assert (got["syslog"], got["io_logging"]) == (True, False)  # sudo's defaults
 
 
-def test_the_rule_in_a_cloud_init_dropin_is_found_through_includedir() -> None:
-    files = {"/etc/sudoers": "@includedir /etc/sudoers.d\n", "/etc/sudoers.d/90-cloud-init-users": VAST_RULE + "\n",
-             "/etc/sudoers.d/README": "# nothing\n"}
-    got = view(files, dirs={"/etc/sudoers.d": ["README", "90-cloud-init-users", "old.bak", "editor~"]})
-    assert got["scope"] == "unrestricted"
-    # sudo skips names with a '.' or ending in '~'; the others are read in lexical order
-    assert got["files_read"] == ["/etc/sudoers", "/etc/sudoers.d/90-cloud-init-users", "/etc/sudoers.d/README"]
-
-
-@pytest.mark.parametrize(("rule", "scope", "giving"), [
-    ("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/nvidia-smi -pm 1", "restricted", []),
-    ("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/systemd-run --scope --unit=vastai_script_updater sh -c *",
-     "restricted", ["/usr/bin/systemd-run --scope --unit=vastai_script_updater sh -c *"]),
-    ("vastai_kaalia ALL=(nobody) NOPASSWD: ALL", "restricted", []),
-    ("vastai_kaalia ALL=(ALL:ALL) NOPASSWD: ALL", "unrestricted", []),
-    ("Cmnd_Alias EVERYTHING = ALL\nvastai_kaalia ALL = NOPASSWD: EVERYTHING", "unrestricted", []),
-    ("User_Alias AGENTS = vastai_kaalia, tensordock\nAGENTS ALL=(ALL) NOPASSWD:ALL", "unrestricted", []),
-    ("%docker ALL=(ALL) NOPASSWD:ALL", "unrestricted", []),
-    ("ALL,!vastai_kaalia ALL=(ALL) NOPASSWD:ALL", "none", []),
-    ("someoneelse ALL=(ALL) NOPASSWD:ALL", "none", []),
-])
-def test_scope_of_a_rule(rule: str, scope: str, giving: list[str]) -> None:
-    got = view({"/etc/sudoers": rule + "\n"})
-    assert (got["scope"], got["root_giving"]) == (scope, giving)
-
-
 @pytest.mark.parametrize(("defaults", "io_logging", "syslog"), [
-    ("Defaults:vastai_kaalia log_output, log_input, iolog_dir=/var/log/sudo-io/%{user}", True, True),
+    ("Defaults:tensordock log_output, log_input, iolog_dir=/var/log/sudo-io/%{user}", True, True),
     ("Defaults log_output", True, True),
-    ("Defaults:tensordock log_output", False, True),
-    ("Defaults:vastai_kaalia !syslog", False, False),
-    ("Defaults:vastai_kaalia log_output\nDefaults:vastai_kaalia !log_output", False, True),
+    ("Defaults:vastai_kaalia log_output", False, True),
+    ("Defaults:tensordock !syslog", False, False),
+    ("Defaults:tensordock log_output\nDefaults:tensordock !log_output", False, True),
     ("Defaults:%docker log_input", True, True),
+    ("User_Alias AG = tensordock\nDefaults:AG log_output", True, True),
+    # Defaults for every command, and for commands run as root, apply to the account's too.
+    ("Defaults!ALL log_output", True, True),
+    ("Defaults>root log_output", True, True),
+    ("Defaults>nobody log_output", False, True),
+    # A user default is applied after the global one, whatever the order in the file.
+    ("Defaults:tensordock !log_output\nDefaults log_output", False, True),
 ])
 def test_defaults_that_log_the_account(defaults: str, io_logging: bool, syslog: bool) -> None:
-    got = view({"/etc/sudoers": f"{defaults}\n{VAST_RULE}\n"})
+    got = view({"/etc/sudoers": f"{defaults}\ntensordock ALL=(ALL) NOPASSWD:ALL\n"})
     assert (got["io_logging"], got["syslog"]) == (io_logging, syslog)
 
 
-def test_unreadable_sudoers_is_unknown_with_the_reason() -> None:
+def test_log_tags_on_the_rule_count_for_its_commands() -> None:
+    assert view({"/etc/sudoers": "tensordock ALL=(ALL) NOPASSWD: LOG_OUTPUT: ALL\n"})["io_logging"] is True
+    off = view({"/etc/sudoers": "Defaults log_output\ntensordock ALL=(ALL) NOPASSWD: NOLOG_OUTPUT: ALL\n"})
+    assert off["io_logging"] is False
+
+
+# ------------------------------------------------------------------ includes
+
+
+def test_an_includedir_is_read_in_lexical_order_skipping_dotted_and_backup_names() -> None:
+    files = {"/etc/sudoers": "@includedir /etc/sudoers.d\n", "/etc/sudoers.d/90-cloud-init-users": VAST_RULE + "\n",
+             "/etc/sudoers.d/README": "# nothing\n", "/etc/sudoers.d/10-first": "# nothing\n"}
+    got = view(files, account="vastai_kaalia",
+               dirs={"/etc/sudoers.d": ["README", "90-cloud-init-users", "old.bak", "editor~", "10-first", "x.conf"]})
+    assert got["scope"] == "unrestricted" and got["gaps"] == []
+    # sudo skips names with a '.' or ending in '~' and reads the others in lexical order
+    assert got["files_read"] == ["/etc/sudoers", "/etc/sudoers.d/10-first", "/etc/sudoers.d/90-cloud-init-users",
+                                 "/etc/sudoers.d/README"]
+
+
+DROPIN = {"/etc/sudoers.d/agent": "tensordock ALL=(ALL) NOPASSWD:ALL\n"}
+DIR = {"/etc/sudoers.d": ["agent"]}
+INCLUDES: list[tuple[str, str, dict[str, str], dict[str, list[str]], list[str]]] = [
+    # (case, /etc/sudoers, other files, directories, files read after /etc/sudoers)
+    ("#includedir", "#includedir /etc/sudoers.d", DROPIN, DIR, ["/etc/sudoers.d/agent"]),
+    ("@includedir", "@includedir /etc/sudoers.d", DROPIN, DIR, ["/etc/sudoers.d/agent"]),
+    ("quoted", '@includedir "/etc/sudoers.d"', DROPIN, DIR, ["/etc/sudoers.d/agent"]),
+    ("tab", "#includedir\t/etc/sudoers.d", DROPIN, DIR, ["/etc/sudoers.d/agent"]),
+    # sudoers(5): a relative path lies in the directory of the file that includes it.
+    ("relative dir", "@includedir sudoers.d", DROPIN, DIR, ["/etc/sudoers.d/agent"]),
+    ("relative file", "@include sudoers.local", {"/etc/sudoers.local": DROPIN["/etc/sudoers.d/agent"]}, {},
+     ["/etc/sudoers.local"]),
+    ("relative from a drop-in", "@includedir /etc/sudoers.d",
+     {"/etc/sudoers.d/a": "@include b\n", "/etc/sudoers.d/b": DROPIN["/etc/sudoers.d/agent"]},
+     {"/etc/sudoers.d": ["a"]}, ["/etc/sudoers.d/a", "/etc/sudoers.d/b"]),
+    ("escaped blank", "@include /etc/sudoers\\ local", {"/etc/sudoers local": DROPIN["/etc/sudoers.d/agent"]}, {},
+     ["/etc/sudoers local"]),
+    # %h is the short host name.
+    ("host name", "@include /etc/sudoers.%h", {f"/etc/sudoers.{HOST.split('.')[0]}": DROPIN["/etc/sudoers.d/agent"]},
+     {}, [f"/etc/sudoers.{HOST.split('.')[0]}"]),
+]
+
+
+@pytest.mark.parametrize(("case", "main", "files", "dirs", "read"), INCLUDES, ids=[c[0] for c in INCLUDES])
+def test_includes_are_followed(case: str, main: str, files: dict[str, str], dirs: dict[str, list[str]],
+                               read: list[str]) -> None:
+    got = view({"/etc/sudoers": main + "\n", **files}, dirs=dirs)
+    assert (got["scope"], got["files_read"], got["gaps"]) == ("unrestricted", ["/etc/sudoers", *read], [])
+
+
+@pytest.mark.parametrize("line", ["  #include /etc/sudoers.d/agent", "#include_not_a_directive /etc/sudoers.d/agent",
+                                  "#includedir"])
+def test_what_only_looks_like_an_include_is_a_comment(line: str) -> None:
+    got = view({"/etc/sudoers": line + "\n", **DROPIN}, dirs=DIR)
+    assert (got["scope"], got["files_read"]) == ("none", ["/etc/sudoers"])
+
+
+def test_a_missing_include_directory_is_ignored_as_sudo_ignores_it() -> None:
+    got = view({"/etc/sudoers": "@includedir /etc/sudoers.d\n"})
+    assert (got["scope"], got["gaps"]) == ("none", [])
+
+
+GAPS: list[tuple[str, dict[str, str], dict[str, Any], str]] = [
+    # (case, files, directories, a phrase of the gap): nothing readable grants root, so the
+    # answer is unknown, never "none".
+    ("unreadable directory", {"/etc/sudoers": "@includedir /etc/sudoers.d\n"},
+     {"/etc/sudoers.d": Unknown("permission denied listing /etc/sudoers.d (needs root)")},
+     "/etc/sudoers.d (included from /etc/sudoers:1) could not be listed: permission denied"),
+    ("unreadable file", {"/etc/sudoers": "@includedir /etc/sudoers.d\n",
+                         "/etc/sudoers.d/agent": Unknown("permission denied reading /etc/sudoers.d/agent")},  # type: ignore[dict-item]
+     DIR, "/etc/sudoers.d/agent (included from /etc/sudoers:1) could not be read: permission denied"),
+    ("missing include", {"/etc/sudoers": "@include /etc/sudoers.local\n"}, {},
+     "/etc/sudoers.local (included from /etc/sudoers:1) does not exist"),
+    ("host name unknown", {"/etc/sudoers": "@include /etc/sudoers.%h\n"}, {}, "names the host (%h)"),
+    ("too deep", {"/etc/sudoers": "@include /etc/f1\n",
+                  **{f"/etc/f{i}": f"@include /etc/f{i + 1}\n" for i in range(1, sudoers.MAX_INCLUDE_DEPTH + 2)}},
+     {}, f"is more than {sudoers.MAX_INCLUDE_DEPTH} includes deep"),
+    ("line not understood", {"/etc/sudoers": "tensordock ALL=(ALL) NOPASSWD ALL\n"}, {},
+     "/etc/sudoers:1 not understood and may name tensordock"),
+    ("netgroup", {"/etc/sudoers": "+agents ALL=(ALL) NOPASSWD: ALL\n"}, {}, "+agents (netgroups or non-Unix groups)"),
+    ("too many rules", {"/etc/sudoers": "".join(f"user{i} ALL=(ALL) ALL\n" for i in range(sudoers.MAX_RULES))
+                        + "tensordock ALL=(ALL) NOPASSWD:ALL\n"}, {},
+     f"more than {sudoers.MAX_RULES} rules: /etc/sudoers:{sudoers.MAX_RULES + 1} and the rules after it not read"),
+]
+
+
+@pytest.mark.parametrize(("case", "files", "dirs", "phrase"), GAPS, ids=[g[0] for g in GAPS])
+def test_what_cannot_be_read_makes_the_scope_unknown_with_the_reason(
+        case: str, files: dict[str, Any], dirs: dict[str, Any], phrase: str) -> None:
+    loaded = sudoers.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=None if "%h" in phrase else HOST)
+    assert not isinstance(loaded, Unknown)
+    got = sudoers.account_view(loaded, ACCOUNT, {ACCOUNT})
+    assert got["scope"] == "unknown"
+    assert any(phrase in gap for gap in got["gaps"]), got["gaps"]
+
+
+def test_a_grant_read_before_a_gap_stands() -> None:
+    got = view({"/etc/sudoers": "tensordock ALL=(ALL) NOPASSWD:ALL\n@includedir /etc/sudoers.d\n"},
+               dirs={"/etc/sudoers.d": Unknown("permission denied")})  # type: ignore[dict-item]
+    assert got["scope"] == "unrestricted" and got["unreadable"] == ["/etc/sudoers.d"] and len(got["gaps"]) == 1
+
+
+def test_an_unreadable_sudoers_is_unknown_with_the_reason() -> None:
     got = sudoers.load(lambda p: Unknown(f"permission denied reading {p} (needs root)"), lambda d: [])
     assert isinstance(got, Unknown) and "permission denied reading /etc/sudoers" in got.reason
 
 
-def test_an_unreadable_include_is_named_not_guessed() -> None:
-    got = view({"/etc/sudoers": f"@include /etc/sudoers.d/secret\n{VAST_RULE}\n"})
-    assert got["unreadable"] == ["/etc/sudoers.d/secret"] and got["scope"] == "unrestricted"
+def test_files_are_read_in_sudos_order_so_the_last_rule_decides() -> None:
+    """An included file's rules take the place of the directive: a drop-in's !ALL after the
+    grant takes it back; a grant after the directive stands."""
+    dropin = {"/etc/sudoers.d/deny": "tensordock ALL=(ALL) !ALL\n"}
+    before = view({"/etc/sudoers": "tensordock ALL=(ALL) NOPASSWD:ALL\n@includedir /etc/sudoers.d\n", **dropin},
+                  dirs={"/etc/sudoers.d": ["deny"]})
+    after = view({"/etc/sudoers": "@includedir /etc/sudoers.d\ntensordock ALL=(ALL) NOPASSWD:ALL\n", **dropin},
+                 dirs={"/etc/sudoers.d": ["deny"]})
+    assert (before["scope"], after["scope"]) == ("restricted", "unrestricted")
 
 
-def test_include_loops_and_relative_includes_are_cut() -> None:
-    files = {"/etc/sudoers": "@include /etc/a\n@include relative\n", "/etc/a": "@include /etc/b\n",
+def test_a_file_past_the_size_bound_is_a_stated_gap() -> None:
+    filler = "# " + "x" * 78 + "\n"
+    text = filler * (sudoers.MAX_FILE_CHARS // len(filler) + 1) + "tensordock ALL=(ALL) NOPASSWD:ALL\n"
+    got = view({"/etc/sudoers": text})
+    # the rule lies past the bound: not read, and said so
+    assert got["scope"] == "unknown"
+    assert got["gaps"] == [f"/etc/sudoers is longer than {sudoers.MAX_FILE_CHARS} characters: the rest was not read"]
+
+
+def test_a_directory_past_the_file_bound_is_sorted_first_then_cut_and_said() -> None:
+    names = [f"f{i:05d}" for i in range(5000)]
+    files = {"/etc/sudoers": "@includedir /etc/sudoers.d\n", **{f"/etc/sudoers.d/{n}": "# x\n" for n in names}}
+    files["/etc/sudoers.d/f00000"] = "tensordock ALL=(ALL) NOPASSWD:ALL\n"
+    got = view(files, dirs={"/etc/sudoers.d": list(reversed(names))})  # the listing comes unsorted
+    room = sudoers.MAX_FILES - 1  # /etc/sudoers itself is one
+    assert got["files_read"] == ["/etc/sudoers", *(f"/etc/sudoers.d/{n}" for n in names[:room])]
+    assert got["scope"] == "unrestricted"  # f00000 comes first in sudo's order
+    assert got["gaps"] == [f"/etc/sudoers.d holds 5000 sudoers files: only the first {room} in sudo's (lexical) "
+                           f"order were read, up to {names[room - 1]}"]
+    without = view({**files, "/etc/sudoers.d/f00000": "# x\n"}, dirs={"/etc/sudoers.d": names})
+    assert without["scope"] == "unknown"
+
+
+def test_include_loops_are_cut() -> None:
+    files = {"/etc/sudoers": "@include /etc/a\n", "/etc/a": "@include /etc/b\n",
              "/etc/b": f"@include /etc/a\n#include /etc/sudoers\n{VAST_RULE}\n"}
-    got = view(files)
+    got = view(files, account="vastai_kaalia")
     assert got["files_read"] == ["/etc/sudoers", "/etc/a", "/etc/b"] and got["scope"] == "unrestricted"
 
 
-def test_a_deep_include_chain_stops_at_the_bound() -> None:
-    depth = sudoers.MAX_INCLUDE_DEPTH + 5
-    files = {"/etc/sudoers": "@include /etc/f1\n"}
-    files.update({f"/etc/f{i}": f"@include /etc/f{i + 1}\n" for i in range(1, depth)})
-    files[f"/etc/f{depth}"] = VAST_RULE + "\n"
-    got = view(files)
-    # the root file plus MAX_INCLUDE_DEPTH levels below it
-    assert len(got["files_read"]) == sudoers.MAX_INCLUDE_DEPTH + 1 and got["scope"] == "none"
+def test_the_collectors_readers_on_a_real_tree(tmp_path: Path) -> None:
+    """The agents collector's own file and directory readers on real files: regular files
+    only, every name listed, a missing directory None, the size bound seen."""
+    from hostcheck.collectors.agents import _listdir, _read_sudoers
 
-
-def test_an_includedir_with_thousands_of_files_is_bounded() -> None:
-    names = [f"f{i:05d}" for i in range(5000)]
-    files = {"/etc/sudoers": "@includedir /etc/sudoers.d\n", **{f"/etc/sudoers.d/{n}": "# x\n" for n in names}}
-    got = view(files, dirs={"/etc/sudoers.d": names})
-    assert len(got["files_read"]) == sudoers.MAX_FILES
+    root = tmp_path / "sudoers"
+    (tmp_path / "sudoers.d").mkdir()
+    (tmp_path / "sudoers.d" / "agent").write_text("tensordock ALL=(ALL) NOPASSWD:ALL\n")
+    (tmp_path / "sudoers.d" / "sub").mkdir()  # not a regular file: sudo skips it
+    # a '.' keeps the includedir from reading it; the quotes keep the blank in its name
+    (tmp_path / "sudoers.d" / "my local.conf").write_text("Runas_Alias R = root\ntensordock ALL=(R) /usr/bin/id\n")
+    root.write_text('@includedir sudoers.d\n@include "sudoers.d/my local.conf"\n')
+    loaded = sudoers.load(_read_sudoers, _listdir, root=str(root), hostname=HOST)
+    assert not isinstance(loaded, Unknown)
+    got = sudoers.account_view(loaded, ACCOUNT, {ACCOUNT})
+    assert got["files_read"] == [str(root), f"{tmp_path}/sudoers.d/agent", f"{tmp_path}/sudoers.d/my local.conf"]
+    assert (got["scope"], got["gaps"]) == ("unrestricted", [])
+    assert _listdir(str(tmp_path / "absent")) is None
+    big = tmp_path / "big"
+    big.write_text("#" * (sudoers.MAX_FILE_CHARS + 10))
+    text = _read_sudoers(str(big))
+    assert isinstance(text, str) and len(text) == sudoers.MAX_FILE_CHARS + 1
+    if Path(VISUDO).exists():
+        proc = visudo_check(root)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_hostile_text_neither_hangs_nor_crashes() -> None:
     bomb = "\\\n" * 200_000 + VAST_RULE  # a continuation chain far past the line bound
     nul = "vastai_kaalia\0 ALL=(ALL) NOPASSWD:ALL\n"
     junk = "".join(chr(c) for c in range(1, 0x250)) + "\n=(=)=:,,\\,\n(((\nvastai_kaalia\nvastai_kaalia ALL=(\n"
-    huge = ("x" * 1000 + "\n") * 1000 + VAST_RULE + "\n"  # the rule lies past MAX_FILE_CHARS
-    alias_cycle = "Cmnd_Alias A = B\nCmnd_Alias B = A\nvastai_kaalia ALL = NOPASSWD: A\n"
-    for text in (bomb, nul, junk, huge, alias_cycle):
-        got = view({"/etc/sudoers": text})
-        assert got["scope"] in ("none", "restricted", "unrestricted")
+    alias_cycle = "Cmnd_Alias A = B\nCmnd_Alias B = A\nUser_Alias U = V\nUser_Alias V = U\nU ALL = NOPASSWD: A\n"
+    wide = "vastai_kaalia ALL=(root) " + ", ".join(f"/bin/p{i}" for i in range(5000)) + "\n"
+    quotes = 'vastai_kaalia ALL=(ALL) "NOPASSWD: ALL\n@include "unterminated\n'
+    for text in (bomb, nul, junk, alias_cycle, wide, quotes):
+        got = view({"/etc/sudoers": text}, account="vastai_kaalia")
+        assert got["scope"] in ("none", "restricted", "unrestricted", "unknown")
         assert all(len(r["rule"]) <= 400 for r in got["rules"])
-    assert view({"/etc/sudoers": huge})["scope"] == "none"
-    assert view({"/etc/sudoers": nul})["scope"] == "unrestricted"  # NUL bytes are dropped, as sudo refuses them
-    assert view({"/etc/sudoers": junk})["unparsed_lines"] >= 3
+    assert view({"/etc/sudoers": nul}, account="vastai_kaalia")["scope"] == "unrestricted"  # NUL bytes are dropped
+    assert view({"/etc/sudoers": junk}, account="vastai_kaalia")["unparsed_lines"] >= 3
 
 
 def test_a_uid_is_not_a_comment_but_a_hash_is() -> None:
-    got = view({"/etc/sudoers": "#1000 ALL=(ALL) NOPASSWD:ALL # trailing comment\n"}, account="#1000")
-    assert [r["rule"] for r in got["rules"]] == ["#1000 ALL=(ALL) NOPASSWD: ALL"]
+    got = view({"/etc/sudoers": f"#{UID} ALL=(ALL) NOPASSWD:ALL # trailing comment\n"})
+    assert [r["rule"] for r in got["rules"]] == [f"#{UID} ALL=(ALL) NOPASSWD: ALL"]
 
 
 def test_the_allowlist_template_still_gives_root() -> None:
     """The role's Vast allowlist (rendered with its default account) is restricted, and the
     reader says which of its commands still give root (the reason it is only a tripwire)."""
-    from pathlib import Path
-
     template = (Path(__file__).parents[1] / "roles" / "agent_oversight" / "templates" / "vast-allowlist.sudoers.j2").read_text()
-    got = view({"/etc/sudoers": template.replace("{{ agent_oversight_vast_account }}", "vastai_kaalia")})
-    assert got["scope"] == "restricted"
+    got = view({"/etc/sudoers": template.replace("{{ agent_oversight_vast_account }}", "vastai_kaalia")},
+               account="vastai_kaalia")
+    assert got["scope"] == "restricted" and got["gaps"] == []
     giving = set(got["root_giving"])
     assert {"/usr/bin/systemd-run --scope --unit=vastai_script_updater *", "/usr/bin/virsh *",
             "/usr/bin/cp -f * /usr/local/bin/vastai-run-update"} <= giving
     assert "/usr/bin/ss *" not in giving
+
+
+# ------------------------------------------------------------------ the real sudo agrees
+
+
+real_sudo = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("sudo") or not shutil.which("unshare") or not Path("/etc/sudoers.d").is_dir(),
+    reason="asks the real sudo in a private mount namespace: needs root, sudo (with /etc/sudoers.d) and unshare")
+
+
+def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str, str] | None = None) -> dict[str, bool]:
+    """Ask the real sudo, with ``text`` as /etc/sudoers (and ``dropins`` as the files of
+    /etc/sudoers.d) and an account ``tensordock`` in the passwd and group files, in a private
+    mount namespace (nothing outside it changes): may the account run each command as root?
+    "*" is a program no rule names."""
+    fresh = tmp_path / "fresh-program"
+    fresh.write_text("#!/bin/sh\n")
+    fresh.chmod(0o755)
+    sudoers_file = tmp_path / "sudoers"
+    sudoers_file.write_text(text + "\n")
+    sudoers_file.chmod(0o440)
+    passwd, group = tmp_path / "passwd", tmp_path / "group"
+    passwd.write_text(Path("/etc/passwd").read_text() + f"{ACCOUNT}:x:{UID}:{GID}::/nonexistent:/bin/sh\n")
+    group.write_text(Path("/etc/group").read_text() + f"{ACCOUNT}:x:{GID}:\ndocker-test:x:{DOCKER_GID}:{ACCOUNT}\n")
+    folder = tmp_path / "sudoers.d"
+    folder.mkdir(mode=0o750)
+    for name, content in (dropins or {}).items():
+        (folder / name).write_text(content)
+        (folder / name).chmod(0o440)
+    asked = [str(fresh) if c == "*" else c for c in commands]
+    script = " && ".join(f"mount --bind {src} {dst}" for src, dst in (
+        (passwd, "/etc/passwd"), (group, "/etc/group"), (sudoers_file, "/etc/sudoers"), (folder, "/etc/sudoers.d")))
+    script += "".join(f"; sudo -n -U {ACCOUNT} -u root -l {shlex.quote(c)} >/dev/null 2>&1; echo $?" for c in asked)
+    proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=60)
+    codes = proc.stdout.split()
+    assert len(codes) == len(commands), proc.stdout + proc.stderr
+    return {c: code == "0" for c, code in zip(commands, codes, strict=True)}
+
+
+@pytest.mark.root
+@real_sudo
+@pytest.mark.parametrize(("case", "text", "scope", "giving", "commands"),
+                         [r for r in RULES if "%docker" not in r[1]], ids=[r[0] for r in RULES if "%docker" not in r[1]])
+def test_the_real_sudo_agrees(tmp_path: Path, case: str, text: str, scope: str, giving: list[str],
+                              commands: dict[str, bool]) -> None:
+    answers = _real_sudo(tmp_path, text, ["*", *commands])
+    assert answers["*"] == (scope == "unrestricted"), f"sudo says {answers['*']} for a program no rule names"
+    assert {c: answers[c] for c in commands} == commands
 
 
 # ------------------------------------------------------------------ collector helpers
@@ -213,10 +491,12 @@ def account(name: str, groups: list[str], sudo: Any) -> dict[str, Any]:
 
 
 def sudo_view(scope: str, rule: str = VAST_RULE, giving: list[str] | None = None, io_logging: bool = False,
-              syslog: bool = True) -> dict[str, Any]:
-    rules = [] if scope == "none" else [{"file": "/etc/sudoers", "line": 31, "rule": rule, "nopasswd": True, "commands": 1}]
+              syslog: bool = True, gaps: list[str] | None = None) -> dict[str, Any]:
+    rules = [] if scope in ("none", "unknown") else [
+        {"file": "/etc/sudoers", "line": 31, "rule": rule, "nopasswd": True, "commands": 1}]
     return {"scope": scope, "rules": rules, "root_giving": giving or [], "io_logging": io_logging, "syslog": syslog,
-            "logfile": False, "files_read": ["/etc/sudoers"], "unreadable": [], "unparsed_lines": 0}
+            "logfile": False, "files_read": ["/etc/sudoers"], "unreadable": [], "unparsed_lines": 0,
+            "gaps": gaps or []}
 
 
 def vast(sudo: Any = None, groups: list[str] | None = None, channel: bool = True) -> dict[str, Any]:
@@ -229,6 +509,10 @@ def vast(sudo: Any = None, groups: list[str] | None = None, channel: bool = True
 
 SALAD = {"id": "salad", "platform": "Salad (Linux beta)", "evidence": ["unit crisper.service"], "accounts": [],
          "units": [], "update_channel": [], "packages": ["salad-platform"]}
+TENSORDOCK = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
+              "accounts": [account("tensordock", ["tensordock"], sudo_view("unrestricted"))],
+              "units": [], "update_channel": [], "packages": []}
+GAP = "/etc/sudoers.d (included from /etc/sudoers:50) could not be listed: permission denied"
 
 
 def facts(*agents: dict[str, Any], containers: Any = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -246,67 +530,112 @@ def gpus(*ecc: Any) -> dict[str, Any]:
     return {"gpu": {"devices": [{"index": i, "name": "NVIDIA A100-PCIE-40GB", "ecc_enabled": e} for i, e in enumerate(ecc)]}}
 
 
-PERSONAL = {"isolation": {"graphical_session": True, "display_manager": "gdm3", "credentials": [], "unreadable_homes": []}}
-DEDICATED = {"isolation": {"graphical_session": False, "display_manager": None, "credentials": [], "unreadable_homes": []}}
+PERSONAL: dict[str, Any] = {"isolation": {"graphical_session": True, "display_manager": "gdm3", "credentials": [], "unreadable_homes": []}}
+DEDICATED: dict[str, Any] = {"isolation": {"graphical_session": False, "display_manager": None, "credentials": [], "unreadable_homes": []}}
 # Docker's random names, io.net's images (as `docker ps` listings in io.net setup guides show them).
 IONET_CONTAINERS = [{"name": "goofy_vaughan", "image": "ionetcontainers/io-worker-monitor"},
                     {"name": "friendly_meninsky", "image": "ionetcontainers/io-worker-vc:latest"}]
 NOT_SUPPORTED = Unknown("not supported by this GPU/driver")
+# The running containers could not be listed: io.net's agent, known only by them, may be here.
+BLIND = Unknown("permission denied")
+# Docker is not installed: no containers, so no io.net.
+NO_DOCKER = {"docker": {"reachable": False, "unreachable_reason": "absent"}}
+KEPT = {"packages": {"unattended_upgrades": {"installed": True, "enabled": True}}}
 
 CASES = [
-    # (check, facts, status, measured)
-    ("AGT-1010", facts(), "pass", 0),
-    ("AGT-1010", facts(vast()), "fail", 1),
-    ("AGT-1010", facts(vast(sudo=DENIED)), "fail", 1),  # the docker group settles it without sudoers
-    ("AGT-1010", facts(vast(sudo=DENIED, groups=[])), "unknown", 0),
-    ("AGT-1010", facts(vast(sudo=sudo_view("restricted", giving=["/usr/bin/virsh *"]), groups=[])), "fail", 1),
+    # (check, facts, threshold, status, measured)
+    ("AGT-1010", facts(), None, "pass", 0),
+    ("AGT-1010", facts(vast()), None, "fail", 1),
+    ("AGT-1010", facts(vast(sudo=DENIED)), None, "fail", 1),  # the docker group settles it without sudoers
+    ("AGT-1010", facts(vast(sudo=DENIED, groups=[])), None, "unknown", 0),
+    ("AGT-1010", facts(vast(sudo=sudo_view("restricted", giving=["/usr/bin/virsh *"]), groups=[])), None, "fail", 1),
     ("AGT-1010", facts(vast(sudo=sudo_view("restricted", rule="vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/ss *"),
-                            groups=[])), "pass", 0),
-    ("AGT-1010", facts(SALAD), "fail", 1),
-    ("AGT-1010", facts(containers=IONET_CONTAINERS), "fail", 1),  # io.net, known only by its containers
-    ("AGT-1010", facts(containers=Unknown("permission denied")), "pass", 0),
-    ("OWN-1050", facts(vast(), extra=PERSONAL), "fail", "agent root on a personal machine"),
-    ("OWN-1050", facts(vast(), extra=DEDICATED), "pass", "dedicated machine"),
-    ("OWN-1050", facts(extra=PERSONAL), "pass", "no agent with root"),
-    ("OWN-1050", facts(vast(), extra={"isolation": {"graphical_session": Unknown("no logind")}}), "unknown", None),
-    ("AGT-1020", facts(vast()), "fail", 1),
-    ("AGT-1020", facts(vast(channel=False)), "fail", 1),  # the installer writes it; it may be unreadable
-    ("AGT-1020", facts(SALAD), "pass", 0),  # signed apt packages, installed by the owner's own updates
-    ("AGT-1020", facts(containers=IONET_CONTAINERS), "fail", 1),
-    ("AGT-1030", facts(vast()), "pass", 1),
-    ("AGT-1030", facts(vast(), SALAD), "fail", 2),
-    ("AGT-1030", facts(vast(), containers=IONET_CONTAINERS), "fail", 2),
-    ("AGT-1030", facts(vast(), containers=Unknown("permission denied")), "unknown", 1),
-    ("AGT-1030", facts(), "pass", 0),
-    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(False, True)), "fail", 1),
-    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(NOT_SUPPORTED)), "pass", 0),
-    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(Unknown("NVML unavailable"))), "unknown", None),
-    ("AGT-1040", facts(vast(), extra=gpus(False)), "pass", 0),  # ECC off, but not the agent's doing
+                            groups=[])), None, "pass", 0),
+    # sudoers partly unreadable and nothing read gives root: not a pass
+    ("AGT-1010", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]), groups=[])), None, "unknown", 0),
+    ("AGT-1010", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]))), None, "fail", 1),  # the docker group still
+    ("AGT-1010", facts(SALAD), None, "fail", 1),
+    ("AGT-1010", facts(containers=IONET_CONTAINERS), None, "fail", 1),  # io.net, known only by its containers
+    ("AGT-1010", facts(containers=BLIND), None, "unknown", 0),  # io.net cannot be ruled out
+    ("AGT-1010", facts(extra=NO_DOCKER), None, "pass", 0),
+    ("OWN-1050", facts(vast(), extra=PERSONAL), None, "fail", "agent root on a personal machine"),
+    ("OWN-1050", facts(vast(), extra=DEDICATED), None, "pass", "dedicated machine"),
+    ("OWN-1050", facts(extra=PERSONAL), None, "pass", "no agent with root"),
+    ("OWN-1050", facts(vast(), extra={"isolation": {"graphical_session": Unknown("no logind")}}), None, "unknown", None),
+    ("AGT-1020", facts(vast()), None, "fail", 1),
+    ("AGT-1020", facts(vast(channel=False)), None, "fail", 1),  # the installer writes it; it may be unreadable
+    ("AGT-1020", facts(SALAD), None, "pass", 0),  # signed apt packages, installed by the owner's own updates
+    ("AGT-1020", facts(containers=IONET_CONTAINERS), None, "fail", 1),
+    ("AGT-1020", facts(SALAD, containers=BLIND), None, "unknown", 0),  # io.net's launcher cannot be ruled out
+    ("AGT-1020", facts(vast(), containers=BLIND), None, "fail", 1),  # Vast's channel is enough
+    ("AGT-1020", facts(SALAD, extra=NO_DOCKER), None, "pass", 0),
+    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(False, True)), None, "fail", 1),
+    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(NOT_SUPPORTED)), None, "pass", 0),
+    ("AGT-1040", facts(containers=IONET_CONTAINERS, extra=gpus(Unknown("NVML unavailable"))), None, "unknown", None),
+    ("AGT-1040", facts(vast(), extra=gpus(False)), None, "pass", 0),  # ECC off, but not the agent's doing
+    ("AGT-1040", facts(vast(), containers=BLIND, extra=gpus(False)), None, "unknown", None),  # io.net's, unseen?
+    ("AGT-1040", facts(containers=BLIND, extra=gpus(True, NOT_SUPPORTED)), None, "pass", 0),  # nothing off
+    ("AGT-1040", facts(containers=BLIND), None, "unknown", None),  # no GPU facts at all
     ("AGT-1050", facts(vast(), extra={"packages": {"unattended_upgrades": {"installed": False, "enabled": False}}}),
-     "fail", "removed"),
-    ("AGT-1050", facts(vast(), extra={"packages": {"unattended_upgrades": {"installed": True, "enabled": True}},
-                                      "agents": {"update_units": {"apt-daily.timer": "masked"}}}), "fail", "removed"),
-    ("AGT-1050", facts(vast(), extra={"packages": {"unattended_upgrades": {"installed": True, "enabled": True}}}),
-     "pass", "kept"),
-    ("AGT-1050", facts(SALAD, extra={"packages": {"unattended_upgrades": {"installed": False}}}), "pass", "not changed"),
-    ("AGT-1060", facts(vast()), "fail", "not logged"),
-    ("AGT-1060", facts(vast(sudo=sudo_view("unrestricted", io_logging=True))), "pass", "logged"),
-    ("AGT-1060", facts(vast(sudo=DENIED)), "unknown", None),
-    ("AGT-1060", facts(SALAD), "pass", "no agent account"),
+     None, "fail", "removed"),
+    # Vast's headless guide disables the timers and masks the services; either is seen
+    ("AGT-1050", facts(vast(), extra={**KEPT, "agents": {"update_units": {"apt-daily.timer": "disabled"}}}),
+     None, "fail", "removed"),
+    ("AGT-1050", facts(vast(), extra={**KEPT, "agents": {"update_units": {"apt-daily-upgrade.service": "masked"}}}),
+     None, "fail", "removed"),
+    # a disabled service is the state of a stock system (the timer starts it): not a change
+    ("AGT-1050", facts(vast(), extra={**KEPT, "agents": {"update_units": {"apt-daily.timer": "enabled",
+                                                                          "apt-daily.service": "static"}}}),
+     None, "pass", "kept"),
+    ("AGT-1050", facts(vast(), extra=KEPT), None, "pass", "kept"),
+    ("AGT-1050", facts(vast(), extra={**KEPT, "agents": {"update_units": Unknown("systemd is not the running init")}}),
+     None, "unknown", None),
+    ("AGT-1050", facts(SALAD, extra={"packages": {"unattended_upgrades": {"installed": False}}}), None, "pass",
+     "not changed"),
+    ("AGT-1060", facts(vast()), None, "fail", "not logged"),
+    ("AGT-1060", facts(vast(sudo=sudo_view("unrestricted", io_logging=True))), None, "pass", "logged"),
+    ("AGT-1060", facts(vast(sudo=DENIED)), None, "unknown", None),
+    ("AGT-1060", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]))), None, "unknown", None),
+    ("AGT-1060", facts(SALAD), None, "pass", "no agent account"),
+    # AGT-1030 judges the platform of the policy (its threshold) against the agents installed:
+    # the conflict is shown before the second agent is installed.
+    ("AGT-1030", facts(vast()), "vast", "pass", 0),  # its own agent alone
+    ("AGT-1030", facts(), "ionet", "pass", 0),
+    ("AGT-1030", facts(vast()), "ionet", "fail", 1),  # io.net's setup would rewrite daemon.json under Vast
+    ("AGT-1030", facts(vast()), "salad", "fail", 1),  # Salad allows no other docker
+    ("AGT-1030", facts(vast()), "tensordock", "fail", 1),  # TensorDock takes the GPUs
+    ("AGT-1030", facts(SALAD), "vast", "fail", 1),  # Salad, installed, allows no docker beside it
+    ("AGT-1030", facts(containers=IONET_CONTAINERS), "vast", "fail", 1),  # io.net rewrote daemon.json
+    ("AGT-1030", facts(vast(), SALAD), "salad", "fail", 1),
+    ("AGT-1030", facts(vast(), SALAD, containers=IONET_CONTAINERS), "tensordock", "fail", 3),
+    ("AGT-1030", facts(vast(), containers=BLIND), "vast", "unknown", 0),  # io.net may be here unseen
+    ("AGT-1030", facts(vast(), containers=BLIND), "ionet", "fail", 1),
+    ("AGT-1030", facts(vast()), "nosuch", "unknown", None),
+    # without a policy: the installed agents judged against each other
+    ("AGT-1030", facts(vast(), SALAD), None, "fail", 2),
+    ("AGT-1030", facts(vast()), None, "pass", 0),
 ]
 
 
-@pytest.mark.parametrize(("check_id", "given", "status", "measured"), CASES)
-def test_agent_checks(check_id: str, given: dict[str, Any], status: str, measured: Any) -> None:
-    outcome = run_check(REGISTRY[check_id], given, None)
+@pytest.mark.parametrize(("check_id", "given", "threshold", "status", "measured"), CASES)
+def test_agent_checks(check_id: str, given: dict[str, Any], threshold: Any, status: str, measured: Any) -> None:
+    outcome = run_check(REGISTRY[check_id], given, threshold)
     assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
 
 
-def test_every_agent_check_has_table_cases_for_pass_and_fail() -> None:
+def test_every_agent_check_has_table_cases_for_pass_fail_and_unknown() -> None:
     ids = {c for c in REGISTRY if c.startswith("AGT-")} | {"OWN-1050"}
     for check_id in ids:
-        statuses = {status for c, _, status, _ in CASES if c == check_id}
-        assert {"pass", "fail"} <= statuses, check_id
+        statuses = {status for c, _, _, status, _ in CASES if c == check_id}
+        assert {"pass", "fail", "unknown"} <= statuses, check_id
+
+
+def test_every_policy_judging_conflicts_names_a_known_agent() -> None:
+    catalog = load_catalog()
+    for policy in resolve_policies([n for n in shipped_policy_names() if n != "owner-risk"]):
+        for requirement in policy.requirements:
+            if requirement.check == "AGT-1030":
+                assert catalog.get(str(requirement.threshold)) is not None, (policy.id, requirement.threshold)
 
 
 def test_root_detail_names_the_account_and_the_rule() -> None:
@@ -315,24 +644,52 @@ def test_root_detail_names_the_account_and_the_rule() -> None:
                               f"root without a password: `{VAST_RULE}` (/etc/sudoers:31)")
 
 
-def test_two_agents_name_the_conflict_from_the_sources() -> None:
-    outcome = run_check(REGISTRY["AGT-1030"], facts(vast(), SALAD), None)
-    assert "Salad (Linux beta)" in outcome.detail and "Vast.ai" in outcome.detail
-    assert "allows no other docker or containerd" in outcome.detail
+def test_a_partly_read_sudoers_says_what_was_not_read() -> None:
+    outcome = run_check(REGISTRY["AGT-1010"], facts(vast(sudo=sudo_view("unknown", gaps=[GAP]), groups=[])), None)
+    assert outcome.status == "unknown" and GAP in outcome.detail
+
+
+def test_a_conflict_names_both_platforms_and_what_breaks() -> None:
+    ionet = run_check(REGISTRY["AGT-1030"], facts(vast()), "ionet")
+    assert ionet.detail.startswith("conflict: Vast.ai is installed (account vastai_kaalia, unit vastai.service): "
+                                   "installing io.net's agent here would rewrite /etc/docker/daemon.json, which "
+                                   "Vast.ai's containers run under")
+    assert "(source ionet-setup; `hostcheck explain vast`)" in ionet.detail
+    salad = run_check(REGISTRY["AGT-1030"], facts(vast()), "salad")
+    assert "allows no other docker or containerd" in salad.detail and "Vast.ai" in salad.detail
 
 
 def test_gpus_bound_to_vfio_are_part_of_the_conflict() -> None:
-    tensordock = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
-                  "accounts": [account("tensordock", ["tensordock"], sudo_view("unrestricted"))],
-                  "units": [], "update_channel": [], "packages": []}
-    given = facts(vast(), tensordock, extra={"agents": {"kernel_params": {"vfio-pci.ids": "10de:2684,10de:22ba"}}})
-    outcome = run_check(REGISTRY["AGT-1030"], given, None)
+    given = facts(vast(), TENSORDOCK, extra={"agents": {"kernel_params": {"vfio-pci.ids": "10de:2684,10de:22ba"}}})
+    outcome = run_check(REGISTRY["AGT-1030"], given, "vast")
     assert outcome.status == "fail" and "vfio-pci.ids=10de:2684,10de:22ba" in outcome.detail
+
+
+def test_a_blind_audit_says_why_io_net_cannot_be_ruled_out() -> None:
+    for check_id in ("AGT-1010", "AGT-1020", "AGT-1030"):
+        outcome = run_check(REGISTRY[check_id], facts(SALAD if check_id == "AGT-1020" else vast(groups=[],
+                            sudo=sudo_view("none")), containers=BLIND), "vast" if check_id == "AGT-1030" else None)
+        assert outcome.status == "unknown", (check_id, outcome)
+        assert "io.net's agent is recognised only by its running containers" in outcome.detail
+        assert "permission denied" in outcome.detail
 
 
 def test_a_missing_agents_section_is_unknown_never_a_pass() -> None:
     outcome = run_check(REGISTRY["AGT-1010"], {"meta": {}}, None)
     assert outcome.status == "unknown"
+
+
+def test_conflicts_from_the_catalog_cite_a_source_each_way() -> None:
+    catalog = load_catalog()
+    for judged in catalog.agents:
+        for installed in catalog.agents:
+            found = conflicts(judged, installed)
+            if judged.id == installed.id:
+                assert found == []
+                continue
+            # every pair of today's agents conflicts, whichever is installed first
+            assert found and conflicts(installed, judged), (judged.id, installed.id)
+            assert all(c.source in catalog.sources for c in found)
 
 
 # ------------------------------------------------------------------ the report's words
@@ -375,6 +732,43 @@ def test_the_owner_risk_statement_names_the_items_that_are_high() -> None:
     assert agent.statement != laptop.statement
 
 
+def test_the_headline_does_not_recommend_a_platform_whose_agent_would_break_the_installed_one() -> None:
+    """Vast's agent is installed: io.net's setup would rewrite daemon.json under it, a blocker
+    in io.net's policy (its setup script is the source), so io.net is not feasible and the
+    headline offers only Vast."""
+    report = build_report(with_agent("dedicated-4090", vast()), resolve_policies(["ionet", "vast"]))
+    ionet = next(p for p in report["policies"] if p["id"] == "ionet")
+    finding = next(f for f in ionet["findings"] if f["id"] == "AGT-1030")
+    assert (ionet["verdict"], finding["status"], finding["severity"]) == ("not feasible", "fail", "blocker")
+    assert "installing io.net's agent here would rewrite /etc/docker/daemon.json, which Vast.ai's containers run under" \
+        in finding["detail"]
+    vast_policy = next(p for p in report["policies"] if p["id"] == "vast")
+    assert next(f for f in vast_policy["findings"] if f["id"] == "AGT-1030")["status"] == "pass"
+    assert report["headline"].startswith("Yes, you can host this machine on vast (feasible with risks);")
+    assert "ionet" not in report["headline"]
+
+
+def test_the_agents_root_is_never_left_to_more_below() -> None:
+    """The statement names at most four items; the agent's root rows are always among them,
+    the other items of the rating share the room left, in the policy's order."""
+    from hostcheck.models import Level, OwnerRiskFinding, Rating, Status
+    from hostcheck.scoring import MAX_NAMED, owner_risk, statement
+
+    source = owner_risk(load_snapshot(SNAPSHOTS / "reference-laptop.json")).findings[0].source
+
+    def row(check_id: str, level: Level = Level.HIGH) -> OwnerRiskFinding:
+        return OwnerRiskFinding(id=check_id, title=check_id, note=f"note {check_id}", level=level, status=Status.WARN,
+                                measured=1, detail="", fix="", fix_role="", source=source)
+
+    # five high items before the agent's, in the owner-risk policy's order
+    others = [row(c) for c in ("OWN-1010", "ISO-1010", "DOC-1070", "ISO-1040", "ISO-1050")]
+    agent = [row("OWN-1050"), row("AGT-1020", Level.MEDIUM)]
+    text = statement(Rating.HIGH, [*others, *agent], "general.")
+    room = MAX_NAMED - len(agent)
+    named = [r.note for r in others[:room]] + [r.note for r in agent]
+    assert text == f"HIGH because of: {'; '.join(named)}; and {len(others) - room} more below. general."
+
+
 # ------------------------------------------------------------------ explain and the catalog
 
 
@@ -400,3 +794,28 @@ def test_catalog_refuses_a_claim_without_a_source() -> None:
     raw["agents"][0]["takes"][0]["source"] = "nowhere"
     with pytest.raises(ValueError, match="unknown source key"):
         Catalog.model_validate(raw)
+
+
+REAL_INCLUDES = [c for c in INCLUDES if c[3] == DIR or c[0] == "relative from a drop-in"]
+
+
+@pytest.mark.root
+@real_sudo
+@pytest.mark.parametrize(("case", "main", "files", "dirs", "read"), REAL_INCLUDES, ids=[c[0] for c in REAL_INCLUDES])
+def test_the_real_sudo_follows_the_same_includes(tmp_path: Path, case: str, main: str, files: dict[str, str],
+                                                 dirs: dict[str, list[str]], read: list[str]) -> None:
+    dropins = {path.rsplit("/", 1)[1]: text for path, text in files.items()}
+    assert _real_sudo(tmp_path, main, ["*"], dropins) == {"*": True}
+
+
+@pytest.mark.root
+@real_sudo
+@pytest.mark.parametrize(("main", "unrestricted"), [
+    ("tensordock ALL=(ALL) NOPASSWD:ALL\n@includedir /etc/sudoers.d", False),
+    ("@includedir /etc/sudoers.d\ntensordock ALL=(ALL) NOPASSWD:ALL", True),
+])
+def test_the_real_sudo_reads_an_include_at_its_place(tmp_path: Path, main: str, unrestricted: bool) -> None:
+    dropin = {"deny": "tensordock ALL=(ALL) !ALL\n"}
+    assert _real_sudo(tmp_path, main, ["*"], dropin) == {"*": unrestricted}
+    ours = view({"/etc/sudoers": main + "\n", "/etc/sudoers.d/deny": dropin["deny"]}, dirs={"/etc/sudoers.d": ["deny"]})
+    assert (ours["scope"] == "unrestricted") is unrestricted

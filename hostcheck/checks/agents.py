@@ -8,9 +8,10 @@ entries cite the installers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from hostcheck.agents import Agent, load_catalog
+from hostcheck.agents import Agent, conflicts, load_catalog
 from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
 from hostcheck.checks.gpu import NOT_SUPPORTED
 from hostcheck.checks.isolation import dedicated
@@ -18,16 +19,23 @@ from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 
 
+def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
+    """The running containers, and why they could not be listed ('' when they could, or when
+    Docker is not installed at all: then there are none)."""
+    containers = lookup(facts, "docker.containers")
+    if isinstance(containers, list):
+        return containers, ""
+    if lookup(facts, "docker.unreachable_reason") == "absent":
+        return [], ""
+    return [], containers.reason if isinstance(containers, Unknown) else "docker.containers is not a list"
+
+
 def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The installed agents (the collector's, plus those only their containers show) and, when
     the running containers could not be listed, why (agents known only by their containers
     may then be missing)."""
     found = [dict(a) for a in need(facts, "agents.installed") if isinstance(a, dict) and a.get("id")]
-    containers = lookup(facts, "docker.containers")
-    blind = ""
-    if isinstance(containers, Unknown):
-        blind = containers.reason
-        containers = []
+    containers, blind = _containers(facts)
     # Docker names io.net's containers at random; their images say what they are
     # (ionetcontainers/io-worker-vc:TAG): match the image's last path component, or the name.
     names = set()
@@ -55,6 +63,21 @@ def _agent(entry: dict[str, Any]) -> Agent | None:
     return load_catalog().get(str(entry.get("id")))
 
 
+def unseen(blind: str, agents: list[dict[str, Any]], which: Callable[[Agent], bool]) -> list[Agent]:
+    """Agents known only by their running containers that ``which`` selects and that could be
+    here unseen: the containers could not be listed (``blind``) and they were not found."""
+    if not blind:
+        return []
+    found = {str(e.get("id")) for e in agents}
+    return [a for a in load_catalog().agents if a.container_only and a.id not in found and which(a)]
+
+
+def _blind_text(missed: list[Agent], blind: str) -> str:
+    names = ", ".join(a.platform for a in missed)
+    return (f"{names}'s agent is recognised only by its running containers, which could not be listed "
+            f"({blind}); run the audit as root or as a member of the docker group")
+
+
 def _platform(entry: dict[str, Any]) -> str:
     return str(entry.get("platform") or entry.get("id"))
 
@@ -74,14 +97,19 @@ def _root_by_account(account: dict[str, Any]) -> tuple[bool | None, str]:
         return (True, f"{name} is in the docker group (root-equivalent)") if docker else (None, f"{name}: sudo rules not collected")
     rules = [r for r in sudo.get("rules", []) if isinstance(r, dict)]
     where = "; ".join(f"`{r.get('rule')}` ({r.get('file')}:{r.get('line')})" for r in rules[:3])
+    gaps = [str(g) for g in sudo.get("gaps") or []]
     if sudo.get("scope") == "unrestricted":
-        return True, f"{name} may run any command as root without a password: {where}"
+        nopasswd = all(r.get("nopasswd") for r in rules)
+        return True, f"{name} may run any command as root{' without a password' if nopasswd else ''}: {where}"
     giving = sudo.get("root_giving") or []
     if giving:
         return True, (f"{name} has a sudo allowlist ({where}), but {len(giving)} allowed command(s) can be "
                       f"turned into a root shell (inference), e.g. `{giving[0]}`")
     if docker:
         return True, f"{name} is in the docker group (root-equivalent)" + (f"; sudo: {where}" if where else "")
+    if sudo.get("scope") == "unknown" or gaps:
+        found = f"the rules read give no root ({where})" if where else "the rules read give it nothing"
+        return None, f"{name}: sudo rules not fully read, {found}: {'; '.join(gaps[:3])}"
     return False, f"{name}: sudo limited to {len(rules)} rule(s) that give no shell" if rules else f"{name}: no sudo rules"
 
 
@@ -121,10 +149,7 @@ def agent_root(entry: dict[str, Any]) -> tuple[bool | None, str]:
 )
 def agent_holds_root(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, blind = installed_agents(facts)
-    if not agents:
-        if blind:
-            return passed(0, f"no provider agent found (running containers not visible: {blind})")
-        return passed(0, "no provider agent installed")
+    missed = unseen(blind, agents, lambda a: True)
     holding = []
     undecided = []
     for entry in agents:
@@ -137,6 +162,10 @@ def agent_holds_root(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return failed(len(holding), "the platform has root on this machine: " + " | ".join(holding))
     if undecided:
         return unknown(" | ".join(undecided), 0)
+    if missed:
+        return unknown(_blind_text(missed, blind), 0)
+    if not agents:
+        return passed(0, "no provider agent installed")
     return passed(0, " | ".join(agent_root(e)[1] for e in agents))
 
 
@@ -179,7 +208,7 @@ def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Out
     says_agent_has_root=True,
 )
 def remote_update_channel(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    agents, _ = installed_agents(facts)
+    agents, blind = installed_agents(facts)
     channels = []
     for entry in agents:
         agent = _agent(entry)
@@ -190,38 +219,66 @@ def remote_update_channel(facts: dict[str, Any], _threshold: Any) -> Outcome:
         channels.append(f"{agent.platform}{where}: {agent.update_channel.text.strip()}")
     if channels:
         return failed(len(channels), " | ".join(channels))
+    missed = unseen(blind, agents, lambda a: a.update_channel.remote_code)
+    if missed:
+        return unknown(_blind_text(missed, blind), 0)
     return passed(0, "no installed agent updates itself from its platform" if agents else "no provider agent installed")
 
 
 @check(
     "AGT-1030",
-    title="At most one provider agent on this machine",
-    op="<=",
+    title="No installed provider agent conflicts with this platform's",
+    op="==",
     unit="agents",
-    threshold="none",
-    why="Agents expect the machine, and its Docker daemon, to themselves: Salad's Linux node needs "
-    "its own containerd and allows no other docker or containerd; io.net's setup rewrites "
-    "/etc/docker/daemon.json (runtime and cgroup driver), which breaks another platform's "
-    "runtime on the same daemon. Two agents fight over the GPU and the engine, and rentals fail.",
-    fix="Keep one provider per machine: uninstall the other agent (its own uninstaller), or give "
-    "each platform its own machine.",
+    threshold="string",
+    why="Agents expect the machine, and its Docker daemon or GPUs, to themselves: Salad's Linux "
+    "node needs its own containerd and allows no other docker or containerd; io.net's setup "
+    "rewrites /etc/docker/daemon.json (runtime, cgroup driver) and restarts Docker, under "
+    "another platform's running containers; TensorDock's installer binds the GPUs to vfio-pci "
+    "for its VMs. Installing a second agent beside one that conflicts with it breaks one of them, "
+    "and rentals fail: this is judged before the second agent is installed. The threshold is "
+    "the agent of the platform being judged (policies/agents/agents.yaml).",
+    fix="Keep one provider per machine: host this platform on another machine, or uninstall the "
+    "other agent first (its own uninstaller); `hostcheck explain agents` says what each takes.",
 )
-def one_agent(facts: dict[str, Any], _threshold: Any) -> Outcome:
+def one_agent(facts: dict[str, Any], threshold: Any) -> Outcome:
     agents, blind = installed_agents(facts)
-    names = [f"{_platform(a)} ({', '.join(a.get('evidence') or [])})" for a in agents]
-    if len(agents) >= 2:
-        reasons = [a.conflict for a in (_agent(e) for e in agents) if a is not None and a.conflict]
+    catalog = load_catalog()
+    if threshold is None:
+        judged = [a for a in (_agent(e) for e in agents) if a is not None]
+    else:
+        agent = catalog.get(str(threshold))
+        if agent is None:
+            known = ", ".join(a.id for a in catalog.agents)
+            return unknown(f"the policy names agent {threshold!r}, which the agent catalog does not know ({known})")
+        judged = [agent]
+    found: dict[str, list[str]] = {}
+    for mine in judged:
+        for entry in agents:
+            other = _agent(entry)
+            if other is None or other.id == mine.id:
+                continue
+            for conflict in conflicts(mine, other):
+                evidence = ", ".join(entry.get("evidence") or []) or "found"
+                found.setdefault(other.id, []).append(
+                    f"{other.platform} is installed ({evidence}): {conflict.text} "
+                    f"(source {conflict.source}; `hostcheck explain {other.id}`)")
+    if found:
         params = lookup(facts, "agents.kernel_params")
-        if isinstance(params, dict) and params.get("vfio-pci.ids"):
-            # TensorDock's installer binds the NVIDIA cards to vfio-pci for its VMs.
-            reasons.append(f"the GPUs are bound to vfio-pci (vfio-pci.ids={params['vfio-pci.ids']}): "
-                           "only a VM platform can use them")
-        why = "; ".join(reasons)
-        return failed(len(agents), "conflict: " + "; ".join(names) + (f". {why}" if why else ""))
-    if blind and agents:
-        return unknown(f"found {names[0]}; agents known only by their containers (io.net) cannot be ruled out: {blind}",
-                       len(agents))
-    return passed(len(agents), names[0] if names else "no provider agent installed")
+        details = [text for texts in found.values() for text in dict.fromkeys(texts)]
+        if "tensordock" in found and isinstance(params, dict) and params.get("vfio-pci.ids"):
+            details.append(f"the GPUs are bound to vfio-pci here (vfio-pci.ids={params['vfio-pci.ids']})")
+        return failed(len(found), "conflict: " + "; ".join(details))
+    installed = [_platform(e) for e in agents]
+    missed = unseen(blind, agents, lambda a: any(conflicts(mine, a) for mine in judged))
+    if missed:
+        return unknown(_blind_text(missed, blind), 0)
+    if threshold is None:
+        return passed(0, f"{installed[0]} alone" if installed else "no provider agent installed")
+    alone = [p for p in installed if p != judged[0].platform]
+    if alone:
+        return passed(0, f"installed: {', '.join(installed)}; none conflicts with {judged[0].platform}'s agent")
+    return passed(0, f"{judged[0].platform}'s agent alone" if installed else "no provider agent installed")
 
 
 @check(
@@ -237,9 +294,10 @@ def one_agent(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "results on this card are not protected against memory errors.",
 )
 def ecc_left_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    agents, _ = installed_agents(facts)
+    agents, blind = installed_agents(facts)
     culprits = [a for a in (_agent(e) for e in agents) if a is not None and a.ecc_off]
-    if not culprits:
+    missed = unseen(blind, agents, lambda a: a.ecc_off)
+    if not culprits and not missed:
         return passed(0, "no installed agent turns ECC off" if agents else "no provider agent installed")
     devices = need(facts, "gpu.devices")
     if not isinstance(devices, list):
@@ -254,6 +312,9 @@ def ecc_left_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
             off.append(label)
         elif isinstance(ecc, Unknown) and NOT_SUPPORTED not in ecc.reason:
             undecided.append(f"{label}: {ecc.reason}")
+    if off and not culprits:
+        # ECC is off, and the agent that turns it off may be here unseen: not a pass.
+        return unknown(f"ECC off on {', '.join(off)}; whether an agent did it: {_blind_text(missed, blind)}")
     who = ", ".join(a.platform for a in culprits)
     if off:
         return failed(len(off), f"ECC off on {', '.join(off)}; {who}'s setup turns it off")
@@ -264,12 +325,13 @@ def ecc_left_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
 
 @check(
     "AGT-1050",
-    title="Automatic security updates not removed by the agent",
+    title="Automatic security updates kept on a host of this platform",
     op="==",
     threshold="none",
-    why="Vast's installer purges unattended-upgrades and masks the apt-daily timers so that an "
-    "upgrade cannot move the NVIDIA libraries under a rental; the host then gets no security "
-    "fixes unless the owner patches it by hand.",
+    why="Vast's headless install guide tells the owner to purge unattended-upgrades, disable the "
+    "apt-daily timers and mask their services, so that an upgrade cannot move the NVIDIA "
+    "libraries under a rental; a host set up that way gets no security fixes unless the owner "
+    "patches it by hand.",
     fix="Patch by hand on a schedule, or reinstall unattended-upgrades for the security origin only "
     "and hold the NVIDIA packages (host_baseline role); Vast's own pages disagree on which is right.",
     fix_role="host_baseline: host_baseline_security_updates",
@@ -278,20 +340,25 @@ def updates_kept(facts: dict[str, Any], _threshold: Any) -> Outcome:
     agents, _ = installed_agents(facts)
     removers = [a for a in (_agent(e) for e in agents) if a is not None and a.unattended_upgrades == "removed"]
     if not removers:
-        return passed("not changed", "no installed agent removes automatic updates" if agents else "no provider agent installed")
+        return passed("not changed", "no installed agent's platform removes automatic updates" if agents
+                      else "no provider agent installed")
     state = need(facts, "packages.unattended_upgrades")
     units = lookup(facts, "agents.update_units")
     changed = []
     if isinstance(state, dict) and state.get("installed") is False:
         changed.append("unattended-upgrades is not installed")
     if isinstance(units, dict):
-        changed += [f"{u} is masked" for u, s in sorted(units.items()) if s == "masked"]
+        for unit, unit_state in sorted(units.items()):
+            if unit_state == "masked":
+                changed.append(f"{unit} is masked")
+            elif unit.endswith(".timer") and unit_state == "disabled":
+                changed.append(f"{unit} is disabled")
     who = ", ".join(a.platform for a in removers)
     if changed:
-        return failed("removed", f"{'; '.join(changed)} ({who}'s installer does this)")
+        return failed("removed", f"{'; '.join(changed)} ({who}'s host guide has the owner do this)")
     if isinstance(units, Unknown):
         return unknown(f"apt timer states unknown: {units.reason}")
-    return passed("kept", "unattended-upgrades installed and the apt timers not masked")
+    return passed("kept", "unattended-upgrades installed and the apt-daily timers and services not turned off")
 
 
 @check(
@@ -327,6 +394,10 @@ def sudo_logged(facts: dict[str, Any], _threshold: Any) -> Outcome:
         if isinstance(sudo, Unknown) or not isinstance(sudo, dict):
             reason = sudo.reason if isinstance(sudo, Unknown) else "not collected"
             return unknown(f"{account.get('name')}: sudo settings unknown ({reason}); {ran}")
+        if sudo.get("gaps"):
+            # A setting in the part not read could turn the logging on or off.
+            return unknown(f"{account.get('name')}: sudo settings not fully read "
+                           f"({'; '.join(str(g) for g in sudo['gaps'][:3])}); {ran}")
         if sudo.get("io_logging"):
             states.append((True, f"{account.get('name')}: I/O logged"))
         else:

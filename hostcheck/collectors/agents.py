@@ -12,6 +12,7 @@ from __future__ import annotations
 import grp
 import os
 import re
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,15 @@ JOURNAL_TIMEOUT_S = 3.0
 MAX_COMMANDS_SHOWN = 20
 MAX_COMMAND_CHARS = 200
 JOURNAL_GROUPS = ("systemd-journal", "adm", "wheel")
-UPDATE_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "unattended-upgrades.service")
+# The units Vast's headless install guide has the owner turn off (timers disabled, services
+# masked), and unattended-upgrades' own.
+UPDATE_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "apt-daily.service", "apt-daily-upgrade.service",
+                "unattended-upgrades.service")
 # Kernel parameters the agents' installers set (Vast VMs, TensorDock's VFIO passthrough).
 KERNEL_PARAMS = ("nvidia_drm.modeset", "intel_iommu", "amd_iommu", "iommu", "vfio-pci.ids",
                  "vfio_iommu_type1.allow_unsafe_interrupts")
 DPKG_INFO = Path("/var/lib/dpkg/info")
+MAX_INCLUDE_DIR_ENTRIES = 4096
 # sudo's syslog line: "USER : [TTY=... ; ]PWD=... ; USER=root ; COMMAND=..." (or a refusal
 # "USER : command not allowed ; ...").
 REFUSALS = ("command not allowed", "a password is required", "incorrect password", "user NOT in sudoers")
@@ -57,17 +62,35 @@ def _exists(path: str) -> bool | Unknown:
     return True
 
 
-def _listdir(path: str) -> list[str] | Unknown:
+def _listdir(path: str) -> list[str] | Unknown | None:
+    """The regular files in a sudoers include directory (sudo skips everything else), all of
+    them: the reader sorts them as sudo does and says so when it reads fewer. None when the
+    directory does not exist (sudo ignores it)."""
+    names: list[str] = []
     try:
-        return os.listdir(path)[: sudoers.MAX_FILES]
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if len(names) >= MAX_INCLUDE_DIR_ENTRIES:
+                    return Unknown(f"{path} holds more than {MAX_INCLUDE_DIR_ENTRIES} entries: not read")
+                try:
+                    if entry.is_file(follow_symlinks=True):
+                        names.append(entry.name)
+                except OSError:
+                    names.append(entry.name)  # reading it will say why it cannot be read
+    except FileNotFoundError:
+        return None
     except PermissionError:
         return Unknown(f"permission denied listing {path} (needs root)")
     except OSError as exc:
         return Unknown(f"cannot list {path}: {exc.strerror or exc}")
+    return names
 
 
-def _read_sudoers(path: str) -> str | Unknown:
-    return read_text(path, limit=sudoers.MAX_FILE_CHARS)
+def _read_sudoers(path: str) -> str | Unknown | None:
+    # One character past the bound, so the reader sees that a file is longer and says so.
+    if _exists(path) is False:
+        return None
+    return read_text(path, limit=sudoers.MAX_FILE_CHARS + 1)
 
 
 def parse_unit_show(text: str) -> dict[str, dict[str, str]]:
@@ -107,8 +130,8 @@ def unit_states(units: tuple[str, ...]) -> dict[str, dict[str, Any]] | Unknown:
     return out
 
 
-def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[str]:
-    return sorted({g.name for g in groups if entry.name in g.members or g.gid == entry.gid})
+def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]:
+    return sorted((g for g in groups if entry.name in g.members or g.gid == entry.gid), key=lambda g: g.name)
 
 
 def _package_installed(name: str) -> bool:
@@ -212,7 +235,7 @@ def collect(ctx: Any) -> dict[str, Any]:
     groups = [] if isinstance(group_text, Unknown) else parse_group(group_text)
     every_unit = tuple(dict.fromkeys([u for a in catalog.agents for u in a.units] + list(UPDATE_UNITS)))
     states = unit_states(every_unit)
-    loaded = sudoers.load(_read_sudoers, _listdir)
+    loaded = sudoers.load(_read_sudoers, _listdir, hostname=socket.gethostname())
     installed: list[dict[str, Any]] = []
     agent_accounts: set[str] = set()
     for agent in catalog.agents:
@@ -226,10 +249,12 @@ def collect(ctx: Any) -> dict[str, Any]:
                 continue
             agent_accounts.add(name)
             member_of = _groups_of(entry, groups)
+            names = [g.name for g in member_of]
             sudo: dict[str, Any] | Unknown = (
                 Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
-                if isinstance(loaded, Unknown) else sudoers.account_view(loaded, name, set(member_of)))
-            accounts.append({"name": name, "uid": entry.uid, "shell": entry.shell, "groups": member_of, "sudo": sudo})
+                if isinstance(loaded, Unknown) else sudoers.account_view(
+                    loaded, name, set(names), uid=entry.uid, gids={g.gid for g in member_of} | {entry.gid}))
+            accounts.append({"name": name, "uid": entry.uid, "shell": entry.shell, "groups": names, "sudo": sudo})
         units = ([states[u] for u in agent.units if states[u].get("present")] if isinstance(states, dict) else states)
         installed.append({
             "id": agent.id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -71,8 +71,12 @@ def _explain_agent(agent_id: str) -> None:
     kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
     typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
     keys.append(channel.source)
+    typer.echo(terminal_safe(f"\nRuns its workloads on ({agent.engine.kind}):\n  {agent.engine.text}\n"
+                             f"  source: [{agent.engine.source}]"))
+    keys.append(agent.engine.source)
     if agent.conflict and agent.conflict_source:
-        typer.echo(terminal_safe(f"\nAlone on the machine:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
+        heading = "Alone on the machine" if agent.exclusive else "What it changes under other agents"
+        typer.echo(terminal_safe(f"\n{heading}:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
         keys.append(agent.conflict_source)
     recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
     typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
@@ -82,8 +86,9 @@ def _explain_agent(agent_id: str) -> None:
         typer.echo(terminal_safe(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>"))
         if source.note:
             typer.echo(terminal_safe(f"    {source.note.strip()}"))
-    typer.echo("\nChecks: AGT-1010 (root), AGT-1020 (update channel), AGT-1030 (one agent), AGT-1040 (ECC), "
-               "AGT-1050 (updates), AGT-1060 (sudo logging), OWN-1050 (root on a personal machine)")
+    typer.echo("\nChecks:")
+    for meta in _agent_checks():
+        typer.echo(f"  {meta.id} {meta.title}")
 
 
 def explain(check_id: Annotated[str, typer.Argument(
@@ -122,3 +127,14 @@ def explain(check_id: Annotated[str, typer.Argument(
                 typer.echo(f"  {'':16} <{req.source.url}>")
                 if req.note:
                     typer.echo(f"  {'':16} {req.note}")
+
+
+def _agent_checks() -> list[Any]:
+    """The provider-agent family, and the owner-risk checks that speak for its members."""
+    from hostcheck.checks import load_registry
+    from hostcheck.models import Family
+
+    registry = load_registry()
+    family = [m for m in registry.values() if m.id.startswith(f"{Family.AGT}-")]
+    speaking = {m.superseded_by for m in family if m.superseded_by}
+    return sorted(family, key=lambda m: m.id) + [registry[i] for i in sorted(speaking)]
