@@ -737,15 +737,15 @@ def test_the_headline_does_not_recommend_a_platform_whose_agent_would_break_the_
     in io.net's policy (its setup script is the source), so io.net is not feasible and the
     headline offers only Vast."""
     report = build_report(with_agent("dedicated-4090", vast()), resolve_policies(["ionet", "vast"]))
-    ionet = next(p for p in report["policies"] if p["id"] == "ionet")
-    finding = next(f for f in ionet["findings"] if f["id"] == "AGT-1030")
-    assert (ionet["verdict"], finding["status"], finding["severity"]) == ("not feasible", "fail", "blocker")
+    ionet = next(p for p in report.policies if p.id == "ionet")
+    finding = next(f for f in ionet.findings if f.id == "AGT-1030")
+    assert (ionet.verdict, finding.status, finding.severity) == ("not feasible", "fail", "blocker")
     assert "installing io.net's agent here would rewrite /etc/docker/daemon.json, which Vast.ai's containers run under" \
-        in finding["detail"]
-    vast_policy = next(p for p in report["policies"] if p["id"] == "vast")
-    assert next(f for f in vast_policy["findings"] if f["id"] == "AGT-1030")["status"] == "pass"
-    assert report["headline"].startswith("Yes, you can host this machine on vast (feasible with risks);")
-    assert "ionet" not in report["headline"]
+        in finding.detail
+    vast_policy = next(p for p in report.policies if p.id == "vast")
+    assert next(f for f in vast_policy.findings if f.id == "AGT-1030").status == "pass"
+    assert report.headline.startswith("Yes, you can host this machine on vast (feasible with risks);")
+    assert "ionet" not in report.headline
 
 
 def test_the_agents_root_is_never_left_to_more_below() -> None:
