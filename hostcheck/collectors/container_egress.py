@@ -66,9 +66,12 @@ def route_localnet(sys_net: str = SYS_NET, proc_conf: str = PROC_CONF) -> dict[s
 
 
 def route_localnet_all(proc_conf: str = PROC_CONF) -> int | Unknown:
-    """net.ipv4.conf.all.route_localnet: the kernel ORs it with each interface's own value
-    (IN_DEV_ROUTE_LOCALNET is IN_DEV_ORCONF in include/linux/inetdevice.h), so 1 here routes
-    loopback-addressed packets from every bridge whatever the bridge's own value says."""
+    """net.ipv4.conf.all.route_localnet: the kernel ORs it with each interface's own value, so
+    1 here routes loopback-addressed packets from every bridge whatever the bridge's own value
+    says. Source: IN_DEV_ROUTE_LOCALNET is IN_DEV_ORCONF(in_dev, ROUTE_LOCALNET), and
+    ip_route_input_slow drops a packet to 127/8 as a martian unless IN_DEV_NET_ROUTE_LOCALNET
+    (the same OR) holds: https://github.com/torvalds/linux/blob/master/include/linux/inetdevice.h
+    and net/ipv4/route.c, read 2026-12-03."""
     text = read_text(f"{proc_conf}/all/route_localnet")
     if not isinstance(text, str) or text.strip() not in ("0", "1"):
         return Unknown(f"{proc_conf}/all/route_localnet could not be read")
