@@ -335,12 +335,17 @@ FACTS: tuple[Fact, ...] = (
     F("docker.containers", T.LIST, "running containers' host-level access"),
     F("docker.containers.*.name", T.TEXT, "the container's name", redact="container"),
     F("docker.containers.*.image", T.TEXT, "its image"),
-    F("docker.containers.*.network_mode", T.TEXT, "\"host\", \"bridge\", ..."),
+    F("docker.containers.*.network_mode", T.TEXT, "\"host\", \"bridge\", \"container:ID\" (another container's "
+      "network), ..."),
+    F("docker.containers.*.host_network", T.BOOL, "on the host's own network stack: network mode \"host\", or "
+      "\"container:ID\" where that container's mode ends on \"host\" (looked up through the API)"),
     F("docker.containers.*.privileged", T.BOOL, "runs privileged"),
     F("docker.containers.*.pid_mode", T.TEXT, "\"host\" shares the host's process namespace"),
     F("docker.containers.*.ipc_mode", T.TEXT, "\"host\" shares the host's IPC namespace"),
     F("docker.containers.*.host_mounts", T.TEXTS,
-      "bind mounts of the host's root or of an engine socket such as /var/run/docker.sock", redact="path"),
+      "bind mounts that hand the container the host: /, /proc, /sys, /dev, /etc, /root, /home, /run, /var/run, "
+      "the engine's data root, an engine socket such as /var/run/docker.sock, or a directory above one of them",
+      redact="path"),
     # ------------------------------------------------------------------ agents
     F("agents", T.OBJECT, "provider agents and what they hold"),
     F("agents.installed", T.LIST, "each agent found"),
@@ -460,6 +465,9 @@ FACTS: tuple[Fact, ...] = (
       "readable without root): 1 lets packets to 127.0.0.0/8 arriving on the bridge reach services listening only "
       "on the host's loopback (dockerd sets it when `userland-proxy` is off)"),
     F(f"{_NET}.route_localnet.*", T.INT, "0 or 1"),
+    F(f"{_NET}.route_localnet_all", T.INT, "net.ipv4.conf.all.route_localnet (collector container_egress; readable "
+      "without root), 0 or 1: the kernel ORs it with each interface's own value, so 1 routes loopback-addressed "
+      "packets from every bridge"),
     F(f"{_NET}.container_egress", T.OBJECT, "container bridges, for the ISO-1040 walk (collector container_egress; "
       "root only)"),
     F(f"{_NET}.container_egress.bridges", T.TEXTS, "container bridges found (docker0, br-*, cni*, nerdctl*, podman*)"),

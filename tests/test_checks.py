@@ -36,8 +36,8 @@ def counter(total_s: float, covered_s: int) -> dict[str, Any]:
 
 def container(**fields: Any) -> dict[str, Any]:
     """One running container as the docker collector records it (default: no host access)."""
-    return {"name": "C.1", "network_mode": "bridge", "privileged": False, "pid_mode": "", "ipc_mode": "private",
-            "host_mounts": [], **fields}
+    return {"name": "C.1", "network_mode": "bridge", "host_network": False, "privileged": False, "pid_mode": "",
+            "ipc_mode": "private", "host_mounts": [], **fields}
 
 
 CASES = [
@@ -213,15 +213,35 @@ CASES = [
                                                                 container(ipc_mode="host"), container(host_mounts=["/"]),
                                                                 container(host_mounts=["/run/docker.sock"])]}}, None, "fail", 5),
     ("ISO-1050", {"docker": {"reachable": True, "containers": [container(), container(ipc_mode="shareable")]}}, None, "pass", 0),
+    # --network container:X, X resolved by the collector
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [
+        container(network_mode="container:" + "a" * 64, host_network=True),
+        container(network_mode="container:" + "b" * 64, host_network=False)]}}, None, "fail", 1),
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [
+        container(network_mode="container:" + "a" * 64, host_network=Unknown("could not be inspected"))]}},
+     None, "unknown", 1),
+    # facts saved before host_network was collected: a joined network cannot be told
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [
+        {k: v for k, v in container(network_mode="container:" + "a" * 64).items() if k != "host_network"}]}},
+     None, "unknown", 1),
+    ("ISO-1050", {"docker": {"reachable": True, "containers": [
+        {k: v for k, v in container(network_mode="host").items() if k != "host_network"}]}}, None, "fail", 1),
     ("ISO-1050", {"docker": {"reachable": False, "unreachable_reason": "absent"}}, None, "pass", 0),
     ("ISO-1050", {"docker": {"reachable": False, "unreachable_reason": "permission_denied"}}, None, "unknown", None),
     ("ISO-1050", {"docker": {"reachable": True, "containers": Unknown("GET /containers/json failed")}}, None, "unknown", None),
     # facts saved before docker.containers was collected
     ("ISO-1050", {"docker": {"reachable": True, "published_ports": []}}, None, "unknown", None),
     # route_localnet on container bridges (ISO-1060); the firewall walk is in test_container_egress
-    ("ISO-1060", {"network": {"route_localnet": {"docker0": 0, "br-0123456789ab": 0}}}, None, "pass", 0),
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 0, "br-0123456789ab": 0}, "route_localnet_all": 0}},
+     None, "pass", 0),
     ("ISO-1060", {"network": {"route_localnet": {}}}, None, "pass", 0),
-    ("ISO-1060", {"network": {"route_localnet": {"docker0": 1}, "firewall": Unknown("needs root")}}, None, "unknown", None),
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 1}, "route_localnet_all": 0,
+                              "firewall": Unknown("needs root")}}, None, "unknown", None),
+    # all=1 routes every bridge's loopback traffic (the kernel ORs it with the bridge's value)
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 0}, "route_localnet_all": 1,
+                              "firewall": Unknown("needs root")}}, None, "unknown", None),
+    # a bridge at 0 with all unknown: it may route, and no firewall was read
+    ("ISO-1060", {"network": {"route_localnet": {"docker0": 0}}}, None, "unknown", None),
     ("ISO-1060", {"network": {"route_localnet": Unknown("/proc/sys/net/ipv4/conf/docker0/route_localnet could not be read")}},
      None, "unknown", None),
     # facts saved before route_localnet was collected

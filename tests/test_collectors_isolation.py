@@ -504,8 +504,9 @@ def test_docker_reachable_through_the_sdk(docker_env: Any, tmp_path: Path) -> No
         ],
         # read from GET /containers/{id}/json: a bind mount of the platform's own data
         # directory is not host-level access
-        "containers": [{"name": "C.8123456", "image": "vastai/base:cuda-12.1", "network_mode": "default", "privileged": False, "pid_mode": "",
-                        "ipc_mode": "private", "host_mounts": []}],
+        "containers": [{"name": "C.8123456", "image": "vastai/base:cuda-12.1", "network_mode": "default",
+                        "host_network": False, "privileged": False, "pid_mode": "", "ipc_mode": "private",
+                        "host_mounts": []}],
     }
     paths = [re.sub(r"^/v1\.\d+", "", p.split("?", 1)[0]) for p in server.requests]
     assert paths[0] == "/version" and {"/info", "/containers/json", f"/containers/{INSPECT_JSON['Id']}/json"} <= set(paths)
@@ -1215,9 +1216,98 @@ def test_container_settings_keep_only_host_level_access() -> None:
                    {"Type": "volume", "Name": "cache", "Source": "/var/lib/docker/volumes/cache/_data"}],
     }
     assert docker_daemon.container_settings(inspected) == {
-        "name": "tools", "image": "debian:12", "network_mode": "host", "privileged": True, "pid_mode": "host",
-        "ipc_mode": "private",
+        "name": "tools", "image": "debian:12", "network_mode": "host", "host_network": True, "privileged": True,
+        "pid_mode": "host", "ipc_mode": "private",
         "host_mounts": ["/", "/var/run/docker.sock"]}
     assert docker_daemon.container_settings("not a container") is None
     odd = docker_daemon.container_settings({"Name": "/" + "x" * 5000, "HostConfig": None, "Mounts": "?"})
     assert odd is not None and len(odd["name"]) <= 128 and odd["host_mounts"] == [] and odd["privileged"] is False
+
+
+def _binds(*sources: str) -> dict[str, Any]:
+    return {"Name": "/c", "HostConfig": {"NetworkMode": "bridge"},
+            "Mounts": [{"Type": "bind", "Source": src, "Destination": f"/m{i}"} for i, src in enumerate(sources)]}
+
+
+@pytest.mark.parametrize("source", ["/", "/run", "/var/run", "/run/", "//run", "/var/run/../run", "/proc", "/sys",
+                                    "/dev", "/etc", "/root", "/home", "/var/lib/docker", "/var/lib", "/var",
+                                    "/run/containerd", "/var/run/docker.sock"])
+def test_a_bind_of_what_holds_the_host_counts(source: str) -> None:
+    """The Docker socket's directories (/run, /var/run), the kernel's and devices' interfaces,
+    configuration, homes and the engine's data count, as do directories above any of them."""
+    got = docker_daemon.container_settings(_binds(source))
+    assert got is not None and got["host_mounts"] == ["/" + os.path.normpath(source).lstrip("/")]
+
+
+@pytest.mark.parametrize("source", ["/srv/data", "/home/alice/models", "/opt/app", "/mnt/scratch", "relative/path"])
+def test_a_bind_of_other_data_does_not_count(source: str) -> None:
+    got = docker_daemon.container_settings(_binds(source))
+    assert got is not None and got["host_mounts"] == []
+
+
+def test_a_bind_of_the_engines_own_data_root_counts(tmp_path: Path) -> None:
+    root = str(tmp_path / "docker-data")
+    inspected = _binds(root, str(tmp_path / "other"))
+    got = docker_daemon.container_settings(inspected, data_root=root)
+    assert got is not None and got["host_mounts"] == [root]
+    got = docker_daemon.container_settings(inspected)
+    assert got is not None and got["host_mounts"] == []
+
+
+def test_a_bind_through_a_symbolic_link_counts(tmp_path: Path) -> None:
+    (tmp_path / "etc-link").symlink_to("/etc")
+    got = docker_daemon.container_settings(_binds(str(tmp_path / "etc-link")))
+    assert got is not None and got["host_mounts"] == [str(tmp_path / "etc-link")]
+
+
+class InspectOnly:
+    """Stands in for docker's APIClient: the two calls running_containers makes, on a fixed
+    set of inspect answers (running ones listed; others only inspected on request)."""
+
+    def __init__(self, running: list[dict[str, Any]], others: tuple[dict[str, Any], ...] = ()) -> None:
+        self.by_key = {key: c for c in [*running, *others] for key in (c["Id"], c["Name"].lstrip("/"))}
+        self.running = running
+        self.asked: list[str] = []
+
+    def containers(self) -> list[dict[str, Any]]:
+        return [{"Id": c["Id"]} for c in self.running]
+
+    def inspect_container(self, ident: str) -> dict[str, Any]:
+        self.asked.append(ident)
+        if ident not in self.by_key:
+            raise RuntimeError(f"404 Client Error: No such container: {ident}")
+        return self.by_key[ident]
+
+
+def _container(ident: str, name: str, mode: str) -> dict[str, Any]:
+    return {"Id": ident * 64, "Name": "/" + name, "HostConfig": {"NetworkMode": mode}, "Mounts": []}
+
+
+def test_a_container_on_a_host_network_containers_network_is_on_the_host_network() -> None:
+    """--network container:X is the host's network when X's is, however X is named (full id,
+    name) and whether X is running (listed) or only inspected on request; chains are followed."""
+    hostnet = _container("a", "hostnet", "host")
+    web = _container("b", "web", "bridge")
+    stopped_host = _container("c", "old", "host")
+    running = [hostnet, web,
+               _container("d", "by-id", "container:" + "a" * 64), _container("e", "by-name", "container:hostnet"),
+               _container("f", "on-web", "container:" + "b" * 64),
+               _container("g", "on-stopped", "container:" + "c" * 64),
+               _container("h", "chained", "container:by-name"),
+               _container("i", "gone", "container:" + "9" * 64)]
+    client = InspectOnly(running, (stopped_host,))
+    got = docker_daemon.running_containers(client)
+    assert isinstance(got, list)
+    network = {c["name"]: c["host_network"] for c in got}
+    assert {k: v for k, v in network.items() if not isinstance(v, Unknown)} == {
+        "hostnet": True, "web": False, "by-id": True, "by-name": True, "on-web": False, "on-stopped": True,
+        "chained": True}
+    assert isinstance(network["gone"], Unknown) and "could not be inspected" in network["gone"].reason
+    # only the containers not listed were inspected a second time
+    assert client.asked.count("c" * 64) == 1 and client.asked.count("a" * 64) == 1
+
+
+def test_a_loop_of_container_network_modes_ends_unknown() -> None:
+    loop = [_container("a", "one", "container:two"), _container("b", "two", "container:one")]
+    got = docker_daemon.running_containers(InspectOnly(loop))
+    assert isinstance(got, list) and all(isinstance(c["host_network"], Unknown) for c in got)

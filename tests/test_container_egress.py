@@ -1,11 +1,14 @@
-"""ISO-1040: the walk of a real nftables ruleset and the check's outcome.
+"""ISO-1040 and ISO-1060: the walk of real nftables rulesets and the checks' outcomes.
 
-tests/snapshots/nft/ holds rulesets as `nft -j list ruleset` printed them after loading them
-into a throwaway network namespace: Docker's filter chains as Docker (20.10, Debian 12's
-docker.io) writes them through iptables-nft for docker0 (docker-default.json), and the same
-with the table inet hostcheck the firewall role's template renders (docker-profiled.json). The
-lab test (tests/profile/test_egress_isolation.py) runs the audit on a live host with the real
-engine and shows the same verdicts with live packets.
+tests/snapshots/nft/ holds rulesets as `nft -j list ruleset` printed them:
+- docker-default.json: Docker's filter chains as Docker (20.10, Debian 12's docker.io) writes
+  them through iptables-nft for docker0, loaded into a throwaway network namespace;
+- docker-profiled.json and docker-profiled-no-isolation.json: the whole ruleset of the egress
+  lab's host (tests/profile/test_egress_isolation.py: Debian 12, docker.io, docker0 and an IPv6
+  network, a published port) once profiled, and once the firewall role has run again with
+  firewall_container_egress_isolation false. That lab test fails when the firewall template
+  no longer renders their table inet hostcheck, and rewrites them when run with
+  HOSTCHECK_RECORD_NFT=tests/snapshots/nft. It also shows the same verdicts with live packets.
 """
 
 from __future__ import annotations
@@ -113,20 +116,14 @@ def test_legacy_iptables_tables_make_an_open_path_undetermined() -> None:
 
 
 def test_isolation_switched_off_is_reachable() -> None:
-    data = copy.deepcopy(ruleset("docker-profiled.json"))
-    # what firewall_container_egress_isolation: false renders: iifname accept, no jump
-    for item in data["nftables"]:
-        rule = item.get("rule")
-        if rule and rule["chain"] == "forward" and any("jump" in e for e in rule["expr"]):
-            rule["expr"] = [e if "jump" not in e else {"accept": None} for e in rule["expr"]]
-        if rule and rule["chain"] == "input" and any("reject" in e for e in rule["expr"]) \
-                and any("match" in e and e["match"]["left"].get("meta", {}).get("key") == "iifname"
-                        for e in rule["expr"]):
-            rule["expr"] = [{"counter": None}]
-    result, outcome = walk(nft(json.dumps(data)), ["docker0"], [], [])
+    """firewall_container_egress_isolation false: the forward chain accepts container egress,
+    the input chain has no reject for the bridges (its policy drop still holds for a port it
+    does not open)."""
+    result, outcome = walk(nft(json.dumps(ruleset("docker-profiled-no-isolation.json"))), ["docker0"], [], [])
     got = verdicts(result)
     assert got["docker0 192.168.1.1 tcp/80"] == "reachable"
-    assert got["docker0 172.17.0.1 tcp/8080"] == "blocked"  # input policy drop still holds
+    assert got["docker0 169.254.169.254 tcp/80"] == "reachable"
+    assert got["docker0 172.17.0.1 tcp/8080"] == "blocked"
     assert outcome.status == "fail"
 
 
@@ -190,11 +187,26 @@ def test_saved_raw_facts_are_judged_again_by_the_audit(tmp_path: Path) -> None:
 
 # ---- ISO-1060: route_localnet on a bridge, and whether an input chain drops what it lets in --
 
-def loopback(route_localnet: Any, nft_file: str | None) -> Any:
-    network: dict[str, Any] = {"route_localnet": route_localnet}
+def loopback(route_localnet: Any, nft_file: str | None, every: Any = 0, items: Any = None) -> Any:
+    """ISO-1060 on the bridges' route_localnet, net.ipv4.conf.all's (``every``) and a ruleset
+    (a stored one by name, or ``items``)."""
+    network: dict[str, Any] = {"route_localnet": route_localnet, "route_localnet_all": every}
     if nft_file is not None:
-        network["firewall"] = {"nftables": nft(json.dumps(ruleset(nft_file)))}
+        items = nft(json.dumps(ruleset(nft_file)))
+    if items is not None:
+        network["firewall"] = {"nftables": items}
     return run_check(REGISTRY["ISO-1060"], {"network": network}, None)
+
+
+def without_loopback_drop(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ruleset less the template's `iifname { ... } ip daddr 127.0.0.0/8 drop`."""
+    def is_drop(item: dict[str, Any]) -> bool:
+        rule = item.get("rule")
+        return (isinstance(rule, dict) and rule["chain"] == "input" and {"drop": None} in rule["expr"]
+                and "127.0.0.0" in json.dumps(rule["expr"]))
+    kept = [item for item in items if not is_drop(item)]
+    assert len(kept) == len(items) - 1, "exactly one loopback drop in the stored ruleset"
+    return kept
 
 
 def test_route_localnet_on_a_default_docker_host_is_reachable() -> None:
@@ -210,6 +222,45 @@ def test_route_localnet_behind_the_profiles_input_chain_passes() -> None:
     outcome = loopback({"docker0": 1, "br-0123456789ab": 1}, "docker-profiled.json")
     assert outcome.status == "pass" and outcome.measured == 0
     assert "dropped in inet hostcheck input" in outcome.detail
+
+
+def test_route_localnet_all_counts_for_every_bridge() -> None:
+    """The kernel ORs net.ipv4.conf.all.route_localnet with each bridge's own value: with all
+    at 1, bridges at 0 route loopback-addressed packets too."""
+    outcome = loopback({"docker0": 0, "br-0123456789ab": 0}, "docker-default.json", every=1)
+    assert outcome.status == "fail" and outcome.measured == 2
+    assert "route_localnet=1 on docker0 (from net.ipv4.conf.all)" in outcome.detail
+    outcome = loopback({"docker0": 0}, "docker-profiled.json", every=1)
+    assert outcome.status == "pass" and "dropped in inet hostcheck input" in outcome.detail
+
+
+def test_route_localnet_all_unknown_is_not_a_pass() -> None:
+    """A bridge at 0 with net.ipv4.conf.all unreadable (or not collected, in facts saved
+    before it was): unknown where nothing drops its loopback traffic, a pass where a rule does."""
+    unreadable = Unknown("/proc/sys/net/ipv4/conf/all/route_localnet could not be read")
+    outcome = loopback({"docker0": 0}, "docker-default.json", every=unreadable)
+    assert outcome.status == "unknown" and "net.ipv4.conf.all unknown (/proc/sys" in outcome.detail, outcome
+    outcome = loopback({"docker0": 0}, "docker-profiled.json", every=unreadable)
+    assert outcome.status == "pass", outcome
+    not_collected = run_check(REGISTRY["ISO-1060"], {"network": {
+        "route_localnet": {"docker0": 0}, "firewall": {"nftables": nft(json.dumps(ruleset("docker-default.json")))}}},
+        None)
+    assert not_collected.status == "unknown" and "not collected" in not_collected.detail
+
+
+def test_without_egress_isolation_the_loopback_drop_alone_blocks_it() -> None:
+    """firewall_container_egress_isolation false leaves no reject for the bridges in the
+    input chain; the loopback drop is then what stops a container's packet to 127.0.0.1 on
+    a port the chain accepts. Without that rule the walk cannot say blocked, whatever the
+    port: the chain accepts some ports for everyone."""
+    items = nft(json.dumps(ruleset("docker-profiled-no-isolation.json")))
+    outcome = loopback({"docker0": 1}, None, items=items)
+    assert outcome.status == "pass" and "dropped in inet hostcheck input" in outcome.detail
+    outcome = loopback({"docker0": 1}, None, items=without_loopback_drop(items))
+    assert outcome.status == "unknown", outcome
+    # with isolation on, the bridges' reject stops it too (the drop comes first)
+    outcome = loopback({"docker0": 1}, None, items=without_loopback_drop(nft(json.dumps(ruleset("docker-profiled.json")))))
+    assert outcome.status == "pass" and "dropped in inet hostcheck input" in outcome.detail
 
 
 def test_route_localnet_with_an_unmodelled_input_rule_is_unknown() -> None:
@@ -237,3 +288,15 @@ def test_route_localnet_read_per_bridge_without_root(tmp_path: Path) -> None:
     (conf / "br-abc" / "route_localnet").unlink()
     missing = container_egress.route_localnet(str(sys_net), str(conf))
     assert isinstance(missing, Unknown) and "br-abc" in missing.reason
+
+
+def test_route_localnet_all_read_without_root(tmp_path: Path) -> None:
+    (tmp_path / "all").mkdir()
+    for text, expected in (("1\n", 1), ("0\n", 0)):
+        (tmp_path / "all" / "route_localnet").write_text(text)
+        assert container_egress.route_localnet_all(str(tmp_path)) == expected
+    (tmp_path / "all" / "route_localnet").write_text("2\n")
+    assert isinstance(container_egress.route_localnet_all(str(tmp_path)), Unknown)
+    (tmp_path / "all" / "route_localnet").unlink()
+    missing = container_egress.route_localnet_all(str(tmp_path))
+    assert isinstance(missing, Unknown) and "all/route_localnet" in missing.reason

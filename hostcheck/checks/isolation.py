@@ -222,11 +222,27 @@ def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed(0, f"{len(probes)} private destinations blocked ({'; '.join(evidence)}){where}")
 
 
-def _host_access(container: dict[str, Any]) -> list[str]:
-    """What of the host a container shares, in words (empty: none of the risky settings)."""
+def _host_network(container: dict[str, Any]) -> bool | Unknown:
+    """On the host's network: its own mode is "host", or it joins (``container:X``) one that
+    is, as the collector resolved it. Facts recorded before host_network was collected have
+    the mode alone: a joined container's network cannot be told from them."""
+    mode = container.get("network_mode")
+    joined = container.get("host_network", Unknown("host_network not collected"))
+    if mode == "host" or joined is True:
+        return True
+    if isinstance(mode, str) and mode.startswith("container:") and joined is not False:
+        return joined if isinstance(joined, Unknown) else Unknown(f"host_network is {joined!r}")
+    return False
+
+
+def _host_access(container: dict[str, Any]) -> tuple[list[str], str | None]:
+    """What of the host a container shares, in words (empty: none of the risky settings), and
+    why whether it is on the host network could not be told (None when it could)."""
     what = []
-    if container.get("network_mode") == "host":
-        what.append("host network")
+    network = _host_network(container)
+    mode = str(container.get("network_mode"))
+    if network is True:
+        what.append("host network" if mode == "host" else f"host network (through {mode[:22]})")
     if container.get("privileged") is True:
         what.append("privileged")
     if container.get("pid_mode") == "host":
@@ -235,7 +251,7 @@ def _host_access(container: dict[str, Any]) -> list[str]:
         what.append("host IPC namespace")
     for path in container.get("host_mounts") or []:
         what.append("host root mounted" if path == "/" else f"{path} mounted")
-    return what
+    return what, network.reason if isinstance(network, Unknown) else None
 
 
 @check(
@@ -247,10 +263,13 @@ def _host_access(container: dict[str, Any]) -> list[str]:
     why="A container on the host network is outside every container firewall rule: it reaches "
     "the owner's LAN, router and cloud metadata directly and can listen on the host's ports. A "
     "privileged container, one sharing the host's PID or IPC namespace, or one given the Docker "
-    "socket or the host's root filesystem controls the host: Docker's documentation calls "
+    "socket (or /run, which holds it), the host's root filesystem, its /proc, /sys, /dev, /etc or "
+    "home directories, or Docker's data root controls the host: Docker's documentation calls "
     "access to the daemon root-equivalent.",
-    fix="Run workloads on a bridge network without --privileged, --pid host, --ipc host, and "
-    "without bind mounts of / or /var/run/docker.sock; stop the containers listed.",
+    fix="Run workloads on a bridge network (not --network host, nor the network of a container "
+    "that uses it) without --privileged, --pid host, --ipc host, and without bind mounts of /, "
+    "/proc, /sys, /dev, /etc, /root, /home, /run or /var/run (docker.sock), or Docker's data root; "
+    "stop the containers listed.",
 )
 def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
     reachable = lookup(facts, "docker.reachable")
@@ -263,11 +282,32 @@ def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
     containers = need(facts, "docker.containers")
     if not isinstance(containers, list):
         return unknown("docker.containers is not a list")
-    risky = [(str(c.get("name", "?")), _host_access(c)) for c in containers if isinstance(c, dict)]
-    risky = [(name, what) for name, what in risky if what]
+    judged = [(str(c.get("name", "?")), *_host_access(c)) for c in containers if isinstance(c, dict)]
+    risky = [(name, what) for name, what, _why in judged if what]
+    unsure = [f"{name}: whether on the host network ({why})" for name, _what, why in judged if why]
     if risky:
-        return failed(len(risky), "; ".join(f"{name}: {', '.join(what)}" for name, what in risky))
+        also = f"; cannot tell for {'; '.join(unsure)}" if unsure else ""
+        return failed(len(risky), "; ".join(f"{name}: {', '.join(what)}" for name, what in risky) + also)
+    if unsure:
+        return unknown("; ".join(unsure), len(unsure))
     return passed(0, f"{len(containers)} running container(s), none with host-level access")
+
+
+def _routing_loopback(localnet: dict[str, Any], every: Any) -> dict[str, str]:
+    """Each bridge that may route loopback-addressed packets, with why in words.
+    The kernel routes them when the bridge's own route_localnet or net.ipv4.conf.all's is 1
+    (IN_DEV_ROUTE_LOCALNET is an OR of the two)."""
+    every_known = every in (0, 1) and not isinstance(every, bool)
+    out: dict[str, str] = {}
+    for bridge, value in sorted(localnet.items()):
+        if value == 1:
+            out[str(bridge)] = f"route_localnet=1 on {bridge}"
+        elif every_known and every == 1:
+            out[str(bridge)] = f"route_localnet=1 on {bridge} (from net.ipv4.conf.all)"
+        elif not every_known:
+            reason = every.reason if isinstance(every, Unknown) else f"not 0 or 1: {every!r}"
+            out[str(bridge)] = f"route_localnet={value} on {bridge}, net.ipv4.conf.all unknown ({reason})"
+    return out
 
 
 @check(
@@ -277,33 +317,42 @@ def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
     unit="bridges",
     threshold="none",
     why="With route_localnet=1 on a container bridge (dockerd sets it when userland-proxy is "
-    "off) the kernel delivers a container's packets to 127.0.0.1: databases, admin pages and "
+    "off), or on net.ipv4.conf.all (which the kernel ORs with every interface's own value), the "
+    "kernel delivers a container's packets to 127.0.0.1: databases, admin pages and "
     "agents that listen only on the host's loopback, believing themselves private, answer "
     "renters' containers unless an input firewall rule drops that traffic.",
     fix="Drop packets to 127.0.0.0/8 arriving on container bridges in an nftables input chain "
     "(`iifname { docker0, br-* } ip daddr 127.0.0.0/8 drop`), or run Docker with "
-    '"userland-proxy": true and set route_localnet back to 0 on each bridge.',
+    '"userland-proxy": true and set route_localnet back to 0 on each bridge and on all.',
     fix_role="firewall: firewall_container_interfaces",
 )
 def container_loopback(facts: dict[str, Any], _threshold: Any) -> Outcome:
     localnet = need(facts, "network.route_localnet")
     if not isinstance(localnet, dict):
         return unknown("network.route_localnet is not a mapping")
-    routed = sorted(str(b) for b, v in localnet.items() if v == 1)
-    if not routed:
-        return passed(0, f"route_localnet=0 on {', '.join(sorted(localnet))}" if localnet
-                      else "no container bridge")
-    walked = loopback_walk(lookup(facts, "network.firewall"), routed)
+    if not localnet:
+        return passed(0, "no container bridge")
+    every = lookup(facts, "network.route_localnet_all")
+    routing = _routing_loopback(localnet, every)
+    if not routing:
+        return passed(0, f"route_localnet=0 on {', '.join(sorted(map(str, localnet)))} and on all")
+    # Certain where the bridge's own value or all's is 1; a bridge at 0 with all unknown may
+    # or may not route, so reaching it makes the check unknown, not failed.
+    all_on = every == 1 and not isinstance(every, bool)
+    certain = {str(b) for b, v in localnet.items() if v == 1} | (set(routing) if all_on else set())
+    walked = loopback_walk(lookup(facts, "network.firewall"), sorted(routing))
     if isinstance(walked, Unknown):
-        return unknown(f"route_localnet=1 on {', '.join(routed)}; whether a firewall drops it: {walked.reason}")
-    legacy = lookup(facts, "network.container_egress.legacy_iptables_tables")
-    open_ = [p for p in walked if p.get("verdict") == "reachable"]
+        return unknown(f"{'; '.join(routing.values())}; whether a firewall drops it: {walked.reason}")
+    lines = {p["interface"]: f"{routing[p['interface']]}: {p['evidence']}" for p in walked}
+    open_ = [p["interface"] for p in walked if p.get("verdict") == "reachable" and p["interface"] in certain]
+    unsure = [p["interface"] for p in walked if p.get("verdict") != "blocked" and p["interface"] not in open_]
     if open_:
-        return failed(len(open_), "; ".join(f"route_localnet=1 on {p['interface']}: {p['evidence']}" for p in open_))
-    unsure = [p for p in walked if p.get("verdict") != "blocked"]
+        also = f"; cannot tell: {'; '.join(lines[b] for b in unsure)}" if unsure else ""
+        return failed(len(open_), "; ".join(lines[b] for b in open_) + also)
     if unsure:
-        return unknown("; ".join(f"route_localnet=1 on {p['interface']}: {p['evidence']}" for p in unsure), len(unsure))
+        return unknown("; ".join(lines[b] for b in unsure), len(unsure))
+    legacy = lookup(facts, "network.container_egress.legacy_iptables_tables")
     note = (f"; legacy iptables tables ({', '.join(legacy)}) not read, nftables already drops it"
             if isinstance(legacy, list) and legacy else "")
-    return passed(0, "route_localnet=1 on " + ", ".join(routed) + " but "
-                  + "; ".join(str(p["evidence"]) for p in walked) + note)
+    evidence = sorted({str(p["evidence"]) for p in walked})
+    return passed(0, "; ".join(routing.values()) + " but " + "; ".join(evidence) + note)

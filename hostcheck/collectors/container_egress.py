@@ -1,6 +1,6 @@
 """The container side of ISO-1040 and ISO-1060: which container bridges exist, which carry
-IPv6, whether they route to the host's loopback (route_localnet), and whether legacy iptables
-tables are loaded (their rules are not in nft's ruleset).
+IPv6, whether they route to the host's loopback (route_localnet, theirs and ``all``'s), and
+whether legacy iptables tables are loaded (their rules are not in nft's ruleset).
 
 Raw evidence only. The nftables ruleset is recorded once, by the firewall collector
 (``network.firewall.nftables``); :mod:`hostcheck.firewall.egress` walks it in the check.
@@ -65,11 +65,24 @@ def route_localnet(sys_net: str = SYS_NET, proc_conf: str = PROC_CONF) -> dict[s
     return out
 
 
+def route_localnet_all(proc_conf: str = PROC_CONF) -> int | Unknown:
+    """net.ipv4.conf.all.route_localnet: the kernel ORs it with each interface's own value, so
+    1 here routes loopback-addressed packets from every bridge whatever the bridge's own value
+    says. Source: IN_DEV_ROUTE_LOCALNET is IN_DEV_ORCONF(in_dev, ROUTE_LOCALNET), and
+    ip_route_input_slow drops a packet to 127/8 as a martian unless IN_DEV_NET_ROUTE_LOCALNET
+    (the same OR) holds: https://github.com/torvalds/linux/blob/master/include/linux/inetdevice.h
+    and net/ipv4/route.c, read 2026-12-03."""
+    text = read_text(f"{proc_conf}/all/route_localnet")
+    if not isinstance(text, str) or text.strip() not in ("0", "1"):
+        return Unknown(f"{proc_conf}/all/route_localnet could not be read")
+    return int(text.strip())
+
+
 def collect(ctx: Any) -> dict[str, Any]:
-    localnet = route_localnet()
+    localnet = {"route_localnet": route_localnet(), "route_localnet_all": route_localnet_all()}
     if os.geteuid() != 0:
-        return {"container_egress": Unknown(NEEDS_ROOT), "route_localnet": localnet}
+        return {"container_egress": Unknown(NEEDS_ROOT), **localnet}
     bridges, bridges_v6 = container_bridges()
     return {"container_egress": {"bridges": bridges, "bridges_v6": bridges_v6,
                                  "legacy_iptables_tables": legacy_iptables_tables()},
-            "route_localnet": localnet}
+            **localnet}

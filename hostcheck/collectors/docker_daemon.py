@@ -109,37 +109,96 @@ def published_ports(containers: Any) -> list[dict[str, Any]]:
 
 
 MAX_CONTAINERS = 200
-# Host paths whose bind mount hands a container the host: its root, or an engine's socket.
-HOST_CONTROL_PATHS = ("/", "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
-                      "/var/run/containerd/containerd.sock", "/run/podman/podman.sock")
+# Host paths whose bind mount hands a container the host: its root, the kernel's and devices'
+# interfaces, its configuration and home directories, an engine's socket, and the engine's data
+# (every other container's files). A bind of a directory above one of them hands it over too:
+# /run and /var/run hold docker.sock, /var holds /var/lib/docker.
+HOST_CONTROL_PATHS = ("/", "/proc", "/sys", "/dev", "/etc", "/root", "/home", "/run", "/var/run",
+                      "/var/lib/docker", "/var/run/docker.sock", "/run/docker.sock",
+                      "/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock",
+                      "/run/podman/podman.sock")
+# --network container:X chains end here: X is itself inspected, and so on.
+MAX_NETWORK_HOPS = 5
 
 
-def container_settings(inspected: Any) -> dict[str, Any] | None:
+def _above_or_at(path: str, sensitive: str) -> bool:
+    return sensitive == path or sensitive.startswith(path.rstrip("/") + "/")
+
+
+def hands_over_host(source: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether a bind of host path ``source`` is one of HOST_CONTROL_PATHS (or ``extra``, the
+    engine's data root where it is not the default) or a directory above one, as written or
+    once its symbolic links are resolved on this host."""
+    if not source.startswith("/"):
+        return False
+    path = "/" + os.path.normpath(source).lstrip("/")
+    try:
+        resolved = os.path.realpath(path)
+    except (OSError, ValueError):
+        resolved = path
+    return any(_above_or_at(p, sensitive) for p in {path, resolved} for sensitive in HOST_CONTROL_PATHS + extra)
+
+
+def container_settings(inspected: Any, data_root: str | None = None) -> dict[str, Any] | None:
     """The host-level access of one container, from GET /containers/{id}/json: only the keys
-    the isolation checks read (no environment, no command line, no labels)."""
+    the isolation checks read (no environment, no command line, no labels). ``host_network``
+    is filled in by :func:`running_containers`, which can look up the container whose network
+    a ``container:`` network mode joins."""
     if not isinstance(inspected, dict):
         return None
     host = inspected.get("HostConfig")
     host = host if isinstance(host, dict) else {}
     mounts = inspected.get("Mounts")
-    sources = sorted({str(m.get("Source")).rstrip("/") or "/" for m in mounts if isinstance(m, dict)
-                      and m.get("Type") == "bind" and isinstance(m.get("Source"), str)}
+    sources = sorted({"/" + os.path.normpath(m["Source"]).lstrip("/") for m in mounts if isinstance(m, dict)
+                      and m.get("Type") == "bind" and isinstance(m.get("Source"), str) and m["Source"].startswith("/")}
                      if isinstance(mounts, list) else set())
+    extra = (data_root,) if isinstance(data_root, str) and data_root.startswith("/") else ()
     name = str(inspected.get("Name") or inspected.get("Id", ""))[:128].lstrip("/")
     config = inspected.get("Config")
     image = config.get("Image") if isinstance(config, dict) else None
+    mode = str(host.get("NetworkMode") or "default")[:128]
     return {
         "name": name,
         "image": str(image or "")[:256],
-        "network_mode": str(host.get("NetworkMode") or "default")[:128],
+        "network_mode": mode,
+        "host_network": mode == "host",
         "privileged": host.get("Privileged") is True,
         "pid_mode": str(host.get("PidMode") or "")[:128],
         "ipc_mode": str(host.get("IpcMode") or "")[:128],
-        "host_mounts": [src for src in sources if src in HOST_CONTROL_PATHS],
+        "host_mounts": [src for src in sources if hands_over_host(src, extra)],
     }
 
 
-def running_containers(client: Any) -> list[dict[str, Any]] | Unknown:
+def _network_mode(inspected: Any) -> str | None:
+    host = inspected.get("HostConfig") if isinstance(inspected, dict) else None
+    mode = host.get("NetworkMode") if isinstance(host, dict) else None
+    return mode if isinstance(mode, str) else None
+
+
+def joined_host_network(mode: str, known: dict[str, str], inspect: Any) -> bool | Unknown:
+    """Whether network mode ``mode`` ends on the host's network: "host", or "container:X" where
+    X's own mode does. ``known`` maps the ids and names of containers already inspected to
+    their mode; any other X is inspected through ``inspect`` (the API takes an id, a prefix of
+    one or a name)."""
+    for _hop in range(MAX_NETWORK_HOPS):
+        if not mode.startswith("container:"):
+            return mode == "host"
+        target = mode.split(":", 1)[1]
+        found = known.get(target) or next((m for ident, m in known.items() if len(target) >= 12
+                                           and ident.startswith(target)), None)
+        if found is None:
+            try:
+                found = _network_mode(inspect(target))
+            except Exception as exc:
+                return Unknown(f"the container whose network it joins ({target[:64]}) could not be inspected: {exc}")
+            if found is None:
+                return Unknown(f"the container whose network it joins ({target[:64]}) has no network mode")
+            known[target] = found
+        mode = found
+    return Unknown(f"more than {MAX_NETWORK_HOPS} containers joined in a chain of container: network modes")
+
+
+def running_containers(client: Any, data_root: str | None = None) -> list[dict[str, Any]] | Unknown:
     """Every running container's host-level access (the first MAX_CONTAINERS), read through
     the API: nothing runs inside a container."""
     try:
@@ -149,18 +208,23 @@ def running_containers(client: Any) -> list[dict[str, Any]] | Unknown:
     if not isinstance(listed, list):
         return Unknown("GET /containers/json did not return a list")
     out: list[dict[str, Any]] = []
+    modes: dict[str, str] = {}
     for entry in listed[:MAX_CONTAINERS]:
         ident = entry.get("Id") if isinstance(entry, dict) else None
         if not isinstance(ident, str):
             continue
         try:
-            settings = container_settings(client.inspect_container(ident))
+            inspected = client.inspect_container(ident)
         except Exception as exc:
             if "404" in str(exc) or "No such container" in str(exc):
                 continue  # stopped and removed between the list and the inspect
             return Unknown(f"GET /containers/{ident[:12]}/json failed: {exc}")
+        settings = container_settings(inspected, data_root)
         if settings is not None:
             out.append(settings)
+            modes[ident] = modes[settings["name"]] = settings["network_mode"]
+    for settings in out:
+        settings["host_network"] = joined_host_network(settings["network_mode"], modes, client.inspect_container)
     return out
 
 
@@ -211,7 +275,8 @@ def _from_api(client: Any) -> dict[str, Any]:
         facts["published_ports"] = published_ports(client.containers())
     except Exception as exc:
         facts["published_ports"] = Unknown(f"GET /containers/json failed: {exc}")
-    facts["containers"] = running_containers(client)
+    root = facts.get("data_root")
+    facts["containers"] = running_containers(client, root if isinstance(root, str) else None)
     return facts
 
 

@@ -27,7 +27,7 @@ class Probe:
     hook: str  # "forward" (through the host) or "input" (to the host itself)
     daddr: str
     proto: str
-    dport: int
+    dport: int | None  # None: any port (a rule that matches on the port may or may not apply)
 
 
 PROBES_V4 = (
@@ -48,8 +48,11 @@ PROBES_V6 = (
     Probe("this host's own services (IPv6)", "input", "fd00::1", "tcp", 8080),
 )
 # Where route_localnet=1 on a bridge, a container's packet to 127.0.0.1 is delivered to the
-# host's loopback-only services unless an input chain drops it (ISO-1060).
-LOOPBACK_PROBE = Probe("this host's loopback-only services (route_localnet=1)", "input", "127.0.0.1", "tcp", 8080)
+# host's loopback-only services unless an input chain drops it (ISO-1060). Those services
+# listen on ports of their own, so the packet's port is left open: a rule accepting some
+# ports (SSH, a provider's range) decides nothing for the others, and only a drop that holds
+# for every port blocks it.
+LOOPBACK_PROBE = Probe("this host's loopback-only services (route_localnet=1)", "input", "127.0.0.1", "tcp", None)
 TRANSPORTS = frozenset({"tcp", "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp"})
 UPLINK = "\x00uplink"  # the interface a packet leaves by: never equal to a named interface
 
@@ -61,7 +64,7 @@ class Packet:
     oifname: str
     daddr: ipaddress.IPv4Address | ipaddress.IPv6Address
     proto: str
-    dport: int
+    dport: int | None
 
 
 class _Undecidable(Exception):
@@ -141,6 +144,8 @@ class Walker:
             if proto in TRANSPORTS and proto != p.proto:
                 return "absent", None
             if proto in ("tcp", "udp", "th") and field == "dport":
+                if p.dport is None:
+                    raise _Undecidable
                 return "scalar", p.dport
         if isinstance(left, dict) and isinstance(left.get("ct"), dict):
             key = left["ct"].get("key")
@@ -275,7 +280,8 @@ def walk(ruleset: Ruleset, probe: Probe, iifname: str) -> dict[str, Any]:
     for key in chains:
         walker = Walker(ruleset, packet)
         verdicts[key] = walker.base(key)
-    result = {"name": probe.name, "destination": f"{probe.daddr} {probe.proto}/{probe.dport}",
+    port = "any" if probe.dport is None else probe.dport
+    result = {"name": probe.name, "destination": f"{probe.daddr} {probe.proto}/{port}",
               "interface": iifname}
     blocking = [k for k, v in verdicts.items() if v == {"drop"}]
     if blocking:

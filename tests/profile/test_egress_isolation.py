@@ -18,11 +18,13 @@ passes, fails in step.
 IPv6: the host-hub link also carries a ULA prefix (fd77:I::/64, the LAN's), the hub a
 documentation-range "internet" address (2001:db8:I::1) and a route back to the containers'
 IPv6 network, and Docker an IPv6 network (fd78:I::/64, no NAT66, as Docker 20.10 runs it).
-From a container on it: the LAN's ULA, the host's own ULA address, its gateway and its
-link-local address on the bridge go from reachable to rejected while the IPv6 internet stays
-reachable (neighbour discovery on the bridge is accepted before the bridge's reject), and
-everything comes back after rollback. ISO-1040's walk of the recorded ruleset gives the same
-verdicts as the packets.
+From a container on it: the LAN's ULA, the host's own ULA address, its gateway, its
+link-local address on the bridge and the all-nodes multicast group go from reachable to
+rejected (multicast: dropped, no ICMP error answers a multicast packet) while the IPv6
+internet stays reachable (neighbour discovery on the bridge is accepted before the bridge's
+reject), and everything comes back after rollback. ISO-1040's walk of the recorded ruleset
+gives the same verdicts as the packets, for its own representative destinations and for the
+lab's actual addresses.
 
 Runtime state: Docker's userland-proxy off (the profile's choice) makes dockerd set
 route_localnet=1 on its bridges. A container with Docker's default capabilities sends a raw
@@ -30,7 +32,19 @@ SYN to 127.0.0.1 through its bridge, to a service that listens only on the host'
 dropped before the profile (a martian), dropped by the firewall under the profile (ISO-1060
 passes on the walk), dropped again after rollback, because rollback put each bridge's
 route_localnet back; the runtime snapshot (every interface's sysctls, both firewall
-backends' rules, bridges, addresses, routes) equals the one taken before the profile.
+backends' rules, bridges, addresses, routes) equals the one taken before the profile. The
+same holds for a network created while the profile is on (a bridge the manifest never saw):
+rollback gives it route_localnet 0 and takes dockerd's `--src-type LOCAL` masquerade rule for
+it away. Controls: before the profile, route_localnet=1 set by hand on docker0 lets the same
+SYN get its SYN-ACK (so a timeout means the kernel or a rule dropped it); with
+firewall_container_egress_isolation false (the firewall role alone, re-run) the 127/8 drop is
+the only rule between the SYN and a port the input chain accepts: the SYN to 127.0.0.1 on that
+port times out while the same SYN to the gateway address gets its SYN-ACK.
+
+The rulesets of tests/snapshots/nft/ that tests/test_container_egress.py walks are this lab's:
+`nft -j list ruleset` of the profiled host (Docker's chains included) and of the host with
+egress isolation off. The lab test fails when the template no longer renders them (addresses
+aside); HOSTCHECK_RECORD_NFT=tests/snapshots/nft writes them anew.
 
 Owner risk: the audit names a host-network container and one sharing the host's PID and IPC
 namespaces and Docker's socket (ISO-1050); --privileged itself cannot start on an nspawn host.
@@ -38,7 +52,9 @@ namespaces and Docker's socket (ISO-1050); --privileged itself cannot start on a
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -51,20 +67,26 @@ from typing import Any
 
 import pytest
 
+from hostcheck.firewall.egress import Probe, loopback_walk
 from hostcheck.firewall.egress import judge as egress_walk
+from hostcheck.firewall.egress import walk as walk_probe
+from hostcheck.firewall.ruleset import Ruleset, parse_nft_ruleset
 from tests.lab import timing
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.nspawn import LabHost
 from tests.profile import play
 from tests.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STATE, build_test_image
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(390)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(480)]
 
 TCP_PORT, UDP_PORT, HOST_PORT, PUBLISHED, LOOPBACK_PORT = 18080, 18081, 18082, 8080, 18083
 METADATA = "169.254.169.254"
 ANSWER = "192.0.2.123"  # what the lab's DNS servers answer for every A query
 AUDIT = f"{VENV}/bin/hostcheck audit --policy dedicated-host --offline --format json --timeout 60"
 PROFILE_VARS = {"firewall_allowed_tcp_ports": [HOST_PORT], "firewall_forward_allowed_ports": [PUBLISHED]}
+ALL_NODES = "ff02::1"
+NFT_SNAPSHOTS = {"profiled": "docker-profiled.json", "no_isolation": "docker-profiled-no-isolation.json"}
+NFT_DIR = os.path.join(os.path.dirname(__file__), "..", "snapshots", "nft")
 
 
 def profile_vars(host: LabHost) -> dict[str, Any]:
@@ -146,6 +168,11 @@ for name, kind, host, port in json.loads(sys.argv[1]):
             r = s.recv(512); out[name] = socket.inet_ntoa(r[-4:]) if struct.unpack("!H", r[6:8])[0] else "empty"
         elif kind == "resolve":
             out[name] = socket.getaddrinfo(host, port, socket.AF_INET)[0][4][0]
+        elif kind == "multicast6":
+            # any host on the link may answer, from its own unicast address: no connect()
+            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.settimeout(3)
+            s.sendto(b"ping", (host, port, 0, socket.if_nametoindex("eth0")))
+            out[name] = "reply" if s.recvfrom(64)[0] == b"ping" else "garbled"
     except socket.timeout:
         out[name] = "timeout"
     except OSError as exc:
@@ -217,6 +244,7 @@ class Egress:
     facts: dict[str, Any] = field(default_factory=dict)
     runtime: dict[str, dict[str, Any]] = field(default_factory=dict)
     bridge_v6: str = ""
+    bridge_new: str = ""
 
 
 def targets(host: LabHost) -> list[tuple[str, str, str, int]]:
@@ -245,10 +273,8 @@ def probe(host: LabHost) -> dict[str, str]:
     out["host_from_lan"] = host.tcp_from_outside(HOST_PORT, timeout=3.0)
     with added_cost("IPv6 and raw SYN probes"):
         out.update(probe6(host))
-        for name, dst, port in (("loopback_syn", "127.0.0.1", LOOPBACK_PORT), ("gateway_syn", "172.17.0.1", HOST_PORT)):
-            result = host.sudo(f"docker run --rm labpy -c {shlex.quote(RAW_SYN)} {dst} {port}", timeout=120)
-            assert result.rc == 0, f"raw SYN container failed: {result.stdout}{result.stderr}"
-            out[name] = result.stdout.strip().splitlines()[-1]
+        out["loopback_syn"] = raw_syn(host, "127.0.0.1", LOOPBACK_PORT)
+        out["gateway_syn"] = raw_syn(host, "172.17.0.1", HOST_PORT)
         # The host fetches the published port at its own LAN address: the web container logs
         # the source it saw, the host's address, or the bridge's where Docker masquerades
         # traffic from the host's own addresses (--src-type LOCAL, with userland-proxy off).
@@ -256,6 +282,75 @@ def probe(host: LabHost) -> dict[str, str]:
         seen = host.sudo(f"python3 -c {shlex.quote(fetch)} && sleep 0.5 && docker logs --tail 1 web 2>&1", timeout=60)
         out["host_to_published_source"] = seen.stdout.split()[0] if seen.rc == 0 and seen.stdout.split() else seen.stderr
     return out
+
+
+def raw_syn(host: LabHost, dst: str, port: int, network: str = "bridge") -> str:
+    """What a hand-built SYN to ``dst``:``port`` from a container on ``network`` got back."""
+    result = host.sudo(f"docker run --rm --network {network} labpy -c {shlex.quote(RAW_SYN)} {dst} {port}",
+                       timeout=120)
+    assert result.rc == 0, f"raw SYN container failed: {result.stdout}{result.stderr}"
+    return result.stdout.strip().splitlines()[-1]
+
+
+def bridge_of(host: LabHost, network: str) -> str:
+    net_id = host.sudo(f"docker network inspect -f '{{{{.Id}}}}' {network}", check=True).stdout.strip()
+    return f"br-{net_id[:12]}"
+
+
+def gateway_of(host: LabHost, network: str) -> str:
+    template = "{{range .IPAM.Config}}{{.Gateway}} {{end}}"
+    return host.sudo(f"docker network inspect -f '{template}' {network}", check=True).stdout.split()[0]
+
+
+def bridge_state(host: LabHost, bridge: str) -> dict[str, Any]:
+    """The bridge's route_localnet and whether dockerd's masquerade rule for traffic from the
+    host's own addresses (userland-proxy off) names it."""
+    value = host.sudo(f"cat /proc/sys/net/ipv4/conf/{bridge}/route_localnet", check=True).stdout.strip()
+    rules = host.sudo("iptables -w -t nat -S POSTROUTING", check=True).stdout.splitlines()
+    local = any(f"-o {bridge} " in f"{line} " and "--src-type LOCAL" in line and "MASQUERADE" in line
+                for line in rules)
+    return {"route_localnet": value, "masquerade_local": local}
+
+
+def nft_document(text: str) -> dict[str, Any]:
+    """`nft -j list ruleset` as stored in tests/snapshots/nft/: counters zeroed (they only
+    count this run's packets)."""
+    document: dict[str, Any] = json.loads(text)
+    for item in document["nftables"]:
+        for expr in item.get("rule", {}).get("expr", []):
+            if isinstance(expr, dict) and isinstance(expr.get("counter"), dict):
+                expr["counter"] = {"packets": 0, "bytes": 0}
+    return document
+
+
+def template_shape(document: dict[str, Any]) -> list[Any]:
+    """The table inet hostcheck as the firewall template shapes it: its sets (without their
+    elements), chains and rules in order; handles left out and every address (they depend on
+    the lab host's index and networks) written ADDR."""
+    def addressish(value: Any) -> bool:
+        if isinstance(value, dict):
+            return set(value) in ({"prefix"}, {"range"}) and addressish(
+                value.get("prefix", {}).get("addr") if "prefix" in value else value["range"][0])
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except (TypeError, ValueError):
+            return False
+        return isinstance(value, str)
+
+    def norm(value: Any) -> Any:
+        if addressish(value):
+            return "ADDR"
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        if isinstance(value, dict):
+            if "set" in value and isinstance(value["set"], list):
+                return {"set": sorted({json.dumps(norm(v), sort_keys=True) for v in value["set"]})}
+            return {k: norm(v) for k, v in value.items() if k not in ("handle", "elem")}
+        return value
+
+    items = [item for item in document["nftables"]
+             if any(isinstance(item.get(k), dict) and item[k].get("table") == "hostcheck" for k in ("set", "chain", "rule"))]
+    return [norm(item) for item in items]
 
 
 def settle_bridges(host: LabHost) -> None:
@@ -283,6 +378,7 @@ def targets6(host: LabHost, bridge: str) -> list[tuple[str, str, str, int]]:
         ("v6_lan_ula_tcp", "tcp", lan6(host, 1), TCP_PORT), ("v6_host_ula_tcp", "tcp", lan6(host, 2), HOST_PORT),
         ("v6_host_gateway_tcp", "tcp", containers6(host).replace("::/64", "::1"), HOST_PORT),
         ("v6_host_link_local_tcp", "tcp", f"{link_local}%eth0", HOST_PORT),
+        ("v6_multicast_udp", "multicast6", ALL_NODES, UDP_PORT),
         ("v6_internet_tcp", "tcp", internet6(host), TCP_PORT),
     ]
 
@@ -298,8 +394,7 @@ def probe6(host: LabHost) -> dict[str, str]:
 
 
 def v6_bridge(host: LabHost) -> str:
-    net_id = host.sudo("docker network inspect -f '{{.Id}}' labv6", check=True).stdout.strip()
-    return f"br-{net_id[:12]}"
+    return bridge_of(host, "labv6")
 
 
 def audit(host: LabHost) -> dict[str, Any]:
@@ -362,6 +457,10 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
         host.sudo(f"setsid nohup python3 -m http.server --bind :: {HOST_PORT} >/dev/null 2>&1 < /dev/null &", check=True)
         host.sudo(f"setsid nohup python3 -m http.server --bind 127.0.0.1 {LOOPBACK_PORT} >/dev/null 2>&1 < /dev/null &",
                   check=True)
+        # a UDP echo on every address, multicast groups the host belongs to included
+        echo = (f"import socket; s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(('::', {UDP_PORT}))\n"
+                "while True:\n    d, p = s.recvfrom(512); s.sendto(d, p)")
+        host.sudo(f"setsid nohup python3 -c {shlex.quote(echo)} >/dev/null 2>&1 < /dev/null &", check=True)
         with added_cost("IPv6 network and runtime snapshot"):
             host.sudo(f"docker network create --ipv6 --subnet {containers6(host)} labv6 >/dev/null", check=True,
                       timeout=60)
@@ -375,6 +474,13 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
         life.probes["before"] = probe(host)
         life.audits["before"] = audit(host)
         life.snaps["before"] = play.snapshot(host)
+        # positive control: route_localnet=1 and no firewall, the loopback SYN gets its SYN-ACK
+        with added_cost("loopback controls"):
+            host.sudo("sysctl -qw net.ipv4.conf.docker0.route_localnet=1", check=True)
+            try:
+                life.facts["control_loopback_syn"] = raw_syn(host, "127.0.0.1", LOOPBACK_PORT)
+            finally:
+                host.sudo("sysctl -qw net.ipv4.conf.docker0.route_localnet=0", check=True)
 
         # ---- the profile ---------------------------------------------------------------
         life.plays["converge"] = play.run_playbook(host.inventory_path, "site.yml", extra_vars=profile_vars(host))
@@ -383,14 +489,39 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
         life.audits["profiled"] = audit(host)
         life.facts["ruleset"] = host.sudo("nft list table inet hostcheck").stdout
         life.facts["ip_forward"] = host.sudo("sysctl -n net.ipv4.ip_forward").stdout.strip()
+        life.facts["nft_profiled"] = host.sudo("nft -j list ruleset", check=True).stdout
         with added_cost("runtime snapshot"):
             life.runtime["profiled"] = play.runtime_snapshot(host)
+        # a network created while the profile is on: a bridge no record saw
+        with added_cost("network created under the profile"):
+            host.sudo("docker network create labnew >/dev/null", check=True, timeout=60)
+            life.bridge_new = bridge_of(host, "labnew")
+            life.facts["new_bridge_profiled"] = bridge_state(host, life.bridge_new)
+        # egress isolation off (the firewall role alone, re-run): only the 127/8 drop stands
+        # between a loopback SYN and a port the input chain accepts for everyone
+        with added_cost("egress isolation off"):
+            life.plays["no_isolation"] = play.run_playbook(
+                host.inventory_path, play.write_playbook(tmp, "firewall.yml", ["firewall"]),
+                extra_vars={**profile_vars(host), "firewall_container_egress_isolation": False})
+            assert life.plays["no_isolation"].rc == 0, life.plays["no_isolation"].describe()
+            life.facts["nft_no_isolation"] = host.sudo("nft -j list ruleset", check=True).stdout
+            life.facts["no_isolation"] = {"loopback_syn": raw_syn(host, "127.0.0.1", HOST_PORT),
+                                          "gateway_syn": raw_syn(host, "172.17.0.1", HOST_PORT),
+                                          **bridge_state(host, "docker0")}
 
         # ---- rollback ------------------------------------------------------------------
         host.sudo("docker rm -f web", check=True, timeout=60)
         life.plays["rollback"] = play.run_playbook(host.inventory_path, "rollback.yml")
         assert life.plays["rollback"].rc == 0, life.plays["rollback"].describe()
         life.snaps["rolled_back"] = play.snapshot(host)
+        with added_cost("network created under the profile"):
+            life.facts["new_bridge_rolled_back"] = bridge_state(host, life.bridge_new)
+            life.facts["new_network_syn"] = {
+                "loopback_syn": raw_syn(host, "127.0.0.1", LOOPBACK_PORT, "labnew"),
+                "gateway_syn": raw_syn(host, gateway_of(host, "labnew"), HOST_PORT, "labnew")}
+            # the owner's network, not the profile's: removed here only so that the runtime
+            # snapshot can be compared with the one taken before it existed
+            host.sudo("docker network rm labnew >/dev/null", check=True, timeout=60)
         with added_cost("runtime snapshot"):
             settle_bridges(host)
             life.runtime["rolled_back"] = play.runtime_snapshot(host)
@@ -407,11 +538,14 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
         with added_cost("stand-in containers and their audit"):
             host.sudo(f"docker run -d --name hostnet --network host labpy {sleep} >/dev/null && "
                       f"docker run -d --name hostns --pid host --ipc host -v /var/run/docker.sock:/var/run/docker.sock "
-                      f"labpy {sleep} >/dev/null", check=True, timeout=120)
+                      f"labpy {sleep} >/dev/null && "
+                      f"docker run -d --name joined --network container:hostnet labpy {sleep} >/dev/null && "
+                      f"docker run -d --name runbind -v /run:/host-run:ro labpy {sleep} >/dev/null",
+                      check=True, timeout=120)
             life.audits["stand_ins"] = audit(host)
             life.facts["privileged_start"] = host.sudo(f"docker run -d --name priv --privileged labpy {sleep}",
                                                        timeout=120)
-            host.sudo("docker rm -f hostnet hostns priv >/dev/null", timeout=60)
+            host.sudo("docker rm -f joined runbind hostns hostnet priv >/dev/null", timeout=60)
         yield life
     finally:
         if server is not None:
@@ -429,15 +563,16 @@ OPEN = {"lan_tcp": "open", "lan_udp": "reply", "nas_tcp": "open", "nas_udp": "re
         "internet_udp": "reply", "internet_dns": ANSWER, "resolve": ANSWER, "published_from_lan": "200",
         "host_from_lan": "open",
         "v6_lan_ula_tcp": "open", "v6_host_ula_tcp": "open", "v6_host_gateway_tcp": "open",
-        "v6_host_link_local_tcp": "open", "v6_internet_tcp": "open",
+        "v6_host_link_local_tcp": "open", "v6_multicast_udp": "reply", "v6_internet_tcp": "open",
         # the host's loopback from a bridge without route_localnet: a martian, dropped
         "loopback_syn": "timeout", "gateway_syn": "syn-ack", "host_to_published_source": "10.77.{index}.2"}
 PRIVATE_V6 = ("v6_lan_ula_tcp", "v6_host_ula_tcp", "v6_host_gateway_tcp", "v6_host_link_local_tcp")
 # Which probe of ISO-1040's walk stands for which packet probe (the walk's destinations are
-# representatives of the same rule: a ULA, the host itself on the input hook).
+# representatives of the same rule: a ULA, the host itself on the input hook, multicast).
 WALK_FOR_PACKET = {"v6_lan_ula_tcp": "IPv6 unique local address", "v6_host_ula_tcp": "this host's own services (IPv6)",
                    "v6_host_gateway_tcp": "this host's own services (IPv6)",
-                   "v6_host_link_local_tcp": "this host's own services (IPv6)"}
+                   "v6_host_link_local_tcp": "this host's own services (IPv6)",
+                   "v6_multicast_udp": "this host's own services (IPv6)"}
 # The gateway SYN is the raw-SYN probe's own control: the same frame, to an address the host
 # answers on, gets its SYN-ACK before the profile and the bridge's reject under it.
 REJECTED = "icmp type 3 code 13"  # destination unreachable, administratively prohibited
@@ -526,18 +661,48 @@ def test_ipv6_reaches_the_internet_and_nothing_private_under_the_profile(egress:
     assert got["v6_internet_tcp"] == "open", got
     blocked = {name: got[name] for name in PRIVATE_V6}
     assert all(v.startswith("error") for v in blocked.values()), blocked
+    # rejected too, but no ICMP error answers a packet sent to a multicast group
+    assert got["v6_multicast_udp"] == "timeout", got
+
+
+def link_local(egress: Egress, phase: str) -> str:
+    """The IPv6 bridge's link-local address, as that phase's runtime snapshot listed it."""
+    for line in egress.runtime[phase]["addresses"]:
+        parts = line.split()
+        if parts[1:3] == [egress.bridge_v6, "inet6"] and parts[3].startswith("fe80:"):
+            return parts[3].split("/")[0]
+    raise AssertionError(f"no link-local address on {egress.bridge_v6} in the {phase} snapshot")
+
+
+def lab_probes6(egress: Egress, phase: str) -> dict[str, Probe]:
+    """The lab's own IPv6 destinations as walk probes: what the packets were sent to, on the
+    hook they take (the host's own addresses and the all-nodes group are delivered to it)."""
+    host = egress.host
+    gateway = containers6(host).replace("::/64", "::1")
+    return {"v6_lan_ula_tcp": Probe("LAN ULA", "forward", lan6(host, 1), "tcp", TCP_PORT),
+            "v6_host_ula_tcp": Probe("host ULA", "input", lan6(host, 2), "tcp", HOST_PORT),
+            "v6_host_gateway_tcp": Probe("gateway", "input", gateway, "tcp", HOST_PORT),
+            "v6_host_link_local_tcp": Probe("link-local", "input", link_local(egress, phase), "tcp", HOST_PORT),
+            "v6_multicast_udp": Probe("all-nodes", "input", ALL_NODES, "udp", UDP_PORT),
+            "v6_internet_tcp": Probe("internet", "forward", internet6(host), "tcp", TCP_PORT)}
 
 
 def test_the_walk_gives_the_packets_answer_for_ipv6(egress: Egress) -> None:
-    """For the IPv6 bridge, ISO-1040's verdicts on the recorded ruleset match the packets:
-    reachable before and after rollback, blocked under the profile."""
+    """For the IPv6 bridge, the walk of the ruleset each audit recorded matches the packets:
+    ISO-1040's own representative probes, and the lab's actual destinations (the LAN's ULA,
+    the host's ULA, gateway and link-local addresses, the all-nodes multicast group, the
+    internet), reachable before and after rollback, blocked under the profile but the internet."""
     for phase in ("before", "profiled", "rolled_back"):
         verdicts = walk_verdicts(egress.audits[phase], egress.bridge_v6)
-        for packet, walked in WALK_FOR_PACKET.items():
+        ruleset = Ruleset(egress.audits[phase]["facts"]["network"]["firewall"]["nftables"])
+        for packet, probe_ in lab_probes6(egress, phase).items():
             got = egress.probes[phase][packet]
-            assert got == "open" or got.startswith("error"), (phase, packet, got)
-            expected = "reachable" if got == "open" else "blocked"
-            assert verdicts[walked] == expected, (phase, packet, got, verdicts)
+            assert got in ("open", "reply", "timeout") or got.startswith("error"), (phase, packet, got)
+            expected = "reachable" if got in ("open", "reply") else "blocked"
+            walked = walk_probe(ruleset, probe_, egress.bridge_v6)
+            assert walked["verdict"] == expected, (phase, packet, got, walked)
+            if packet in WALK_FOR_PACKET:
+                assert verdicts[WALK_FOR_PACKET[packet]] == expected, (phase, packet, got, verdicts)
 
 
 def test_loopback_syn_from_a_container_is_dropped_before_under_and_after(egress: Egress) -> None:
@@ -552,6 +717,68 @@ def test_loopback_syn_from_a_container_is_dropped_before_under_and_after(egress:
     for bridge in ("docker0", egress.bridge_v6):
         key = f"net.ipv4.conf.{bridge}.route_localnet"
         assert (sysctls["before"][key], sysctls["profiled"][key], sysctls["rolled_back"][key]) == ("0", "1", "0"), key
+
+
+def test_route_localnet_alone_lets_the_loopback_syn_through(egress: Egress) -> None:
+    """Positive control: before the profile, with route_localnet=1 set by hand on docker0 and
+    no firewall, the same raw SYN to 127.0.0.1 gets its SYN-ACK. A timeout elsewhere is the
+    kernel's martian check or a rule, not a probe that cannot work."""
+    assert egress.facts["control_loopback_syn"] == "syn-ack"
+
+
+def test_without_egress_isolation_the_loopback_drop_alone_protects(egress: Egress) -> None:
+    """firewall_container_egress_isolation false: no reject for the bridges, so the input
+    chain accepts HOST_PORT from a container (the gateway SYN gets its SYN-ACK); the same SYN
+    to 127.0.0.1:HOST_PORT, with route_localnet=1 on docker0, is dropped by the 127/8 rule.
+    The walk of that ruleset agrees, and without the rule it no longer says blocked."""
+    state = egress.facts["no_isolation"]
+    assert (state["route_localnet"], state["gateway_syn"], state["loopback_syn"]) == ("1", "syn-ack", "timeout"), state
+    items = parse_nft_ruleset(egress.facts["nft_no_isolation"])
+    assert isinstance(items, list), items
+    walked = loopback_walk(items, ["docker0"])
+    assert isinstance(walked, list), walked
+    assert [(p["verdict"], p["evidence"]) for p in walked] == [("blocked", "dropped in inet hostcheck input")], walked
+    without = [item for item in items if not is_loopback_drop(item)]
+    assert len(without) == len(items) - 1
+    walked = loopback_walk(without, ["docker0"])
+    assert isinstance(walked, list) and walked[0]["verdict"] != "blocked", walked
+
+
+def is_loopback_drop(item: dict[str, Any]) -> bool:
+    rule = item.get("rule")
+    return (isinstance(rule, dict) and rule.get("table") == "hostcheck" and rule.get("chain") == "input"
+            and "127.0.0.0" in json.dumps(rule["expr"]) and {"drop": None} in rule["expr"])
+
+
+def test_a_network_created_under_the_profile_is_put_back_by_rollback(egress: Egress) -> None:
+    """A bridge dockerd created while the profile was on (route_localnet=1 and the
+    `--src-type LOCAL` masquerade rule, which no record saw) has route_localnet 0 and no such
+    rule after rollback, as the owner's configuration (userland-proxy on) would have made it;
+    a container on it gets no SYN-ACK from the host's 127.0.0.1, while the same probe to its
+    gateway does."""
+    assert egress.facts["new_bridge_profiled"] == {"route_localnet": "1", "masquerade_local": True}
+    assert egress.facts["new_bridge_rolled_back"] == {"route_localnet": "0", "masquerade_local": False}
+    assert egress.facts["new_network_syn"] == {"loopback_syn": "timeout", "gateway_syn": "syn-ack"}
+
+
+def test_stored_rulesets_are_what_the_template_renders(egress: Egress) -> None:
+    """tests/snapshots/nft/ holds this lab's rulesets; the template must still render their
+    table inet hostcheck (addresses aside). HOSTCHECK_RECORD_NFT=DIR writes them anew."""
+    live = {name: nft_document(egress.facts[f"nft_{name}"]) for name in NFT_SNAPSHOTS}
+    target = os.environ.get("HOSTCHECK_RECORD_NFT")
+    if target:
+        for name, file in NFT_SNAPSHOTS.items():
+            lines = ",\n".join(json.dumps(item, sort_keys=True) for item in live[name]["nftables"])
+            with open(os.path.join(target, file), "w", encoding="utf-8") as handle:
+                handle.write('{"nftables": [\n' + lines + "\n]}\n")
+    for name, file in NFT_SNAPSHOTS.items():
+        with open(os.path.join(NFT_DIR, file), encoding="utf-8") as handle:
+            stored = json.load(handle)
+        assert template_shape(stored) == template_shape(live[name]), (
+            f"{file} is not what the template renders now: rerun this module with HOSTCHECK_RECORD_NFT="
+            "tests/snapshots/nft")
+        # Docker's own chains are in it too: the walk meets them on the same hooks
+        assert any(item.get("chain", {}).get("name") == "DOCKER-USER" for item in stored["nftables"]), file
 
 
 def test_iso_1060_follows_route_localnet_and_the_firewall(egress: Egress) -> None:
@@ -573,16 +800,19 @@ def test_rollback_restores_the_runtime_state(egress: Egress) -> None:
 
 
 def test_audit_names_host_network_and_host_namespace_containers(egress: Egress) -> None:
-    """ISO-1050, read from Docker's API: an owner risk (high) naming both stand-ins and what
-    each shares with the host; the web container alone passed before. A --privileged
-    container cannot start on an nspawn host (recorded here); the flag is read from the same
-    inspect (tests/test_checks.py, tests/test_collectors_isolation.py)."""
+    """ISO-1050, read from Docker's API: an owner risk (high) naming each stand-in and what it
+    shares with the host: the host network (its own, and through another container's with
+    --network container:), the host's PID and IPC namespaces and docker.sock, /run (which
+    holds docker.sock); the web container alone passed before. A --privileged container
+    cannot start on an nspawn host (recorded here); the flag is read from the same inspect
+    (tests/test_checks.py, tests/test_collectors_isolation.py)."""
     row = egress.audits["stand_ins"]["rows"]["ISO-1050"]
-    assert (row["status"], row["level"], row["measured"]) == ("warn", "high", 2), row
+    assert (row["status"], row["level"], row["measured"]) == ("warn", "high", 4), row
     assert "hostnet: host network" in row["detail"], row
     assert re.search(r"hostns: host PID namespace, host IPC namespace, (/var)?/run/docker\.sock mounted",
                      row["detail"]), row
-    assert egress.audits["before"]["rows"]["ISO-1050"]["status"] == "pass"
+    assert "joined: host network (through container:" in row["detail"], row
+    assert "runbind: /run mounted" in row["detail"], row
     assert "unable to apply caps" in egress.facts["privileged_start"].stderr
     assert egress.audits["before"]["rows"]["ISO-1050"]["status"] == "pass"
 

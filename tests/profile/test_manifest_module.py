@@ -1,6 +1,7 @@
 """The hostcheck_manifest module on its own, run by real Ansible on this machine against
-files in a temporary directory only (no account, unit, sysctl or package of this machine is
-touched: those kinds are exercised on lab hosts by test_profile_lifecycle.py).
+files in a temporary directory only, and interfaces in a network namespace of its own (no
+account, unit, package or sysctl of this machine is touched: those kinds are exercised on lab
+hosts by test_profile_lifecycle.py and test_egress_isolation.py).
 
 Record, change, roll back, compare byte for byte: content, mode, owner, symlink targets,
 absence. Plus: the first record wins, check mode writes nothing, a rollback that fails
@@ -13,6 +14,7 @@ import json
 import os
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,11 @@ LIBRARY = play.REPO / "roles/rollback_manifest/library"
 MODULE_UTILS = play.REPO / "roles/rollback_manifest/module_utils"
 
 
-def manifest(tmp: Path, check: bool = False, **args: Any) -> dict[str, Any]:
+def manifest(tmp: Path, check: bool = False, netns: str | None = None, **args: Any) -> dict[str, Any]:
+    """One call of the module; inside network namespace ``netns`` when given."""
     args.setdefault("path", str(tmp / "state" / "manifest.json"))
-    argv = [str(play.VENV_BIN / "ansible"), "localhost", "-c", "local", "-M", str(LIBRARY),
+    inside = ["ip", "netns", "exec", netns] if netns else []
+    argv = [*inside, str(play.VENV_BIN / "ansible"), "localhost", "-c", "local", "-M", str(LIBRARY),
             "-m", "hostcheck_manifest", "-a", json.dumps(args), "-o"]
     if check:
         argv.append("--check")
@@ -182,3 +186,62 @@ def test_iptables_rule_absence_is_recorded_once_and_rollback_with_nothing_to_del
     rb = manifest(tmp_path, role="t", action="rollback")
     assert rb["_rc"] == 0 and rb["undone"] == [] and rb["errors"] == [], rb
     assert json.loads((tmp_path / "state/manifest.json").read_text())["entries"] == []
+
+
+@pytest.fixture()
+def netns() -> Iterator[str]:
+    """A network namespace of this test's own, with Docker-like bridges and no traffic."""
+    name = f"hc-manifest-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        pytest.skip("cannot create a network namespace here")
+    try:
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=True)
+
+
+def inside(netns: str, command: str) -> str:
+    proc = subprocess.run(["ip", "netns", "exec", netns, "sh", "-ec", command], capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def route_localnet(netns: str) -> dict[str, str]:
+    out = inside(netns, "for d in /proc/sys/net/ipv4/conf/*/; do n=${d%/}; echo ${n##*/} $(cat $d/route_localnet); done")
+    return dict(line.split() for line in out.splitlines())
+
+
+ROUTE_LOCALNET = {"key": "net.ipv4.conf.{interface}.route_localnet", "interfaces": "docker0|br-[0-9a-f]{12}",
+                  "value": "0"}
+
+
+def test_sysctl_default_covers_bridges_created_after_the_record(tmp_path: Path, netns: str) -> None:
+    """A bridge present at the record gets its own value back (1 stays 1); one created later,
+    as dockerd does for a new network, gets the default; an interface the pattern does not name
+    is left alone; a second record adds nothing."""
+    inside(netns, "ip link add docker0 type bridge; ip link add br-0123456789ab type bridge; "
+                  "echo 1 > /proc/sys/net/ipv4/conf/br-0123456789ab/route_localnet")
+    before = route_localnet(netns)
+    rec = manifest(tmp_path, netns=netns, role="t", sysctl_defaults=[ROUTE_LOCALNET])
+    assert rec["_rc"] == 0, rec
+    assert sorted(e["key"] for e in rec["recorded"]) == sorted([
+        "net.ipv4.conf.br-0123456789ab.route_localnet", "net.ipv4.conf.docker0.route_localnet", ROUTE_LOCALNET["key"]])
+    again = manifest(tmp_path, netns=netns, role="t", sysctl_defaults=[{**ROUTE_LOCALNET, "value": "1"}])
+    assert again["_rc"] == 0 and again["recorded"] == [], again
+    # what dockerd does with userland-proxy off, to the bridges it has and to a new network's
+    inside(netns, "ip link add br-aaaaaaaaaaaa type bridge; ip link add lab0 type bridge; "
+                  "for i in docker0 br-0123456789ab br-aaaaaaaaaaaa lab0; do "
+                  "echo 1 > /proc/sys/net/ipv4/conf/$i/route_localnet; done")
+    rb = manifest(tmp_path, netns=netns, role="t", action="rollback")
+    assert rb["_rc"] == 0 and rb["errors"] == [], rb
+    after = route_localnet(netns)
+    assert after == {**before, "br-aaaaaaaaaaaa": "0", "lab0": "1"}, after
+    assert before["br-0123456789ab"] == "1" and before["docker0"] == "0"
+    assert json.loads((tmp_path / "state/manifest.json").read_text())["entries"] == []
+
+
+def test_sysctl_default_rejects_a_key_without_the_interface_placeholder(tmp_path: Path, netns: str) -> None:
+    bad = manifest(tmp_path, netns=netns, role="t",
+                   sysctl_defaults=[{**ROUTE_LOCALNET, "key": "net.ipv4.conf.all.route_localnet"}])
+    assert bad["_rc"] != 0 and "{interface}" in bad["msg"], bad

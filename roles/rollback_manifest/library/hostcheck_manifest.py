@@ -13,8 +13,9 @@ short_description: Record what the host profile is about to change, and undo it
 description:
   - Before a role changes anything it calls this module to record the original state of what
     it is about to touch (file content or absence, mode and owner; packages that were absent;
-    users and groups that did not exist; unit enablement; runtime sysctl values; dpkg
-    selections; group memberships) in a root-only JSON manifest on the host.
+    users and groups that did not exist; unit enablement; runtime sysctl values, also for
+    interfaces created later; iptables rules that did not exist; dpkg selections; group
+    memberships) in a root-only JSON manifest on the host.
   - Only the first record of a thing counts, so re-runs keep the pre-profile state.
   - Every record is written to disk before the module returns, so a run interrupted halfway
     can still be rolled back.
@@ -96,6 +97,52 @@ options:
     type: list
     elements: str
     default: []
+  sysctl_defaults:
+    description:
+      - Per-interface runtime sysctls for every interface matching a pattern, including those
+        created after the record (a daemon the profile configures may create interfaces and set
+        the sysctl on them). The value of each matching interface present now is recorded as a
+        I(sysctls) entry would be; rollback sets every other matching interface present then to
+        I(value).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      key:
+        description: The sysctl key with C({interface}) where the interface name goes, e.g. C(net.ipv4.conf.{interface}.route_localnet).
+        type: str
+        required: true
+      interfaces:
+        description: Regular expression (full match) of the interface names it applies to.
+        type: str
+        required: true
+      value:
+        description: What an interface that did not exist at the record gets on rollback.
+        type: str
+        required: true
+  iptables_rule_defaults:
+    description:
+      - IPv4 iptables rules naming an interface, for every interface matching a pattern,
+        including those created after the record. The absence of the rule for each matching
+        interface present now is recorded as an I(iptables_rules) entry would be; rollback
+        deletes the rule for every other matching interface (present then, or named in the
+        chain's rules) unless I(present) is true.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      rule:
+        description: C(table chain rule-spec...) with C({interface}) where the interface name goes.
+        type: str
+        required: true
+      interfaces:
+        description: Regular expression (full match) of the interface names it applies to.
+        type: str
+        required: true
+      present:
+        description: Whether the owner's own configuration would have the rule for an interface created later (it is then kept).
+        type: bool
+        default: false
   hold_patterns:
     description:
       - For C(action=hold), regular expressions (full match) of package names. Installed
@@ -228,6 +275,12 @@ def main():
             sysctls=dict(type="list", elements="str", default=[]),
             nft_tables=dict(type="list", elements="str", default=[]),
             iptables_rules=dict(type="list", elements="str", default=[]),
+            sysctl_defaults=dict(type="list", elements="dict", default=[], options=dict(
+                key=dict(type="str", required=True, no_log=False), interfaces=dict(type="str", required=True),
+                value=dict(type="str", required=True))),
+            iptables_rule_defaults=dict(type="list", elements="dict", default=[], options=dict(
+                rule=dict(type="str", required=True), interfaces=dict(type="str", required=True),
+                present=dict(type="bool", default=False))),
             hold_patterns=dict(type="list", elements="str", default=[]),
             remove_empty=dict(type="bool", default=True),
         ),

@@ -277,6 +277,55 @@ class SysctlKind(Kind):
         return True
 
 
+INTERFACE = "{interface}"
+SYS_NET = "/sys/class/net"
+
+
+def interfaces_now():
+    try:
+        return sorted(os.listdir(SYS_NET))
+    except OSError:
+        return []
+
+
+def _interface_template(rec, item, field):
+    template, pattern = item[field], item["interfaces"]
+    if template.count(INTERFACE) != 1:
+        rec.module.fail_json(msg="%s must hold %s exactly once, got %r" % (field, INTERFACE, template))
+    try:
+        return template, re.compile(pattern)
+    except re.error as exc:
+        rec.module.fail_json(msg="interfaces is not a regular expression (%s): %r" % (exc, pattern))
+
+
+class SysctlDefaultKind(Kind):
+    """A per-interface sysctl for every interface matching a pattern, those that exist at
+    rollback included: a daemon the profile configures may create interfaces later and set the
+    sysctl on them (dockerd with userland-proxy off sets route_localnet=1 on each bridge it
+    creates). The matching interfaces present now get their own sysctl entry; the default
+    entry remembers which they were and the value a later one gets on rollback (what the
+    kernel and the owner's own configuration would have given it)."""
+
+    NAME = "sysctl_default"
+
+    def record(self, rec, values):
+        for item in values:
+            template, pattern = _interface_template(rec, item, "key")
+            if rec.manifest.find(self.NAME, template) is not None:
+                continue
+            known = [name for name in interfaces_now() if pattern.fullmatch(name)]
+            SYSCTL.record(rec, [template.replace(INTERFACE, name) for name in known])
+            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], value=item["value"], known=known))
+
+    def undo(self, ctx, entry):
+        pattern = re.compile(entry["interfaces"])
+        for name in interfaces_now():
+            if not pattern.fullmatch(name) or name in entry["known"]:
+                continue
+            SYSCTL.undo(ctx, {"key": entry["key"].replace(INTERFACE, name), "value": entry["value"]})
+        return True
+
+
 class NftTableKind(Kind):
     """An nftables table that did not exist (Docker's iptables-nft tables outlive the purged
     engine until the next boot)."""
@@ -466,8 +515,54 @@ class IptablesRuleKind(Kind):
         return True
 
 
+class IptablesRuleDefaultKind(Kind):
+    """An iptables rule naming an interface, for every interface matching a pattern: dockerd
+    with userland-proxy off adds `-o BRIDGE -m addrtype --src-type LOCAL -j MASQUERADE` for
+    each bridge, those it creates later included, and Docker 20.10 keeps them when the proxy
+    is back on, even for a network it then removes. The matching interfaces present now get
+    their own iptables_rule entry; on rollback the rule is deleted for every other interface
+    (present or named in the chain's rules) unless ``present`` says the owner's configuration
+    would have it."""
+
+    NAME = "iptables_rule_default"
+
+    def record(self, rec, values):
+        for item in values:
+            template, pattern = _interface_template(rec, item, "rule")
+            if len(template.split()) < 3:
+                rec.module.fail_json(msg="iptables_rule_defaults rules are 'table chain rule...', got %r" % template)
+            if rec.manifest.find(self.NAME, template) is not None:
+                continue
+            known = [name for name in interfaces_now() if pattern.fullmatch(name)]
+            IPTABLES_RULE.record(rec, [template.replace(INTERFACE, name) for name in known])
+            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], present=item["present"],
+                              known=known))
+
+    @staticmethod
+    def _named_in_chain(ctx, table, chain):
+        """Interfaces the chain's rules name (-i/-o), also those of bridges already removed."""
+        binary = ctx.module.get_bin_path("iptables")
+        if binary is None:
+            return []
+        rc, out, _err = ctx.module.run_command([binary, "-w", "-t", table, "-S", chain])
+        return re.findall(r"(?:^|\s)-[io] (\S+)", out) if rc == 0 else []
+
+    def undo(self, ctx, entry):
+        if entry["present"]:
+            return True
+        pattern = re.compile(entry["interfaces"])
+        table, chain = entry["key"].split()[:2]
+        ok = True
+        for name in sorted(set(interfaces_now()) | set(self._named_in_chain(ctx, table, chain))):
+            if pattern.fullmatch(name) and name not in entry["known"]:
+                ok &= IPTABLES_RULE.undo(ctx, {"key": entry["key"].replace(INTERFACE, name)})
+        return ok
+
+
 PACKAGES = PackagesKind()
 HOLD = HoldKind()
+SYSCTL = SysctlKind()
+IPTABLES_RULE = IptablesRuleKind()
 
 # (module argument, kind), in record order. Rollback replays in reverse, so what others depend
 # on (a group before its user, a user before the files it owns, a unit file before the unit's
@@ -479,9 +574,11 @@ RECORD_ORDER = [
     ("trees", FileKind(tree=True)),
     ("group_members", MemberKind()),
     ("units", UnitKind()),
-    ("sysctls", SysctlKind()),
+    ("sysctls", SYSCTL),
+    ("sysctl_defaults", SysctlDefaultKind()),
     ("nft_tables", NftTableKind()),
-    ("iptables_rules", IptablesRuleKind()),
+    ("iptables_rules", IPTABLES_RULE),
+    ("iptables_rule_defaults", IptablesRuleDefaultKind()),
     ("packages", PACKAGES),
 ]
 
