@@ -179,6 +179,52 @@ def test_reference_laptop_headline_still_says_do_not_host() -> None:
     assert {p["platform"] for p in report["platforms"]}.isdisjoint({"runpod", "salad", "darkbloom"})
 
 
+def test_an_idle_reading_above_the_estimated_load_is_used_as_given() -> None:
+    # The laptop's draw under load is estimated at (45 + 15 + 8) / 0.88 W; the owner's plug reads
+    # 200 W idle. The reading is used as given, the draw under load is at least that, and it says so.
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    report, _ = run({"wall_idle_w": 200, "electricity": 0.3, "price": 0.1, "occupancy": 30}, facts=facts,
+                    source="reference-laptop.json", platforms=["tensordock"])
+    assert report["power"]["wall_idle"] == {"watts": 200.0, "provenance": "given", "how": report["power"]["wall_idle"]["how"]}
+    assert (report["power"]["wall_load"]["watts"], report["power"]["wall_load"]["provenance"]) == (200.0, "estimated")
+    td = platform(report, "tensordock")
+    worst, k = net0(p=0.1, u=0.3, fee=0.30, idle=200, load=200, e=0.3)
+    assert td["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(worst, abs=0.01)
+    assert td["at_given"]["extra_kwh"] == pytest.approx(k, abs=0.01)  # 730 h x 200 W, whatever the occupancy
+    assert any("taken as 200 W" in note for note in report["notes"])
+
+
+def test_unknown_power_does_not_hide_the_owner_risk_exit() -> None:
+    from hostcheck.facts import Unknown
+
+    # The reference laptop (owner risk high) with its power limit unreadable: no money figure
+    # (that alone is exit 3), and the owner-risk exit 4 comes first, as `--help` lists them.
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    facts["gpu"]["devices"][0]["power_limit_w"] = Unknown("test: the power limit could not be read")
+    report, code = run({"electricity": 0.30, "price": 0.10, "occupancy": 30}, facts=facts, source="x", platforms=[])
+    assert not report["power_known"] and report["machine"]["owner_risk"] == "high"
+    assert code == 4
+    _, help_text = _cli(["earnings", "--help"])
+    order = [line.split()[0] for line in help_text.splitlines() if line.strip()[:2] in ("4 ", "3 ", "0 ")]
+    assert order == ["4", "3", "0"]
+
+
+def test_the_headline_quotes_money_only_for_a_platform_the_audit_finds_feasible() -> None:
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    # Vast is not feasible for the laptop; at 5.00 per GPU-hour it would out-earn TensorDock, and
+    # the headline still quotes TensorDock (feasible with risks).
+    report, _ = run({"electricity": 0.30, "price": 0.10, "occupancy": 30, "platform_price": {"vast": 5.0}},
+                    facts=facts, source="x", platforms=["vast", "tensordock"])
+    assert platform(report, "vast")["audit_verdict"].endswith(": not feasible")
+    assert "Money: TensorDock nets" in report["headline"] and "Vast" not in report["headline"].split("Money:")[1]
+    # With only infeasible platforms, none is quoted, and the table marks them.
+    from hostcheck.earnings.render import render_earnings
+
+    report, _ = run({"electricity": 0.30, "price": 5.0, "occupancy": 30}, facts=facts, source="x", platforms=["vast"])
+    assert "no platform shown is feasible" in report["headline"] and "nets" not in report["headline"]
+    assert "not feasible for this machine as it is (the audit)" in render_earnings(report)
+
+
 def test_multi_gpu_box_counts_every_gpu() -> None:
     facts = load_snapshot(SNAPSHOTS / "tensordock-4x4090-server.json")
     report, _ = run({"electricity": 0.25, "price": 0.40, "occupancy": 60, "fee": 10}, facts=facts,
@@ -196,7 +242,8 @@ def test_multi_gpu_box_counts_every_gpu() -> None:
 def test_unknown_power_is_unknown_never_zero() -> None:
     facts = load_snapshot(SNAPSHOTS / "no-nvidia-desktop.json")
     report, code = run({"electricity": 0.30, "price": 0.25, "occupancy": 50}, facts=facts, source="x", platforms=[])
-    assert code == 3
+    # 3 (no money figure) unless the owner-risk exit comes first.
+    assert code == (4 if report["machine"]["owner_risk"] in ("high", "unknown") else 3)
     assert not report["power_known"]
     assert "--wall-load-w" in report["headline"]
     assert all(p["seasons"] is None for p in report["platforms"])
@@ -456,7 +503,7 @@ def test_on_this_machine_without_readings_it_is_bounded_and_never_a_silent_zero(
                      "--format", "json", timeout=60, env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode in (0, 3, 4), proc.stderr
     report = json.loads(proc.stdout)
-    if proc.returncode == 3:  # no NVIDIA GPU here: unknown, and it asks for the wall reading
+    if not report["power_known"]:  # no NVIDIA GPU here: unknown, and it asks for the wall reading
         assert report["power"]["wall_load"]["watts"] is None and "--wall-load-w" in report["headline"]
         assert all(p["seasons"] is None for p in report["platforms"])
     else:

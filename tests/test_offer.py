@@ -164,6 +164,7 @@ def test_hostile_snapshot_text_is_escaped(tmp_path: Path) -> None:
         (["--facts", str(SNAPSHOTS / "reference-laptop.json"), "--disk-dir", "/tmp"], "--facts"),
         (["--facts", "/nonexistent.json"], "nonexistent"),
         (["--speedtest", "--offline"], "--speedtest"),
+        (["--wall-idle-w", "300", "--wall-load-w", "200"], "--wall-idle-w: 300 W idle is more than 200 W under load"),
     ],
 )
 def test_bad_input_exits_2(args: list[str], message: str) -> None:

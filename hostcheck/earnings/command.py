@@ -8,9 +8,9 @@ from typing import Any
 
 from hostcheck.earnings import model as m
 from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
+from hostcheck.earnings.exits import exit_code
 from hostcheck.earnings.inputs import EarningsInputError, Given, build, config_path, load_config
-from hostcheck.earnings.report import Machine, PowerOut, build_earnings, span_text
-from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK, EXIT_OWNER_RISK
+from hostcheck.earnings.report import Machine, PowerOut, audit_feasible, build_earnings, span_text
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
 __all__ = ["EarningsInputError", "audit_lines", "merged_values", "run"]
@@ -74,8 +74,8 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
         sample_seconds: float = 0.0, config: Path | None = None,
         audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
-    """The earnings report and its exit code (0; 3 when the draw under load is unknown).
-    Raises EarningsInputError or EconomicsDataError on bad input."""
+    """The earnings report and its exit code (hostcheck.earnings.exits: owner risk first, then an
+    unknown draw under load). Raises EarningsInputError or EconomicsDataError on bad input."""
     constants = load_constants()
     given = build(values, constants, config)
     docs = load_all_platforms()
@@ -108,8 +108,13 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
                          "give --wall-idle-w for one figure")
             powers = (m.Power(idle_w=load, load_w=load, gpus=gpus), m.Power(idle_w=0.0, load_w=load, gpus=gpus))
         else:
-            p = m.Power(idle_w=min(idle, load), load_w=load, gpus=gpus)
+            # The power module orders the two (the draw under load is at least the idle draw) and
+            # never replaces a reading the owner gave; say where an estimate gave way to one.
+            p = m.Power(idle_w=idle, load_w=load, gpus=gpus)
             powers = (p, p)
+            if estimate.ordering:
+                notes.append(f"{estimate.ordering}; give --wall-load-w and --wall-idle-w from a wall-socket meter "
+                             "for measured figures")
     else:
         notes.append(f"draw under load unknown ({estimate.wall_load.how}): no money figure can be computed; "
                      "give --wall-load-w and --wall-idle-w from a wall-socket meter or smart plug")
@@ -136,10 +141,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
                                           "audit_headline": None, "owner_risk": None})
     report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
                             power=power, powers=powers, machine=machine, notes=notes)
-    if powers is None:
-        return report, EXIT_NOT_MEASURED
-    # As the audit does: a high or unknown owner risk is never a plain success, whatever it earns.
-    return report, EXIT_OWNER_RISK if machine.owner_risk in OWNER_RISK_STOPS else EXIT_OK
+    return report, exit_code(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)
 
 
 def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
@@ -149,8 +151,7 @@ def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, A
     report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
     currency = report["currency"]
     occupancy = report["inputs"]["occupancy_pct"]
-    feasible = [p for p in report["platforms"] if p["audit_verdict"] and p["audit_verdict"].split(": ", 1)[1]
-                in ("feasible", "feasible with risks")]
+    feasible = [p for p in report["platforms"] if audit_feasible(p["audit_verdict"])]
     out = []
     if not report["power_known"]:
         out.append("Earnings: unknown, the draw under load is unknown; give --wall-load-w to `hostcheck earnings`.")

@@ -17,6 +17,7 @@ from hostcheck import __version__
 from hostcheck.earnings import model as m
 from hostcheck.earnings.data import ConstantsDocument, PlatformDocument
 from hostcheck.earnings.inputs import Given
+from hostcheck.models import FEASIBLE
 
 EARNINGS_VERSION: Literal[1] = 1
 OCCUPANCY_STEPS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
@@ -389,13 +390,26 @@ def span_text(span: Span | dict[str, Any] | None, currency: str, digits: int = 2
     return f"{one(worst)} to {one(best)}"
 
 
+def audit_feasible(verdict: str | None) -> bool | None:
+    """Whether the audit finds the platform feasible ("policy: verdict", as in PlatformOut);
+    None when there was no audit to ask."""
+    if verdict is None:
+        return None
+    return verdict.rsplit(": ", 1)[-1] in FEASIBLE
+
+
 def earnings_headline(machine: Machine, platforms: list[PlatformOut], power_known: bool, currency: str) -> str:
     """The audit's headline leads (earnings never override an owner-risk warning); then one
-    sentence on money."""
+    sentence on money, quoting only a platform the audit finds feasible (or, without an audit,
+    any platform: none was judged)."""
     lead = machine.audit_headline or "Not audited (no facts): whether a platform accepts this machine was not judged."
     if not power_known:
         return f"{lead} Earnings unknown: the machine's draw under load is unknown; give --wall-load-w (a smart-plug reading)."
-    best = [(p.seasons["year"].net_per_month, p) for p in platforms if p.seasons and p.price_per_gpu_hour is not None]
+    eligible = [p for p in platforms if audit_feasible(p.audit_verdict) is not False]
+    if platforms and not eligible:
+        return (f"{lead} Money: no platform shown is feasible for this machine as it is, so none is quoted here; "
+                "the figures below are what each would earn once it accepts the machine.")
+    best = [(p.seasons["year"].net_per_month, p) for p in eligible if p.seasons and p.price_per_gpu_hour is not None]
     if not best:
         return f"{lead} Break-even prices are listed per platform (no --price given)."
     span, top = max(best, key=lambda item: item[0].best if item[0].best is not None else float("-inf"))
