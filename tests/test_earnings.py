@@ -304,7 +304,7 @@ def test_audit_reads_the_per_user_config_file(tmp_path: Path) -> None:
     (folder / "earnings.toml").write_text("price = [1, 2]\n")
     bad = hostcheck("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"),
                     env={"XDG_CONFIG_HOME": str(tmp_path)})
-    assert bad.returncode == 2 and "earnings.toml: price: must be a number" in bad.stderr
+    assert bad.returncode == 2 and "earnings.toml: line 1: price: must be a number" in bad.stderr
 
 
 # ------------------------------------------------------------------ bad input: exit 2, the field named
@@ -386,6 +386,32 @@ def test_a_config_file_that_is_not_what_it_claims_exits_2(tmp_path: Path, name: 
     (tmp_path / "hostcheck" / name).write_text(text)
     code, output = _cli(BASE, env={"XDG_CONFIG_HOME": str(tmp_path)})
     assert code == 2 and named in output and name in output
+
+
+_DIGITS = "9" * 5000  # past Python's 4300-digit limit for converting a string to an integer
+
+
+@pytest.mark.parametrize(("name", "text", "named"), [
+    ("earnings.toml", f"electricity = 0.3\nprice = {_DIGITS}\n", "line 2: price: the number has more digits"),
+    ("earnings.toml", f"price = {'9' * 400}\n", "line 1: price: the number 999"),
+    ("earnings.toml", f"price = {'[' * 3000}{']' * 3000}\n", "not valid TOML: nested too deeply"),
+    ("earnings.toml", "occupancy = 50\n\n[platform_price]\nvast = true\n", "line 4: platform_price.vast: must be a number"),
+    ("earnings.yaml", f"electricity: 0.3\nprice: {_DIGITS}\n", "line 2: price: the integer"),
+    ("earnings.yaml", "price: 0.2\nprice: 0.3\n", "line 2: duplicate key 'price'"),
+    ("earnings.yaml", "occupancy: 50\nprice: [1, 2\n  : :\n", "line 3 column"),
+    ("earnings.yaml", "occupancy: 50\nprice: 2026-02-30\n", "line 2: price: '2026-02-30' is not a real date"),
+    ("earnings.yaml", "occupancy: 50\ncolour: red\n", "line 2: colour: unknown key"),
+    ("earnings.yaml", "occupancy: 50\nplatform_price:\n  vast: cheap\n", "line 3: platform_price.vast: must be a number"),
+])
+def test_every_config_parse_failure_names_file_line_and_field(tmp_path: Path, name: str, text: str,
+                                                              named: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, output = _cli([*BASE, "--config", str(path)])
+    assert code == 2 and f"{path}: {named}" in output.replace("\n", " "), output
+    # The audit reads the same file the same way (--earnings-config): exit 2, never "internal error".
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--earnings-config", str(path))
+    assert proc.returncode == 2 and f"{path}: {named}" in proc.stderr and "internal error" not in proc.stderr
 
 
 def test_the_real_process_exits_2_without_a_traceback() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +65,34 @@ def option_name(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
+MAX_MAGNITUDE = 2**53
+"""No figure here comes near it in any currency; every integer up to it converts to a float exactly."""
+
+
+def check_number_shape(value: Any, name: str) -> float:
+    """A finite number (not a bool, not an integer too large to be one), or EarningsInputError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EarningsInputError(f"{name}: must be a number, not {_clip(value)}")
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+        raise EarningsInputError(f"{name}: the number {_clip(value)} is out of range")
+    number = float(value)
+    if not math.isfinite(number):
+        raise EarningsInputError(f"{name}: must be a finite number, not {value!r}")
+    return number
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def check_number(key: str, value: Any, where: str | None = None) -> float:
     """A finite number inside the field's bounds, or EarningsInputError naming the field."""
     name = where or option_name(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise EarningsInputError(f"{name}: must be a number, not {value!r}")
+        raise EarningsInputError(f"{name}: must be a number, not {_clip(value)}")
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+        raise EarningsInputError(f"{name}: the number {_clip(value)} is out of range")
     number = float(value)
     low, high, low_ok, what = BOUNDS[key]
     if not math.isfinite(number):
@@ -156,56 +180,126 @@ def config_path() -> Path | None:
     return None
 
 
+_TOML_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
+_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]*\"|'[^']*')\s*=")
+
+
+def _toml_lines(text: str) -> dict[str, int]:
+    """The line of each key (``price``, ``platform_price.vast``) in a TOML file: tomllib keeps no
+    positions. A best effort for messages only: the first line where the key is set."""
+    lines: dict[str, int] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if match := _TOML_TABLE.match(line):
+            table = match.group(1)
+            lines.setdefault(table, number)
+        elif match := _TOML_KEY.match(line):
+            key = match.group(1).strip("\"'")
+            lines.setdefault(f"{table}.{key}" if table else key, number)
+    return lines
+
+
+def _toml_number_too_long(text: str) -> tuple[int, str] | None:
+    """(line, key) of an integer too long for Python to convert (tomllib raises a bare ValueError)."""
+    limit = sys.get_int_max_str_digits() or 4300
+    for number, line in enumerate(text.splitlines(), start=1):
+        if any(len(run.replace("_", "")) > limit for run in re.findall(r"[0-9_]+", line)):
+            match = _TOML_KEY.match(line)
+            return number, match.group(1).strip("\"'") if match else "?"
+    return None
+
+
+def _read_toml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text), _toml_lines(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer past Python's digit limit, raised while converting it
+        found = _toml_number_too_long(text)
+        if found is None:
+            raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
+        line, key = found
+        raise EarningsInputError(f"{path}: line {line}: {key}: the number has more digits than any price "
+                                 "or reading could (not a usable number)") from None
+    except RecursionError:
+        raise EarningsInputError(f"{path}: not valid TOML: nested too deeply") from None
+
+
+def _read_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
+    """YAML built node by node, as the policies are: every key keeps its line, and a scalar YAML
+    resolves but cannot build (5000 digits, 2026-02-30) is an error at its line and field."""
+    import yaml
+
+    from hostcheck.policy import _Lines, refuse_yaml_bombs
+
+    lines = _Lines()
+    try:
+        refuse_yaml_bombs(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = None if node is None else lines.build(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        raise EarningsInputError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except ValueError as exc:  # PolicyError from the shared reader: "line N: field: why"
+        raise EarningsInputError(f"{path}: {str(exc).replace(': policy: ', ': ')}") from None
+    except RecursionError:
+        raise EarningsInputError(f"{path}: not valid YAML: nested too deeply") from None
+    named = {".".join(str(part) for part in loc): line for loc, line in lines.key.items()
+             if all(isinstance(part, str) for part in loc)}
+    return data, named
+
+
+def config_where(path: Path, lines: dict[str, int], key: str) -> str:
+    """``FILE: line N: key`` (the line when it is known) for a message about one field."""
+    line = lines.get(key) or lines.get(key.split(".", 1)[0])
+    return f"{path}: line {line}: {key}" if line else f"{path}: {key}"
+
+
 def load_config(path: Path) -> dict[str, Any]:
-    """The config file's keys, checked for shape (values are checked with the flags')."""
+    """The config file's keys, checked for shape (values are checked with the flags', once the
+    currency is known). The line of each key travels in ``_config_lines`` for the messages."""
     try:
         text = safeio.read_text(path, limit=MAX_CONFIG_BYTES)
     except safeio.InputError as exc:
         raise EarningsInputError(f"{path}: {exc}") from None
     data: Any
     if path.suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
+        data, lines = _read_toml(text, path)
     elif path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        from hostcheck.policy import refuse_yaml_bombs
-
-        try:
-            refuse_yaml_bombs(text)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise EarningsInputError(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-        except ValueError as exc:
-            raise EarningsInputError(f"{path}: {exc}") from None
+        data, lines = _read_yaml(text, path)
     else:
         raise EarningsInputError(f"{path}: the config file must end in .toml, .yaml or .yml")
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise EarningsInputError(f"{path}: must be a table of keys (price = 0.25 ...), not {type(data).__name__}")
+
+    def where(key: str) -> str:
+        return config_where(path, lines, key)
+
     for key, value in data.items():
         if key not in CONFIG_KEYS:
-            raise EarningsInputError(f"{path}: {key}: unknown key (allowed: {', '.join(sorted(CONFIG_KEYS))})")
+            raise EarningsInputError(f"{where(key)}: unknown key (allowed: {', '.join(sorted(CONFIG_KEYS))})")
         if key == "platform_price":
             if not isinstance(value, dict):
-                raise EarningsInputError(f"{path}: platform_price: must be a table of platform = price")
+                raise EarningsInputError(f"{where(key)}: must be a table of platform = price")
             for name, price in value.items():
-                check_number("price", price, f"{path}: platform_price.{name}")
+                check_number_shape(price, where(f"platform_price.{name}"))
         elif key == "electricity":
-            parse_tariff(value, f"{path}: electricity")
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise EarningsInputError(f"{where(key)}: must be a price per kWh or a schedule such as "
+                                         f"07-23=0.32,23-07=0.18, not {value!r}")
         elif key in BOUNDS:
-            check_number(key, value, f"{path}: {key}")
+            check_number_shape(value, where(key))
         elif key == "gpus":
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-                raise EarningsInputError(f"{path}: gpus: must be a whole number 1-64, not {value!r}")
+                raise EarningsInputError(f"{where(key)}: must be a whole number 1-64, not {value!r}")
         elif key in ("currency", "heating") and not isinstance(value, str):
-            raise EarningsInputError(f"{path}: {key}: must be a string, not {value!r}")
-    return dict(data)
+            raise EarningsInputError(f"{where(key)}: must be a string, not {value!r}")
+    return {**data, "_config_lines": lines}
 
 
 @dataclass(frozen=True)
@@ -226,8 +320,12 @@ class Given:
 
 def build(values: dict[str, Any], constants: Any, config: Path | None = None) -> Given:
     """Owner inputs from merged flag and config values (None: not given)."""
+    lines: dict[str, int] = values.get("_config_lines") or {}
+
     def where(key: str) -> str:
-        return f"{config}: {key}" if config is not None and key in values.get("_from_config", ()) else option_name(key)
+        if config is not None and key in values.get("_from_config", ()):
+            return config_where(config, lines, key)
+        return option_name(key)
 
     def num(key: str) -> float | None:
         value = values.get(key)
@@ -302,7 +400,12 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
     currency = values.get("currency") or "USD"
     if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", currency):
         raise EarningsInputError(f"{where('currency')}: a currency code such as USD or EUR, not {currency!r}")
-    platform_price = {str(k): check_number("price", v, f"platform_price.{k}")
+    def price_where(name: str) -> str:
+        if config is not None and f"platform_price.{name}" in lines and "platform_price" in values.get("_from_config", ()):
+            return config_where(config, lines, f"platform_price.{name}")
+        return f"--platform-price {name}"
+
+    platform_price = {str(k): check_number("price", v, price_where(str(k)))
                       for k, v in (values.get("platform_price") or {}).items()}
     owner = Owner(
         tariff=tariff, occupancy=occupancy / 100, price=num("price"), heating=heating, cooling=cooling,
