@@ -307,6 +307,75 @@ def test_audit_reads_the_per_user_config_file(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "earnings.toml: line 1: price: must be a number" in bad.stderr
 
 
+def test_an_incomplete_config_still_prints_the_audit_and_says_what_is_missing(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": "/nonexistent"}
+    args = ("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
+    plain = hostcheck(*args, env=env)
+    config = tmp_path / "earnings.toml"
+    config.write_text("price = 0.22\n")
+    for extra in (("--earnings-config", str(config)), ("--price", "0.22")):
+        proc = hostcheck(*args, *extra, env=env)
+        assert proc.returncode == plain.returncode, proc.stderr  # the money part never changes the exit code
+        assert proc.stdout.startswith(plain.stdout)  # the whole report, then the closing line
+        closing = proc.stdout[len(plain.stdout):].strip()
+        assert closing.startswith("Earnings: not computed, missing") and "--electricity" in closing
+        assert "--occupancy" in closing and "--price" not in closing.split("missing", 1)[1]
+    assert str(config) in hostcheck(*args, "--earnings-config", str(config), env=env).stdout
+    # `hostcheck earnings` itself stops on it, naming both fields.
+    code, output = _cli(["earnings", "--config", str(config), "--wall-idle-w", "50", "--wall-load-w", "450"])
+    assert code == 2 and "--electricity" in output and "--occupancy" in output
+    # A wrong value (not a missing one) stops the audit before it collects anything: exit 2.
+    bad = hostcheck(*args, "--price", "-1", env=env)
+    assert bad.returncode == 2 and bad.stdout == "" and "--price" in bad.stderr
+
+
+def _scale(code: str) -> float:
+    """The bounds' factor written out: units per US dollar from the table's rates per euro,
+    rounded up to 1, 2 or 5 x 10^n, never below 1."""
+    import math
+
+    from hostcheck.earnings.data import load_constants
+
+    rates = load_constants().currencies.per_eur
+    per_usd = rates[code] / rates["USD"]
+    if per_usd <= 1:
+        return 1.0
+    power = 10 ** math.floor(math.log10(per_usd))
+    return min(step * power for step in (1, 2, 5, 10) if step * power >= per_usd)
+
+
+def test_the_price_bounds_follow_the_currency() -> None:
+    jpy = _scale("JPY")
+    assert jpy >= 100  # a yen is about a hundredth of a dollar or less
+    # Yen-sized prices that the dollar bounds (100 per GPU-hour, 10 per kWh) would refuse.
+    report, code = run({"wall_idle_w": 50, "wall_load_w": 450, "electricity": 31, "price": 150, "occupancy": 50,
+                        "fee": 0, "currency": "JPY"}, facts=None, source="flags", platforms=["vast"])
+    assert code == 0 and report["currency"] == "JPY"
+    expected, _ = net0(p=150, u=0.5, fee=0, idle=50, load=450, e=31)
+    assert platform(report, "vast")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.01)
+    # The bound scales: 100 x the factor is the largest price accepted, in yen and behind the yen sign.
+    for label in ("JPY", "¥"):
+        ok, _ = _cli([*BASE, "--currency", label, "--price", f"{100 * jpy:g}", "--electricity", "31"])
+        assert ok == 0
+        code, output = _cli([*BASE, "--currency", label, "--price", f"{100 * jpy + 1:g}", "--electricity", "31"])
+        assert code == 2 and f"at most {100 * jpy:g} {label}" in output
+    # Dollar-sized currencies keep the dollar bounds.
+    assert _scale("EUR") == _scale("GBP") == 1.0
+    code, output = _cli([*BASE, "--currency", "EUR", "--price", "150"])
+    assert code == 2 and "at most 100 EUR" in output
+
+
+def test_a_currency_not_in_the_table_is_unbounded_above_and_says_so() -> None:
+    report, code = run({"wall_idle_w": 50, "wall_load_w": 450, "electricity": 2500, "price": 90000, "occupancy": 50,
+                        "fee": 0, "currency": "VND"}, facts=None, source="flags", platforms=["vast"])
+    assert code == 0
+    assert any("VND is not in hostcheck's table of currencies" in note for note in report["notes"])
+    expected, _ = net0(p=90000, u=0.5, fee=0, idle=50, load=450, e=2500)
+    assert platform(report, "vast")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.5)
+    code, output = _cli([*BASE, "--currency", "VND", "--price", "-5"])
+    assert code == 2 and "--price" in output
+
+
 # ------------------------------------------------------------------ bad input: exit 2, the field named
 
 
