@@ -152,6 +152,26 @@ def test_platform_without_a_published_fee_is_shown_over_its_range() -> None:
     assert io["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(worst, abs=0.01)
 
 
+def test_a_rate_the_platform_shows_net_of_its_fee_is_not_charged_the_fee_again() -> None:
+    # Salad shows hosts the rate they earn (pricing.rate: net-of-fee): the fee range of a platform
+    # that publishes none must not be taken from it a second time.
+    from hostcheck.earnings.data import load_platform
+
+    assert load_platform("salad").pricing.rate == "net-of-fee"
+    report, _ = run({"wall_idle_w": 50, "wall_load_w": 300, "electricity": 0.30, "price": 0.20, "occupancy": 50},
+                    facts=None, source="flags", platforms=["salad"])
+    salad = platform(report, "salad")
+    assert salad["rate"] == "net-of-fee"
+    assert (salad["fee"]["status"], salad["fee"]["low_pct"], salad["fee"]["high_pct"]) == ("net-rate", 0, 0)
+    expected, _ = net0(p=0.20, u=0.5, fee=0.0, idle=50, load=300, e=0.30)
+    assert salad["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": expected, "best": expected}, abs=0.01)
+    # A fee the owner gives still applies (a rate that is not the one Salad shows).
+    report, _ = run({"wall_idle_w": 50, "wall_load_w": 300, "electricity": 0.30, "price": 0.20, "occupancy": 50,
+                     "fee": 10}, facts=None, source="flags", platforms=["salad"])
+    expected, _ = net0(p=0.20, u=0.5, fee=0.10, idle=50, load=300, e=0.30)
+    assert platform(report, "salad")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.01)
+
+
 def test_sensitivity_table_cells_follow_the_formula() -> None:
     vast = platform(flags_only(), "vast")
     sens = vast["sensitivity"]
@@ -515,6 +535,8 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     (("  source: vast-payment\n", "  source: nowhere\n"), "'nowhere' is not a key of 'sources'"),
     (("status: not-published", "status: secret"), "fee.status"),
     (("platform: vast", "platform: other"), "must match the file name"),
+    (("  rate: before-fee\n", "  rate: net-of-fee\n"), "pricing: a rate shown net of the fee is one the platform sets"),
+    (("  rate: before-fee\n", "  rate: gross\n"), "pricing.rate"),
 ])
 def test_a_bad_platform_file_names_file_and_field(change: tuple[str, str], named: str) -> None:
     from hostcheck.earnings.data import EconomicsDataError, parse_platform

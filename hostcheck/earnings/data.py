@@ -58,8 +58,17 @@ class DataSource(_Strict):
 
 class Pricing(_Strict):
     set_by: Literal["host", "platform"]
+    rate: Literal["before-fee", "net-of-fee"] = Field(
+        description="before-fee: the platform's fee is taken from the price the owner enters; net-of-fee: the "
+                    "platform sets the rate and shows hosts what they earn, so no fee is taken from it again")
     note: Text
     source: Text
+
+    @model_validator(mode="after")
+    def _net_rate_is_platform_set(self) -> Pricing:
+        if self.rate == "net-of-fee" and self.set_by != "platform":
+            raise ValueError("a rate shown net of the fee is one the platform sets (set_by: platform)")
+        return self
 
 
 class Fee(_Strict):

@@ -63,7 +63,8 @@ def _power_lines(report: dict[str, Any]) -> list[str]:
 
 def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool = True) -> list[str]:
     fee = p["fee"]
-    fee_text = (f"{fee['low_pct']:g} %" if fee["low_pct"] == fee["high_pct"]
+    fee_text = ("0 % (the rate shown to hosts is already net of the fee)" if fee["status"] == "net-rate"
+                else f"{fee['low_pct']:g} %" if fee["low_pct"] == fee["high_pct"]
                 else f"{fee['low_pct']:g}-{fee['high_pct']:g} % ({fee['status'].replace('-', ' ')})")
     verdict = f" — audit: {p['audit_verdict']}" if p.get("audit_verdict") else ""
     out = [f"{'### ' if md else ''}{p['title']}{verdict}", ""]

@@ -101,7 +101,8 @@ class Payout(_Out):
 
 
 class FeeOut(_Out):
-    status: Literal["published", "not-published", "conflicting", "given"]
+    status: Literal["published", "not-published", "conflicting", "given", "net-rate"] = Field(
+        description="net-rate: the platform shows hosts the rate they earn, so no fee is taken from it (0 %)")
     low_pct: float
     high_pct: float
     why: str
@@ -115,6 +116,8 @@ class PlatformOut(_Out):
     price_per_gpu_hour: float | None
     price_from: str
     price_set_by: Literal["host", "platform"] = Field(description="who sets the rate (platform: give the rate it shows you)")
+    rate: Literal["before-fee", "net-of-fee"] = Field(description="whether the platform's fee is taken from the price "
+                                                                   "(before-fee) or already out of it (net-of-fee)")
     pricing_note: str
     fee: FeeOut
     at_given: MonthParts | None = Field(description="one whole-year-average month, worst case, at the given price")
@@ -274,6 +277,13 @@ def _fee(doc: PlatformDocument, given: Given) -> FeeOut:
     if given.fee is not None:
         pct = given.fee * 100
         return FeeOut(status="given", low_pct=pct, high_pct=pct, why="the fee you gave (--fee)", source=None)
+    if doc.pricing.rate == "net-of-fee":
+        # The rate entered is the one the platform shows hosts, already net of its share: taking
+        # the fee range from it again would count the fee twice.
+        return FeeOut(status="net-rate", low_pct=0.0, high_pct=0.0,
+                      why=f"{doc.title} shows hosts the rate they earn: give that rate as --price and no fee is taken "
+                          "from it again (--fee PCT applies one, for a rate that is not net)",
+                      source=_src(doc, doc.pricing.source))
     low, high = doc.fee.bounds
     return FeeOut(status=doc.fee.status, low_pct=low, high_pct=high, why=doc.fee.why, source=_src(doc, doc.fee.source))
 
@@ -350,7 +360,7 @@ def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.P
                 floor_per_gpu_hour=round(floor, 4), min_bid=bid, covers=None if bid is None else bid >= floor,
                 note=doc.min_bid.note, source=_src(doc, doc.min_bid.source))
     return PlatformOut(platform=doc.platform, title=doc.title, audit_verdict=verdict, price_per_gpu_hour=price,
-                       price_from=price_from, price_set_by=doc.pricing.set_by, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
+                       price_from=price_from, price_set_by=doc.pricing.set_by, rate=doc.pricing.rate, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
                        sensitivity=sensitivity, chart=chart, min_bid=min_bid, payout=_payout(doc))
 
 
