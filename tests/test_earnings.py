@@ -145,11 +145,13 @@ def test_platform_without_a_published_fee_is_shown_over_its_range() -> None:
     worst, _ = net0(p=0.25, u=0.5, fee=0.30, idle=50, load=450, e=0.30)
     best, _ = net0(p=0.25, u=0.5, fee=0.0, idle=50, load=450, e=0.30)
     assert td["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": worst, "best": best}, abs=0.01)
-    # io.net's two pages disagree (0.25 % and 2 %): the range spans both.
+    # io.net's pages disagree: 0 % on earnings paid in $IO (the coin page) up to 0.25 % + 2 % in USDC
+    # (the tokenomics page): the range spans both.
     io = platform(report, "ionet")
-    assert io["fee"]["status"] == "conflicting"
-    worst, _ = net0(p=0.25, u=0.5, fee=0.02, idle=50, load=450, e=0.30)
-    assert io["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(worst, abs=0.01)
+    assert io["fee"]["status"] == "conflicting" and (io["fee"]["low_pct"], io["fee"]["high_pct"]) == (0, 0.25 + 2)
+    worst, _ = net0(p=0.25, u=0.5, fee=0.0225, idle=50, load=450, e=0.30)
+    best, _ = net0(p=0.25, u=0.5, fee=0.0, idle=50, load=450, e=0.30)
+    assert io["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": worst, "best": best}, abs=0.01)
 
 
 def test_a_rate_the_platform_shows_net_of_its_fee_is_not_charged_the_fee_again() -> None:
@@ -519,6 +521,8 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     assert {d.platform for d in docs} >= {"vast", "salad", "ionet", "runpod", "tensordock", "quickpod", "darkbloom"}
     for doc in docs:
         assert doc.sources and all(s.url.startswith("https://") and s.checked for s in doc.sources.values())
+        # Every payout caveat cites a source of its own (a key of the file's sources).
+        assert all(c.source in doc.sources for c in doc.payout.caveats)
         if doc.fee.status != "published":
             low, high = doc.fee.bounds
             assert low < high and doc.fee.why
@@ -537,6 +541,8 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     (("platform: vast", "platform: other"), "must match the file name"),
     (("  rate: before-fee\n", "  rate: net-of-fee\n"), "pricing: a rate shown net of the fee is one the platform sets"),
     (("  rate: before-fee\n", "  rate: gross\n"), "pricing.rate"),
+    (("      source: vast-taxes\n", "      source: nowhere\n"), "payout.caveats[0].source 'nowhere' is not a key"),
+    (("      source: vast-taxes\n", ""), "payout.caveats[0].source: missing required key"),
 ])
 def test_a_bad_platform_file_names_file_and_field(change: tuple[str, str], named: str) -> None:
     from hostcheck.earnings.data import EconomicsDataError, parse_platform

@@ -104,13 +104,20 @@ class Minimum(_Strict):
     currency: Text
 
 
+class Caveat(_Strict):
+    """One thing about being paid that the money figures leave out, with its own source."""
+
+    text: Text
+    source: Text
+
+
 class Payout(_Strict):
     minimum: Minimum | NotPublished
     form: Literal["cash", "store-credit", "token", "not-published"]
     currency: Text
     schedule: Text
     expiry: Text
-    caveats: list[Text]
+    caveats: list[Caveat]
     source: Text
 
 
@@ -136,8 +143,10 @@ class PlatformDocument(_Strict):
 
     @model_validator(mode="after")
     def _sources_cited(self) -> PlatformDocument:
-        for where, key in (("pricing", self.pricing.source), ("fee", self.fee.source), ("payout", self.payout.source),
-                           ("min_bid", self.min_bid.source if self.min_bid else None)):
+        cited = [("pricing", self.pricing.source), ("fee", self.fee.source), ("payout", self.payout.source),
+                 ("min_bid", self.min_bid.source if self.min_bid else None),
+                 *((f"payout.caveats[{i}]", c.source) for i, c in enumerate(self.payout.caveats))]
+        for where, key in cited:
             if key is not None and key not in self.sources:
                 raise ValueError(f"{where}.source {key!r} is not a key of 'sources'")
         return self

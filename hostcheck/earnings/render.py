@@ -123,7 +123,10 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool
     pay = p["payout"]
     out += ["", f"payout: minimum {pay['minimum']}; form {pay['form']}; {pay['currency']}; schedule {pay['schedule']}; "
                 f"expiry {pay['expiry']}"]
-    out += [f"  caveat: {c}" for c in pay["caveats"]]
+    for c in pay["caveats"]:
+        out.append(f"  caveat: {c['text']}")
+        if c["source"] != pay["source"]:
+            out.append(f"    source: {c['source']['title']} <{c['source']['url']}> (read {c['source']['checked']})")
     out.append(f"  source: {pay['source']['title']} <{pay['source']['url']}> (read {pay['source']['checked']})")
     return out
 

@@ -90,13 +90,18 @@ class MinBidCheck(_Out):
     source: SourceOut
 
 
+class CaveatOut(_Out):
+    text: str
+    source: SourceOut
+
+
 class Payout(_Out):
     minimum: str
     form: str
     currency: str
     schedule: str
     expiry: str
-    caveats: list[str]
+    caveats: list[CaveatOut]
     source: SourceOut
 
 
@@ -294,7 +299,8 @@ def _payout(doc: PlatformDocument) -> Payout:
     def said(text: str) -> str:
         return "not published" if text == "not-published" else text
     return Payout(minimum=minimum, form=said(p.form), currency=said(p.currency), schedule=said(p.schedule),
-                  expiry=said(p.expiry), caveats=list(p.caveats), source=_src(doc, p.source))
+                  expiry=said(p.expiry), caveats=[CaveatOut(text=c.text, source=_src(doc, c.source)) for c in p.caveats],
+                  source=_src(doc, p.source))
 
 
 def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.Power] | None,

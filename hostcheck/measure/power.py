@@ -29,14 +29,19 @@ KIND_TEXT = {"laptop": "a laptop", "desktop": "a desktop", "server": "a server",
 # cores, not an all-core load). Assumptions as well.
 CPU_IDLE_W = {"laptop": 5.0, "desktop": 15.0, "server": 40.0, "other": 15.0}
 CPU_LOAD_W = {"laptop": 15.0, "desktop": 35.0, "server": 60.0, "other": 35.0}
-# 80 PLUS Bronze requires 85 % at 50 % load (115 V internal, CLEAResult 80 PLUS programme);
-# US DoE Level VI requires 88 % average efficiency of external power supplies over 49 W (laptops).
+# PSU efficiency: nothing reads it, so these are assumptions, each anchored to a published minimum
+# (read 2026-12-03). A laptop's charger at the EU's minimum average active efficiency for an
+# external power supply above 49 W, 0.880 (Regulation (EU) 2019/1782, Annex I, Table 2;
+# https://www.legislation.gov.uk/eur/2019/1782). Any other machine's supply at the 80 PLUS Bronze
+# minimum, 85 % at half load on 115 V (https://en.wikipedia.org/wiki/80_Plus, the programme's
+# table): a supply that is uncertified or runs at a light load does worse, so the wall estimate
+# is then low; the owner's wall reading replaces it.
 PSU_EFFICIENCY = {"laptop": 0.88, "desktop": 0.85, "server": 0.85, "other": 0.85}
 PSU_SOURCE = {
-    "laptop": "US DoE Level VI external power supply, above 49 W: 88 % average efficiency",
-    "desktop": "80 PLUS Bronze: 85 % at half load",
-    "server": "80 PLUS Bronze: 85 % at half load",
-    "other": "80 PLUS Bronze: 85 % at half load",
+    "laptop": "assumed: a charger at the EU minimum for external power supplies above 49 W, Regulation 2019/1782",
+    "desktop": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
+    "server": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
+    "other": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
 }
 
 
