@@ -66,7 +66,8 @@ def test_reference_laptop_snapshot() -> None:
     for f in doc["fields"]:
         assert "vast-ai/" in f["source"] or "send_mach_info" in f["source"], f["name"]
         assert f["definition"]
-    assert fields["disk_bw"]["source"].count("checked 2026-12-02") == 2  # the doc and the fio job
+    # The doc and the fio job, each with the date it was read.
+    assert fields["disk_bw"]["source"].count("(checked 2026-12-0") == 2
     assert doc["power"]["gpu_load"] == {"watts": 45.0, "provenance": "estimated", "how": doc["power"]["gpu_load"]["how"]}
     assert doc["disk_bw_run"] is None
 
@@ -323,3 +324,17 @@ def test_live_offer_without_fio_says_how_to_get_it() -> None:
         assert os.listdir(disk_dir) == []
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
+
+
+def test_the_fio_job_is_cited_as_a_third_party_copy_of_first_party_code() -> None:
+    # No first-party copy of send_mach_info.py was found: the source must say where the job was
+    # read and that it is a third-party copy, pinned to the commit read.
+    from hostcheck.collectors.disk_bw import VAST_JOB_SOURCE, VAST_JOB_URL
+
+    assert "3P copy" in VAST_JOB_SOURCE and "1P code" in VAST_JOB_SOURCE
+    assert "/blob/342fab589cad648b7698a035d2710c2b8b730c99/" in VAST_JOB_URL
+    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(SNAPSHOTS / "dedicated-4090.json")).stdout)
+    disk_bw = next(f for f in offer["fields"] if f["name"] == "disk_bw")
+    assert "3P copy" in disk_bw["source"] and VAST_JOB_URL in disk_bw["source"]
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert "Vast's own fio job" not in readme and "third-party copy" in readme
