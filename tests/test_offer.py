@@ -338,3 +338,33 @@ def test_the_fio_job_is_cited_as_a_third_party_copy_of_first_party_code() -> Non
     assert "3P copy" in disk_bw["source"] and VAST_JOB_URL in disk_bw["source"]
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert "Vast's own fio job" not in readme and "third-party copy" in readme
+
+
+def test_a_long_cpu_name_is_cut_to_its_column_with_the_escapes_kept(tmp_path: Path) -> None:
+    from hostcheck.render.offer import VALUE_WIDTH, fit
+
+    facts = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    name = "AMD Ryzen Threadripper PRO 7995WX 96-Cores\x1b[2J with a very long model name"
+    facts["system"]["cpu_model"] = name
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(facts))
+    table = hostcheck("offer", "--facts", str(path)).stdout
+    assert "\x1b" not in table
+    rows: dict[str, str] = {}
+    for line in table.splitlines():  # the first table; the definitions below repeat the names
+        if line.startswith("  ") and len(line.split()) > 2:
+            rows.setdefault(line.split()[0], line)
+    # The label column starts where the header says, on the cpu_name row as on every other row:
+    # 2 spaces, the 20-wide name, a space, the value column, a space.
+    label_at = 2 + 20 + 1 + VALUE_WIDTH + 1
+    assert rows["cpu_name"][label_at:].startswith("from the system")
+    assert rows["cpu_arch"][label_at:].startswith("from the system")
+    cell = rows["cpu_name"][23:23 + VALUE_WIDTH]
+    assert cell.endswith("…") and cell.startswith("AMD Ryzen Threadripper")
+    # Cut between escapes, never inside one: a 24-wide cut that would fall inside "\x1b".
+    assert fit("x" * 20 + "\x1b[2J", 24) == "x" * 20 + "…"
+    assert fit("short", 24) == "short" and fit("\x1b", 24) == "\\x1b"
+    # JSON and Markdown keep the whole name (escaped in Markdown).
+    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(path)).stdout)
+    assert next(f for f in offer["fields"] if f["name"] == "cpu_name")["value"] == name
+    assert "with a very long model name" in hostcheck("offer", "--format", "markdown", "--facts", str(path)).stdout
