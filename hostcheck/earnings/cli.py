@@ -144,7 +144,7 @@ def earnings(
 
 
 def load_platform_prices(path: Path) -> dict[str, float]:
-    from hostcheck.earnings.inputs import load_config
+    from hostcheck.earnings.config import load_config
 
     return dict(load_config(path).get("platform_price") or {})
 

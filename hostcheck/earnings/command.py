@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.earnings import model as m
+from hostcheck.earnings.config import load_config
 from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.exits import exit_code
-from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path, load_config
+from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path
 from hostcheck.earnings.report import Machine, PowerOut, audit_feasible, build_earnings, span_text
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 

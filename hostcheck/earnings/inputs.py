@@ -1,9 +1,9 @@
 """The owner's inputs for ``hostcheck earnings``: flags and the per-user config file, checked.
 
 Every value is checked here, before any money is computed: a negative, zero, NaN or absurd
-price, a fee over 100 %, an occupancy outside 0-100 %, a month outside 1-12, a config file that
-is not the TOML or YAML it claims to be, each raise :class:`EarningsInputError` with the field
-named (the CLI turns it into exit code 2).
+price, a fee over 100 %, an occupancy outside 0-100 %, a month outside 1-12, each raise
+:class:`EarningsInputError` with the field named (the CLI turns it into exit code 2). The config
+file itself is read by :mod:`hostcheck.earnings.config`.
 
 The config file lives at ``$XDG_CONFIG_HOME/hostcheck/earnings.toml`` (or ``earnings.yaml``),
 ``~/.config`` when the variable is unset. Its keys are the long option names with ``_`` for
@@ -24,12 +24,10 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck import safeio
 from hostcheck.earnings.model import HEATING_KINDS, Cooling, Heating, Owner, Tariff
 from hostcheck.errors import InputError
 
@@ -216,126 +214,10 @@ def config_path() -> Path | None:
     return None
 
 
-_TOML_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
-_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]*\"|'[^']*')\s*=")
-
-
-def _toml_lines(text: str) -> dict[str, int]:
-    """The line of each key (``price``, ``platform_price.vast``) in a TOML file: tomllib keeps no
-    positions. A best effort for messages only: the first line where the key is set."""
-    lines: dict[str, int] = {}
-    table = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if match := _TOML_TABLE.match(line):
-            table = match.group(1)
-            lines.setdefault(table, number)
-        elif match := _TOML_KEY.match(line):
-            key = match.group(1).strip("\"'")
-            lines.setdefault(f"{table}.{key}" if table else key, number)
-    return lines
-
-
-def _toml_number_too_long(text: str) -> tuple[int, str] | None:
-    """(line, key) of an integer too long for Python to convert (tomllib raises a bare ValueError)."""
-    limit = sys.get_int_max_str_digits() or 4300
-    for number, line in enumerate(text.splitlines(), start=1):
-        if any(len(run.replace("_", "")) > limit for run in re.findall(r"[0-9_]+", line)):
-            match = _TOML_KEY.match(line)
-            return number, match.group(1).strip("\"'") if match else "?"
-    return None
-
-
-def _read_toml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
-    import tomllib
-
-    try:
-        return tomllib.loads(text), _toml_lines(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
-    except ValueError as exc:  # an integer past Python's digit limit, raised while converting it
-        found = _toml_number_too_long(text)
-        if found is None:
-            raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
-        line, key = found
-        raise EarningsInputError(f"{path}: line {line}: {key}: the number has more digits than any price "
-                                 "or reading could (not a usable number)") from None
-    except RecursionError:
-        raise EarningsInputError(f"{path}: not valid TOML: nested too deeply") from None
-
-
-def _read_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
-    """YAML built node by node, as the policies are: every key keeps its line, and a scalar YAML
-    resolves but cannot build (5000 digits, 2026-02-30) is an error at its line and field."""
-    import yaml
-
-    from hostcheck.policy import _Lines, refuse_yaml_bombs
-
-    lines = _Lines()
-    try:
-        refuse_yaml_bombs(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = None if node is None else lines.build(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        raise EarningsInputError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    except ValueError as exc:  # PolicyError from the shared reader: "line N: field: why"
-        raise EarningsInputError(f"{path}: {str(exc).replace(': policy: ', ': ')}") from None
-    except RecursionError:
-        raise EarningsInputError(f"{path}: not valid YAML: nested too deeply") from None
-    named = {".".join(str(part) for part in loc): line for loc, line in lines.key.items()
-             if all(isinstance(part, str) for part in loc)}
-    return data, named
-
-
 def config_where(path: Path, lines: dict[str, int], key: str) -> str:
     """``FILE: line N: key`` (the line when it is known) for a message about one field."""
     line = lines.get(key) or lines.get(key.split(".", 1)[0])
     return f"{path}: line {line}: {key}" if line else f"{path}: {key}"
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    """The config file's keys, checked for shape (values are checked with the flags', once the
-    currency is known). The line of each key travels in ``_config_lines`` for the messages."""
-    try:
-        text = safeio.read_text(path, limit=MAX_CONFIG_BYTES)
-    except safeio.InputError as exc:
-        raise EarningsInputError(f"{path}: {exc}") from None
-    data: Any
-    if path.suffix == ".toml":
-        data, lines = _read_toml(text, path)
-    elif path.suffix in (".yaml", ".yml"):
-        data, lines = _read_yaml(text, path)
-    else:
-        raise EarningsInputError(f"{path}: the config file must end in .toml, .yaml or .yml")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise EarningsInputError(f"{path}: must be a table of keys (price = 0.25 ...), not {type(data).__name__}")
-
-    def where(key: str) -> str:
-        return config_where(path, lines, key)
-
-    for key, value in data.items():
-        if key not in CONFIG_KEYS:
-            raise EarningsInputError(f"{where(key)}: unknown key (allowed: {', '.join(sorted(CONFIG_KEYS))})")
-        if key == "platform_price":
-            if not isinstance(value, dict):
-                raise EarningsInputError(f"{where(key)}: must be a table of platform = price")
-            for name, price in value.items():
-                check_number_shape(price, where(f"platform_price.{name}"))
-        elif key == "electricity":
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise EarningsInputError(f"{where(key)}: must be a price per kWh or a schedule such as "
-                                         f"07-23=0.32,23-07=0.18, not {value!r}")
-        elif key in BOUNDS:
-            check_number_shape(value, where(key))
-        elif key == "gpus":
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-                raise EarningsInputError(f"{where(key)}: must be a whole number 1-64, not {value!r}")
-        elif key in ("currency", "heating") and not isinstance(value, str):
-            raise EarningsInputError(f"{where(key)}: must be a string, not {value!r}")
-    return {**data, "_config_lines": lines}
 
 
 @dataclass(frozen=True)
