@@ -4,7 +4,8 @@ for several rounds (alternating which goes first); and the wall time of the offe
 
     .venv/bin/python bench/disk_bw.py [--dir DIR] [--rounds 5] [--size-mib 256] [--verbatim]
 
-"By hand" is Vast's command line from its host script (send_mach_info.py) run through the
+"By hand" is the command line of Vast's host script (send_mach_info.py), as read in a
+third-party copy of that script (hostcheck/collectors/disk_bw.py says which and why), run through the
 shell, its human output parsed the way that script parses it (the text after the first "bw="
 up to "MiB/s", GiB/s times 1024); only --directory/--size are replaced by --filename/--size of
 the shared test file so that both read the same blocks. --verbatim also runs Vast's line
@@ -31,7 +32,8 @@ sys.path.insert(0, str(REPO))
 from hostcheck.collectors.disk_bw import MIB, run_fio, target_directory
 from hostcheck.facts import Unknown
 
-# Vast's read job, verbatim from send_mach_info.py (without its leading sudo).
+# Vast's read job as send_mach_info.py has it (without its leading sudo), from the third-party copy
+# the collector cites.
 VAST_READ = (
     "fio --numjobs=16 --ioengine=libaio --direct=1 --verify=0 --name=read_test  --directory=/var/lib/docker "
     "--bs=32k --iodepth=64 --size=128MB --readwrite=randread  --time_based --runtime=1.0s --group_reporting=1 "

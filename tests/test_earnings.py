@@ -145,11 +145,33 @@ def test_platform_without_a_published_fee_is_shown_over_its_range() -> None:
     worst, _ = net0(p=0.25, u=0.5, fee=0.30, idle=50, load=450, e=0.30)
     best, _ = net0(p=0.25, u=0.5, fee=0.0, idle=50, load=450, e=0.30)
     assert td["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": worst, "best": best}, abs=0.01)
-    # io.net's two pages disagree (0.25 % and 2 %): the range spans both.
+    # io.net's pages disagree: 0 % on earnings paid in $IO (the coin page) up to 0.25 % + 2 % in USDC
+    # (the tokenomics page): the range spans both.
     io = platform(report, "ionet")
-    assert io["fee"]["status"] == "conflicting"
-    worst, _ = net0(p=0.25, u=0.5, fee=0.02, idle=50, load=450, e=0.30)
-    assert io["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(worst, abs=0.01)
+    assert io["fee"]["status"] == "conflicting" and (io["fee"]["low_pct"], io["fee"]["high_pct"]) == (0, 0.25 + 2)
+    worst, _ = net0(p=0.25, u=0.5, fee=0.0225, idle=50, load=450, e=0.30)
+    best, _ = net0(p=0.25, u=0.5, fee=0.0, idle=50, load=450, e=0.30)
+    assert io["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": worst, "best": best}, abs=0.01)
+
+
+def test_a_rate_the_platform_shows_net_of_its_fee_is_not_charged_the_fee_again() -> None:
+    # Salad shows hosts the rate they earn (pricing.rate: net-of-fee): the fee range of a platform
+    # that publishes none must not be taken from it a second time.
+    from hostcheck.earnings.data import load_platform
+
+    assert load_platform("salad").pricing.rate == "net-of-fee"
+    report, _ = run({"wall_idle_w": 50, "wall_load_w": 300, "electricity": 0.30, "price": 0.20, "occupancy": 50},
+                    facts=None, source="flags", platforms=["salad"])
+    salad = platform(report, "salad")
+    assert salad["rate"] == "net-of-fee"
+    assert (salad["fee"]["status"], salad["fee"]["low_pct"], salad["fee"]["high_pct"]) == ("net-rate", 0, 0)
+    expected, _ = net0(p=0.20, u=0.5, fee=0.0, idle=50, load=300, e=0.30)
+    assert salad["seasons"]["year"]["net_per_month"] == pytest.approx({"worst": expected, "best": expected}, abs=0.01)
+    # A fee the owner gives still applies (a rate that is not the one Salad shows).
+    report, _ = run({"wall_idle_w": 50, "wall_load_w": 300, "electricity": 0.30, "price": 0.20, "occupancy": 50,
+                     "fee": 10}, facts=None, source="flags", platforms=["salad"])
+    expected, _ = net0(p=0.20, u=0.5, fee=0.10, idle=50, load=300, e=0.30)
+    assert platform(report, "salad")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.01)
 
 
 def test_sensitivity_table_cells_follow_the_formula() -> None:
@@ -179,6 +201,52 @@ def test_reference_laptop_headline_still_says_do_not_host() -> None:
     assert {p["platform"] for p in report["platforms"]}.isdisjoint({"runpod", "salad", "darkbloom"})
 
 
+def test_an_idle_reading_above_the_estimated_load_is_used_as_given() -> None:
+    # The laptop's draw under load is estimated at (45 + 15 + 8) / 0.88 W; the owner's plug reads
+    # 200 W idle. The reading is used as given, the draw under load is at least that, and it says so.
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    report, _ = run({"wall_idle_w": 200, "electricity": 0.3, "price": 0.1, "occupancy": 30}, facts=facts,
+                    source="reference-laptop.json", platforms=["tensordock"])
+    assert report["power"]["wall_idle"] == {"watts": 200.0, "provenance": "given", "how": report["power"]["wall_idle"]["how"]}
+    assert (report["power"]["wall_load"]["watts"], report["power"]["wall_load"]["provenance"]) == (200.0, "estimated")
+    td = platform(report, "tensordock")
+    worst, k = net0(p=0.1, u=0.3, fee=0.30, idle=200, load=200, e=0.3)
+    assert td["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(worst, abs=0.01)
+    assert td["at_given"]["extra_kwh"] == pytest.approx(k, abs=0.01)  # 730 h x 200 W, whatever the occupancy
+    assert any("taken as 200 W" in note for note in report["notes"])
+
+
+def test_unknown_power_does_not_hide_the_owner_risk_exit() -> None:
+    from hostcheck.facts import Unknown
+
+    # The reference laptop (owner risk high) with its power limit unreadable: no money figure
+    # (that alone is exit 3), and the owner-risk exit 4 comes first, as `--help` lists them.
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    facts["gpu"]["devices"][0]["power_limit_w"] = Unknown("test: the power limit could not be read")
+    report, code = run({"electricity": 0.30, "price": 0.10, "occupancy": 30}, facts=facts, source="x", platforms=[])
+    assert not report["power_known"] and report["machine"]["owner_risk"] == "high"
+    assert code == 4
+    _, help_text = _cli(["earnings", "--help"])
+    order = [line.split()[0] for line in help_text.splitlines() if line.strip()[:2] in ("4 ", "3 ", "0 ")]
+    assert order == ["4", "3", "0"]
+
+
+def test_the_headline_quotes_money_only_for_a_platform_the_audit_finds_feasible() -> None:
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    # Vast is not feasible for the laptop; at 5.00 per GPU-hour it would out-earn TensorDock, and
+    # the headline still quotes TensorDock (feasible with risks).
+    report, _ = run({"electricity": 0.30, "price": 0.10, "occupancy": 30, "platform_price": {"vast": 5.0}},
+                    facts=facts, source="x", platforms=["vast", "tensordock"])
+    assert platform(report, "vast")["audit_verdict"].endswith(": not feasible")
+    assert "Money: TensorDock nets" in report["headline"] and "Vast" not in report["headline"].split("Money:")[1]
+    # With only infeasible platforms, none is quoted, and the table marks them.
+    from hostcheck.earnings.render import render_earnings
+
+    report, _ = run({"electricity": 0.30, "price": 5.0, "occupancy": 30}, facts=facts, source="x", platforms=["vast"])
+    assert "no platform shown is feasible" in report["headline"] and "nets" not in report["headline"]
+    assert "not feasible for this machine as it is (the audit)" in render_earnings(report)
+
+
 def test_multi_gpu_box_counts_every_gpu() -> None:
     facts = load_snapshot(SNAPSHOTS / "tensordock-4x4090-server.json")
     report, _ = run({"electricity": 0.25, "price": 0.40, "occupancy": 60, "fee": 10}, facts=facts,
@@ -196,7 +264,8 @@ def test_multi_gpu_box_counts_every_gpu() -> None:
 def test_unknown_power_is_unknown_never_zero() -> None:
     facts = load_snapshot(SNAPSHOTS / "no-nvidia-desktop.json")
     report, code = run({"electricity": 0.30, "price": 0.25, "occupancy": 50}, facts=facts, source="x", platforms=[])
-    assert code == 3
+    # 3 (no money figure) unless the owner-risk exit comes first.
+    assert code == (4 if report["machine"]["owner_risk"] in ("high", "unknown") else 3)
     assert not report["power_known"]
     assert "--wall-load-w" in report["headline"]
     assert all(p["seasons"] is None for p in report["platforms"])
@@ -257,7 +326,76 @@ def test_audit_reads_the_per_user_config_file(tmp_path: Path) -> None:
     (folder / "earnings.toml").write_text("price = [1, 2]\n")
     bad = hostcheck("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"),
                     env={"XDG_CONFIG_HOME": str(tmp_path)})
-    assert bad.returncode == 2 and "earnings.toml: price: must be a number" in bad.stderr
+    assert bad.returncode == 2 and "earnings.toml: line 1: price: must be a number" in bad.stderr
+
+
+def test_an_incomplete_config_still_prints_the_audit_and_says_what_is_missing(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": "/nonexistent"}
+    args = ("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
+    plain = hostcheck(*args, env=env)
+    config = tmp_path / "earnings.toml"
+    config.write_text("price = 0.22\n")
+    for extra in (("--earnings-config", str(config)), ("--price", "0.22")):
+        proc = hostcheck(*args, *extra, env=env)
+        assert proc.returncode == plain.returncode, proc.stderr  # the money part never changes the exit code
+        assert proc.stdout.startswith(plain.stdout)  # the whole report, then the closing line
+        closing = proc.stdout[len(plain.stdout):].strip()
+        assert closing.startswith("Earnings: not computed, missing") and "--electricity" in closing
+        assert "--occupancy" in closing and "--price" not in closing.split("missing", 1)[1]
+    assert str(config) in hostcheck(*args, "--earnings-config", str(config), env=env).stdout
+    # `hostcheck earnings` itself stops on it, naming both fields.
+    code, output = _cli(["earnings", "--config", str(config), "--wall-idle-w", "50", "--wall-load-w", "450"])
+    assert code == 2 and "--electricity" in output and "--occupancy" in output
+    # A wrong value (not a missing one) stops the audit before it collects anything: exit 2.
+    bad = hostcheck(*args, "--price", "-1", env=env)
+    assert bad.returncode == 2 and bad.stdout == "" and "--price" in bad.stderr
+
+
+def _scale(code: str) -> float:
+    """The bounds' factor written out: units per US dollar from the table's rates per euro,
+    rounded up to 1, 2 or 5 x 10^n, never below 1."""
+    import math
+
+    from hostcheck.earnings.data import load_constants
+
+    rates = load_constants().currencies.per_eur
+    per_usd = rates[code] / rates["USD"]
+    if per_usd <= 1:
+        return 1.0
+    power = 10 ** math.floor(math.log10(per_usd))
+    return min(step * power for step in (1, 2, 5, 10) if step * power >= per_usd)
+
+
+def test_the_price_bounds_follow_the_currency() -> None:
+    jpy = _scale("JPY")
+    assert jpy >= 100  # a yen is about a hundredth of a dollar or less
+    # Yen-sized prices that the dollar bounds (100 per GPU-hour, 10 per kWh) would refuse.
+    report, code = run({"wall_idle_w": 50, "wall_load_w": 450, "electricity": 31, "price": 150, "occupancy": 50,
+                        "fee": 0, "currency": "JPY"}, facts=None, source="flags", platforms=["vast"])
+    assert code == 0 and report["currency"] == "JPY"
+    expected, _ = net0(p=150, u=0.5, fee=0, idle=50, load=450, e=31)
+    assert platform(report, "vast")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.01)
+    # The bound scales: 100 x the factor is the largest price accepted, in yen and behind the yen sign.
+    for label in ("JPY", "¥"):
+        ok, _ = _cli([*BASE, "--currency", label, "--price", f"{100 * jpy:g}", "--electricity", "31"])
+        assert ok == 0
+        code, output = _cli([*BASE, "--currency", label, "--price", f"{100 * jpy + 1:g}", "--electricity", "31"])
+        assert code == 2 and f"at most {100 * jpy:g} {label}" in output
+    # Dollar-sized currencies keep the dollar bounds.
+    assert _scale("EUR") == _scale("GBP") == 1.0
+    code, output = _cli([*BASE, "--currency", "EUR", "--price", "150"])
+    assert code == 2 and "at most 100 EUR" in output
+
+
+def test_a_currency_not_in_the_table_is_unbounded_above_and_says_so() -> None:
+    report, code = run({"wall_idle_w": 50, "wall_load_w": 450, "electricity": 2500, "price": 90000, "occupancy": 50,
+                        "fee": 0, "currency": "VND"}, facts=None, source="flags", platforms=["vast"])
+    assert code == 0
+    assert any("VND is not in hostcheck's table of currencies" in note for note in report["notes"])
+    expected, _ = net0(p=90000, u=0.5, fee=0, idle=50, load=450, e=2500)
+    assert platform(report, "vast")["seasons"]["year"]["net_per_month"]["worst"] == pytest.approx(expected, abs=0.5)
+    code, output = _cli([*BASE, "--currency", "VND", "--price", "-5"])
+    assert code == 2 and "--price" in output
 
 
 # ------------------------------------------------------------------ bad input: exit 2, the field named
@@ -341,6 +479,32 @@ def test_a_config_file_that_is_not_what_it_claims_exits_2(tmp_path: Path, name: 
     assert code == 2 and named in output and name in output
 
 
+_DIGITS = "9" * 5000  # past Python's 4300-digit limit for converting a string to an integer
+
+
+@pytest.mark.parametrize(("name", "text", "named"), [
+    ("earnings.toml", f"electricity = 0.3\nprice = {_DIGITS}\n", "line 2: price: the number has more digits"),
+    ("earnings.toml", f"price = {'9' * 400}\n", "line 1: price: the number 999"),
+    ("earnings.toml", f"price = {'[' * 3000}{']' * 3000}\n", "not valid TOML: nested too deeply"),
+    ("earnings.toml", "occupancy = 50\n\n[platform_price]\nvast = true\n", "line 4: platform_price.vast: must be a number"),
+    ("earnings.yaml", f"electricity: 0.3\nprice: {_DIGITS}\n", "line 2: price: the integer"),
+    ("earnings.yaml", "price: 0.2\nprice: 0.3\n", "line 2: duplicate key 'price'"),
+    ("earnings.yaml", "occupancy: 50\nprice: [1, 2\n  : :\n", "line 3 column"),
+    ("earnings.yaml", "occupancy: 50\nprice: 2026-02-30\n", "line 2: price: '2026-02-30' is not a real date"),
+    ("earnings.yaml", "occupancy: 50\ncolour: red\n", "line 2: colour: unknown key"),
+    ("earnings.yaml", "occupancy: 50\nplatform_price:\n  vast: cheap\n", "line 3: platform_price.vast: must be a number"),
+])
+def test_every_config_parse_failure_names_file_line_and_field(tmp_path: Path, name: str, text: str,
+                                                              named: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, output = _cli([*BASE, "--config", str(path)])
+    assert code == 2 and f"{path}: {named}" in output.replace("\n", " "), output
+    # The audit reads the same file the same way (--earnings-config): exit 2, never "internal error".
+    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--earnings-config", str(path))
+    assert proc.returncode == 2 and f"{path}: {named}" in proc.stderr and "internal error" not in proc.stderr
+
+
 def test_the_real_process_exits_2_without_a_traceback() -> None:
     proc = hostcheck(*_replace("--occupancy", "250"), env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode == 2
@@ -357,6 +521,8 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     assert {d.platform for d in docs} >= {"vast", "salad", "ionet", "runpod", "tensordock", "quickpod", "darkbloom"}
     for doc in docs:
         assert doc.sources and all(s.url.startswith("https://") and s.checked for s in doc.sources.values())
+        # Every payout caveat cites a source of its own (a key of the file's sources).
+        assert all(c.source in doc.sources for c in doc.payout.caveats)
         if doc.fee.status != "published":
             low, high = doc.fee.bounds
             assert low < high and doc.fee.why
@@ -373,6 +539,10 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     (("  source: vast-payment\n", "  source: nowhere\n"), "'nowhere' is not a key of 'sources'"),
     (("status: not-published", "status: secret"), "fee.status"),
     (("platform: vast", "platform: other"), "must match the file name"),
+    (("  rate: before-fee\n", "  rate: net-of-fee\n"), "pricing: a rate shown net of the fee is one the platform sets"),
+    (("  rate: before-fee\n", "  rate: gross\n"), "pricing.rate"),
+    (("      source: vast-taxes\n", "      source: nowhere\n"), "payout.caveats[0].source 'nowhere' is not a key"),
+    (("      source: vast-taxes\n", ""), "payout.caveats[0].source: missing required key"),
 ])
 def test_a_bad_platform_file_names_file_and_field(change: tuple[str, str], named: str) -> None:
     from hostcheck.earnings.data import EconomicsDataError, parse_platform
@@ -456,7 +626,7 @@ def test_on_this_machine_without_readings_it_is_bounded_and_never_a_silent_zero(
                      "--format", "json", timeout=60, env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode in (0, 3, 4), proc.stderr
     report = json.loads(proc.stdout)
-    if proc.returncode == 3:  # no NVIDIA GPU here: unknown, and it asks for the wall reading
+    if not report["power_known"]:  # no NVIDIA GPU here: unknown, and it asks for the wall reading
         assert report["power"]["wall_load"]["watts"] is None and "--wall-load-w" in report["headline"]
         assert all(p["seasons"] is None for p in report["platforms"])
     else:

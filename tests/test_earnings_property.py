@@ -171,3 +171,32 @@ def test_hostile_facts_never_crash_the_money(laptop: tuple[dict, Report], sectio
     for p in result["platforms"]:
         if p["seasons"]:
             assert p["seasons"]["year"]["net_per_month"]["worst"] is not None
+
+
+config_text = st.one_of(
+    text,
+    st.builds(lambda key, value: f"{key} = {value}\n", st.sampled_from(("price", "occupancy", "electricity", "fee",
+                                                                        "platform_price", "gpus", "currency")),
+              st.one_of(numberish, st.integers().map(str), st.just("9" * 5000), st.just("[" * 400 + "]" * 400))),
+    st.builds(lambda key, value: f"{key}: {value}\n", st.sampled_from(("price", "occupancy", "electricity", "tax")),
+              st.one_of(numberish, st.just("9" * 5000), st.just("2026-02-30"), st.just("&a [1]"), st.just("{x: *a}"))),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(("earnings.toml", "earnings.yaml")), config_text)
+def test_no_config_file_ends_in_a_traceback(tmp_path_factory: pytest.TempPathFactory, name: str, body: str) -> None:
+    from typer.testing import CliRunner
+
+    from hostcheck.cli import app
+
+    home = tmp_path_factory.mktemp("xdg")
+    (home / "hostcheck").mkdir()
+    (home / "hostcheck" / name).write_text(body, encoding="utf-8")
+    args = ["earnings", "--wall-idle-w", "50", "--wall-load-w", "400", "--electricity", "0.3", "--price", "0.2",
+            "--occupancy", "40", "--format", "json"]
+    result = CliRunner().invoke(app, args, env={"XDG_CONFIG_HOME": str(home)})
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        assert name in result.output  # the file is named

@@ -66,7 +66,8 @@ def test_reference_laptop_snapshot() -> None:
     for f in doc["fields"]:
         assert "vast-ai/" in f["source"] or "send_mach_info" in f["source"], f["name"]
         assert f["definition"]
-    assert fields["disk_bw"]["source"].count("checked 2026-12-02") == 2  # the doc and the fio job
+    # The doc and the fio job, each with the date it was read.
+    assert fields["disk_bw"]["source"].count("(checked 2026-12-0") == 2
     assert doc["power"]["gpu_load"] == {"watts": 45.0, "provenance": "estimated", "how": doc["power"]["gpu_load"]["how"]}
     assert doc["disk_bw_run"] is None
 
@@ -164,6 +165,7 @@ def test_hostile_snapshot_text_is_escaped(tmp_path: Path) -> None:
         (["--facts", str(SNAPSHOTS / "reference-laptop.json"), "--disk-dir", "/tmp"], "--facts"),
         (["--facts", "/nonexistent.json"], "nonexistent"),
         (["--speedtest", "--offline"], "--speedtest"),
+        (["--wall-idle-w", "300", "--wall-load-w", "200"], "--wall-idle-w: 300 W idle is more than 200 W under load"),
     ],
 )
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
@@ -322,3 +324,47 @@ def test_live_offer_without_fio_says_how_to_get_it() -> None:
         assert os.listdir(disk_dir) == []
     finally:
         shutil.rmtree(disk_dir, ignore_errors=True)
+
+
+def test_the_fio_job_is_cited_as_a_third_party_copy_of_first_party_code() -> None:
+    # No first-party copy of send_mach_info.py was found: the source must say where the job was
+    # read and that it is a third-party copy, pinned to the commit read.
+    from hostcheck.collectors.disk_bw import VAST_JOB_SOURCE, VAST_JOB_URL
+
+    assert "3P copy" in VAST_JOB_SOURCE and "1P code" in VAST_JOB_SOURCE
+    assert "/blob/342fab589cad648b7698a035d2710c2b8b730c99/" in VAST_JOB_URL
+    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(SNAPSHOTS / "dedicated-4090.json")).stdout)
+    disk_bw = next(f for f in offer["fields"] if f["name"] == "disk_bw")
+    assert "3P copy" in disk_bw["source"] and VAST_JOB_URL in disk_bw["source"]
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert "Vast's own fio job" not in readme and "third-party copy" in readme
+
+
+def test_a_long_cpu_name_is_cut_to_its_column_with_the_escapes_kept(tmp_path: Path) -> None:
+    from hostcheck.render.offer import VALUE_WIDTH, fit
+
+    facts = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    name = "AMD Ryzen Threadripper PRO 7995WX 96-Cores\x1b[2J with a very long model name"
+    facts["system"]["cpu_model"] = name
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(facts))
+    table = hostcheck("offer", "--facts", str(path)).stdout
+    assert "\x1b" not in table
+    rows: dict[str, str] = {}
+    for line in table.splitlines():  # the first table; the definitions below repeat the names
+        if line.startswith("  ") and len(line.split()) > 2:
+            rows.setdefault(line.split()[0], line)
+    # The label column starts where the header says, on the cpu_name row as on every other row:
+    # 2 spaces, the 20-wide name, a space, the value column, a space.
+    label_at = 2 + 20 + 1 + VALUE_WIDTH + 1
+    assert rows["cpu_name"][label_at:].startswith("from the system")
+    assert rows["cpu_arch"][label_at:].startswith("from the system")
+    cell = rows["cpu_name"][23:23 + VALUE_WIDTH]
+    assert cell.endswith("…") and cell.startswith("AMD Ryzen Threadripper")
+    # Cut between escapes, never inside one: a 24-wide cut that would fall inside "\x1b".
+    assert fit("x" * 20 + "\x1b[2J", 24) == "x" * 20 + "…"
+    assert fit("short", 24) == "short" and fit("\x1b", 24) == "\\x1b"
+    # JSON and Markdown keep the whole name (escaped in Markdown).
+    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(path)).stdout)
+    assert next(f for f in offer["fields"] if f["name"] == "cpu_name")["value"] == name
+    assert "with a very long model name" in hostcheck("offer", "--format", "markdown", "--facts", str(path)).stdout

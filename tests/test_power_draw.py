@@ -369,3 +369,33 @@ def test_figure_invariant() -> None:
         PowerFigure(None, Provenance.MEASURED, "x")
     with pytest.raises(ValueError):
         PowerFigure(3.0, Provenance.UNKNOWN, "x")
+
+
+def test_an_idle_reading_above_the_estimated_load_raises_the_load_to_it() -> None:
+    # The laptop's estimate under load is (45 + 15 + 8) / 0.88 W; a plug reading of 200 W idle is
+    # used as given, and the draw under load is at least that reading.
+    estimated_load = (45.0 + CPU_LOAD_W["laptop"] + REST_OF_SYSTEM_W["laptop"]) / PSU_EFFICIENCY["laptop"]
+    assert estimated_load < 200
+    est = estimate_power(_reference_laptop(), wall_idle_w=200.0)
+    assert (est.wall_idle.watts, est.wall_idle.provenance) == (200.0, Provenance.GIVEN)
+    assert (est.wall_load.watts, est.wall_load.provenance) == (200.0, Provenance.ESTIMATED)
+    assert f"{round(estimated_load, 1):g} W" in est.wall_load.how and "--wall-load-w" in est.wall_load.how
+    assert est.ordering is not None and "200 W" in est.ordering
+
+
+def test_a_load_reading_below_the_estimated_idle_caps_the_idle_estimate() -> None:
+    facts = _reference_laptop()
+    device = facts["gpu"]["devices"][0]
+    estimated_idle = (device["power_draw_w"] + CPU_IDLE_W["laptop"] + REST_OF_SYSTEM_W["laptop"]) / PSU_EFFICIENCY["laptop"]
+    reading = math.floor(estimated_idle) - 1.0
+    est = estimate_power(facts, wall_load_w=reading)
+    assert (est.wall_load.watts, est.wall_load.provenance) == (reading, Provenance.GIVEN)
+    assert (est.wall_idle.watts, est.wall_idle.provenance) == (reading, Provenance.ESTIMATED)
+    assert est.ordering is not None and "at most" in est.ordering
+    # Readings in order are left alone, and the ordering says nothing.
+    assert estimate_power(facts).ordering is None
+
+
+def test_two_readings_out_of_order_are_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="wall_idle_w: 300 W idle is more than 200 W under load"):
+        estimate_power(_reference_laptop(), wall_idle_w=300.0, wall_load_w=200.0)

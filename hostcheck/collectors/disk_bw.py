@@ -1,8 +1,13 @@
 """Disk read bandwidth the way Vast measures ``disk_bw``: fio random reads of 32 KiB blocks,
 16 jobs x iodepth 64, O_DIRECT, for about one second.
 
-Vast's host script (``send_mach_info.py``, as copied in chenshaoquan/chaojiniubipuls
-``nichousha.sh``, 2026-01-24) runs::
+Vast's host script ``send_mach_info.py`` (first-party code, run on each Vast host) runs the job
+below. No first-party copy of that script was found in the public sources searched (vast-ai's
+vast-cli, vast-python and docs repositories hold no fio job; read 2026-12-03), so the job is
+modelled on a third-party copy of it: the script embedded in chenshaoquan/chaojiniubipuls
+``nichousha.sh`` (commit 342fab5), which replaces Vast's speed test with made-up figures. Its fio
+line is the same, character for character, in the other third-party copies found; whether it
+still matches Vast's current script cannot be checked. The line, without its leading ``sudo``::
 
     fio --numjobs=16 --ioengine=libaio --direct=1 --verify=0 --name=read_test
         --directory=/var/lib/docker --bs=32k --iodepth=64 --size=128MB --readwrite=randread
@@ -60,8 +65,11 @@ VAST_JOB: tuple[tuple[str, str | None], ...] = (
     ("iodepth_batch_complete_max", "64"),
 )
 VAST_JOB_SOURCE = (
-    "Vast's send_mach_info.py (fio read job), as copied in chenshaoquan/chaojiniubipuls nichousha.sh (2026-01-24)"
+    "the fio read job of Vast's host script send_mach_info.py (1P code; no 1P copy found), read in a 3P copy: "
+    "chenshaoquan/chaojiniubipuls nichousha.sh (a script that fakes Vast's speed test)"
 )
+VAST_JOB_URL = "https://github.com/chenshaoquan/chaojiniubipuls/blob/342fab589cad648b7698a035d2710c2b8b730c99/nichousha.sh"
+VAST_JOB_CHECKED = "2026-12-03"
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,7 @@ def audit(
         raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
     if facts_file is not None and watch_db is not None:
         raise UsageError("--watch-db adds this machine's recording; it cannot be combined with --facts")
+    earnings = _earnings_values(price, electricity, occupancy, earnings_config)  # bad input stops before collecting
     if facts_file is not None:
         facts = load_snapshot(facts_file)
     else:
@@ -134,24 +135,32 @@ def audit(
                        "judge the unredacted facts for the real verdicts", err=True)
     color = fmt is OutputFormat.TABLE and output is None and sys.stdout.isatty()
     text = render(report, fmt, verbose=verbose, color=color)
-    if fmt is not OutputFormat.JSON:
-        text += _earnings_tail(report, facts, price, electricity, occupancy, earnings_config, fmt)
+    if fmt is not OutputFormat.JSON and earnings is not None:
+        text += _earnings_tail(report, facts, earnings, fmt)
     emit(text, output, private=not redact_output)
     raise typer.Exit(code)
 
 
-def _earnings_tail(report: Report, facts: dict[str, Any], price: float | None, electricity: str | None,
-                   occupancy: float | None, config: Path | None, fmt: OutputFormat) -> str:
+def _earnings_values(price: float | None, electricity: str | None, occupancy: float | None,
+                     config: Path | None) -> tuple[dict[str, Any], Path | None] | None:
+    """The owner's earnings inputs (flags, the config file), checked before anything is collected:
+    a wrong value or file is an InputError (exit 2); a missing one is said in the closing line."""
+    from hostcheck.earnings.command import EconomicsDataError, audit_values
+
+    try:
+        return audit_values({"price": price, "electricity": electricity, "occupancy": occupancy}, config)
+    except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
+        die(str(exc), EXIT_INTERNAL)
+
+
+def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None],
+                   fmt: OutputFormat) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
-    from hostcheck.earnings.command import EconomicsDataError, audit_lines, merged_values
-    from hostcheck.earnings.inputs import config_path
+    from hostcheck.earnings.command import EconomicsDataError, audit_lines
     from hostcheck.render.escape import escape_text
 
-    flags = {"price": price, "electricity": electricity, "occupancy": occupancy}
-    if all(v is None for v in flags.values()) and config is None and config_path() is None:
-        return ""
+    values, path = earnings
     try:
-        values, path = merged_values(flags, config)
         lines = audit_lines(report, facts, values, path)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)

@@ -28,7 +28,7 @@ from hostcheck.commands.live import (
     collect_context,
     speedtest_caps,
 )
-from hostcheck.measure.power import check_sample_seconds, check_wall_reading
+from hostcheck.measure.power import check_sample_seconds, check_wall_pair, check_wall_reading
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 
 
@@ -69,6 +69,7 @@ def offer(
 
     check_wall_reading(wall_idle_w, "--wall-idle-w")
     check_wall_reading(wall_load_w, "--wall-load-w")
+    check_wall_pair(wall_idle_w, wall_load_w, "--wall-idle-w", "--wall-load-w")
     check_sample_seconds(power_seconds, "--power-seconds")
     check_size_mib(disk_size_mib, "--disk-size-mib")
     if disk_dir is not None and not disk_dir.is_dir():

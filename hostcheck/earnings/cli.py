@@ -14,6 +14,7 @@ import typer
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_timeout, collect_live, die, emit
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
+from hostcheck.earnings.exits import help_text
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
 
@@ -23,9 +24,10 @@ HELP = f"""Net money per month per platform: electricity (flat or day/night), yo
 GPU-hour, occupancy, the platform's fee and payout rules (sourced data files), depreciation,
 the winter heat credit and the summer air-conditioning penalty. Power comes from --facts (a
 snapshot), this machine, or your wall-socket readings; each figure says measured, estimated,
-given or unknown. Exit codes: 0 computed, 4 computed but the audit rates the owner risk
-high or unknown (the headline then says not to host), 3 the draw under load is unknown
-(give --wall-load-w), 2 bad input.
+given or unknown.
+
+\b
+{help_text()}
 
 \b
 Worked example (flags only, no audit): a 1-GPU box drawing 50 W idle and 450 W rented,
@@ -142,7 +144,7 @@ def earnings(
 
 
 def load_platform_prices(path: Path) -> dict[str, float]:
-    from hostcheck.earnings.inputs import load_config
+    from hostcheck.earnings.config import load_config
 
     return dict(load_config(path).get("platform_price") or {})
 

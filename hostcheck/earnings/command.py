@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.earnings import model as m
+from hostcheck.earnings.config import load_config
 from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
-from hostcheck.earnings.inputs import EarningsInputError, Given, build, config_path, load_config
-from hostcheck.earnings.report import Machine, PowerOut, build_earnings, span_text
-from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK, EXIT_OWNER_RISK
+from hostcheck.earnings.exits import exit_code
+from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path
+from hostcheck.earnings.report import Machine, PowerOut, audit_feasible, build_earnings, span_text
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
-__all__ = ["EarningsInputError", "audit_lines", "merged_values", "run"]
+__all__ = ["EarningsInputError", "EarningsMissingError", "audit_lines", "audit_values", "merged_values", "run"]
 
 
 def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool = True) -> tuple[dict[str, Any], Path | None]:
@@ -74,8 +75,8 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
         sample_seconds: float = 0.0, config: Path | None = None,
         audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
-    """The earnings report and its exit code (0; 3 when the draw under load is unknown).
-    Raises EarningsInputError or EconomicsDataError on bad input."""
+    """The earnings report and its exit code (hostcheck.earnings.exits: owner risk first, then an
+    unknown draw under load). Raises EarningsInputError or EconomicsDataError on bad input."""
     constants = load_constants()
     given = build(values, constants, config)
     docs = load_all_platforms()
@@ -85,9 +86,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
         if unknown:
             raise EarningsInputError(f"--platform: no platform data named {unknown[0]!r} (shipped: {', '.join(known)})")
         docs = [known[p] for p in dict.fromkeys(platforms)]
-    for name in given.platform_price:
-        if name not in {d.platform for d in load_all_platforms()}:
-            raise EarningsInputError(f"--platform-price: no platform data named {name!r}")
+    _check_platform_names(given.platform_price)
     notes: list[str] = []
     if facts is not None and audit_report is None:
         from hostcheck.policy import resolve_policies
@@ -108,8 +107,13 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
                          "give --wall-idle-w for one figure")
             powers = (m.Power(idle_w=load, load_w=load, gpus=gpus), m.Power(idle_w=0.0, load_w=load, gpus=gpus))
         else:
-            p = m.Power(idle_w=min(idle, load), load_w=load, gpus=gpus)
+            # The power module orders the two (the draw under load is at least the idle draw) and
+            # never replaces a reading the owner gave; say where an estimate gave way to one.
+            p = m.Power(idle_w=idle, load_w=load, gpus=gpus)
             powers = (p, p)
+            if estimate.ordering:
+                notes.append(f"{estimate.ordering}; give --wall-load-w and --wall-idle-w from a wall-socket meter "
+                             "for measured figures")
     else:
         notes.append(f"draw under load unknown ({estimate.wall_load.how}): no money figure can be computed; "
                      "give --wall-load-w and --wall-idle-w from a wall-socket meter or smart plug")
@@ -124,6 +128,9 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     if given.owner.tax:
         notes.append("tax applies to the net before heat, and a loss reduces tax at the same rate [inference: "
                      "treatment varies by country]")
+    if not given.money_bounded:
+        notes.append(f"{given.currency} is not in hostcheck's table of currencies (policies/economics/constants.yaml): "
+                     "money figures were checked only for being positive and finite, not against an upper bound")
     notes.append("ranges (worst to best) come from what is not known: the fee where a platform publishes none "
                  "or its pages disagree, and the idle draw where it is unknown")
     if audit_report is not None:
@@ -136,21 +143,44 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
                                           "audit_headline": None, "owner_risk": None})
     report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
                             power=power, powers=powers, machine=machine, notes=notes)
-    if powers is None:
-        return report, EXIT_NOT_MEASURED
-    # As the audit does: a high or unknown owner risk is never a plain success, whatever it earns.
-    return report, EXIT_OWNER_RISK if machine.owner_risk in OWNER_RISK_STOPS else EXIT_OK
+    return report, exit_code(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)
+
+
+def _check_platform_names(prices: dict[str, Any]) -> None:
+    known = {d.platform for d in load_all_platforms()}
+    for name in prices:
+        if name not in known:
+            raise EarningsInputError(f"--platform-price: no platform data named {name!r} (shipped: {', '.join(sorted(known))})")
+
+
+def audit_values(flags: dict[str, Any], config: Path | None) -> tuple[dict[str, Any], Path | None] | None:
+    """The owner's earnings inputs for the audit (flags over the config file), checked before
+    anything is collected; None when there are none. Raises EarningsInputError for a value or file
+    that is wrong, never for one that is missing: the audit still prints its report, and its
+    closing line says what is missing."""
+    if all(v is None for v in flags.values()) and config is None and config_path() is None:
+        return None
+    values, path = merged_values(flags, config)
+    try:
+        build(values, load_constants(), path)
+    except EarningsMissingError:
+        pass
+    _check_platform_names(values.get("platform_price") or {})
+    return values, path
 
 
 def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
                 config: Path | None) -> list[str]:
     """The audit's closing lines: one per feasible platform, net per month at the given
-    occupancy or the break-even price. The audit's headline (and an owner-risk warning) stands."""
-    report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
+    occupancy or the break-even price; or what is missing to compute them. The audit's headline
+    (and an owner-risk warning) stands, and so does its exit code."""
+    try:
+        report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
+    except EarningsMissingError as exc:
+        return [f"Earnings: not computed, {exc}; `hostcheck earnings --help` shows every option."]
     currency = report["currency"]
     occupancy = report["inputs"]["occupancy_pct"]
-    feasible = [p for p in report["platforms"] if p["audit_verdict"] and p["audit_verdict"].split(": ", 1)[1]
-                in ("feasible", "feasible with risks")]
+    feasible = [p for p in report["platforms"] if audit_feasible(p["audit_verdict"])]
     out = []
     if not report["power_known"]:
         out.append("Earnings: unknown, the draw under load is unknown; give --wall-load-w to `hostcheck earnings`.")

@@ -10,6 +10,7 @@ policies: an unknown key, a wrong type or a missing source is an error naming fi
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -57,8 +58,17 @@ class DataSource(_Strict):
 
 class Pricing(_Strict):
     set_by: Literal["host", "platform"]
+    rate: Literal["before-fee", "net-of-fee"] = Field(
+        description="before-fee: the platform's fee is taken from the price the owner enters; net-of-fee: the "
+                    "platform sets the rate and shows hosts what they earn, so no fee is taken from it again")
     note: Text
     source: Text
+
+    @model_validator(mode="after")
+    def _net_rate_is_platform_set(self) -> Pricing:
+        if self.rate == "net-of-fee" and self.set_by != "platform":
+            raise ValueError("a rate shown net of the fee is one the platform sets (set_by: platform)")
+        return self
 
 
 class Fee(_Strict):
@@ -94,13 +104,20 @@ class Minimum(_Strict):
     currency: Text
 
 
+class Caveat(_Strict):
+    """One thing about being paid that the money figures leave out, with its own source."""
+
+    text: Text
+    source: Text
+
+
 class Payout(_Strict):
     minimum: Minimum | NotPublished
     form: Literal["cash", "store-credit", "token", "not-published"]
     currency: Text
     schedule: Text
     expiry: Text
-    caveats: list[Text]
+    caveats: list[Caveat]
     source: Text
 
 
@@ -126,8 +143,10 @@ class PlatformDocument(_Strict):
 
     @model_validator(mode="after")
     def _sources_cited(self) -> PlatformDocument:
-        for where, key in (("pricing", self.pricing.source), ("fee", self.fee.source), ("payout", self.payout.source),
-                           ("min_bid", self.min_bid.source if self.min_bid else None)):
+        cited = [("pricing", self.pricing.source), ("fee", self.fee.source), ("payout", self.payout.source),
+                 ("min_bid", self.min_bid.source if self.min_bid else None),
+                 *((f"payout.caveats[{i}]", c.source) for i, c in enumerate(self.payout.caveats))]
+        for where, key in cited:
             if key is not None and key not in self.sources:
                 raise ValueError(f"{where}.source {key!r} is not a key of 'sources'")
         return self
@@ -145,19 +164,58 @@ class Constant(_Strict):
     note: Text
 
 
+CurrencyCode = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+
+
+class CurrencyTable(_Strict):
+    """Exchange rates as read (units of each currency per euro), only for the order of magnitude
+    of a currency's unit: the bounds on prices are set for a dollar-sized unit and scaled by it."""
+
+    source: Text
+    note: Text
+    per_eur: dict[CurrencyCode, Annotated[Number, Field(gt=0)]] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _anchored(self) -> CurrencyTable:
+        if self.per_eur.get("EUR") != 1 or "USD" not in self.per_eur:
+            raise ValueError("per_eur must hold EUR: 1 and a USD rate")
+        return self
+
+    def per_usd(self, code: str) -> float | None:
+        rate = self.per_eur.get(code)
+        return None if rate is None else rate / self.per_eur["USD"]
+
+
+def magnitude(units_per_usd: float) -> float:
+    """The factor the dollar-sized bounds are scaled by: units per US dollar rounded up to 1, 2 or
+    5 x 10^n, never below 1. Rounding up keeps the bounds loose as rates drift."""
+    if units_per_usd <= 1:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(units_per_usd))
+    return next(step * power for step in (1, 2, 5, 10) if units_per_usd <= step * power * (1 + 1e-9))
+
+
 class ConstantsDocument(_Strict):
     model_config = ConfigDict(title="hostcheck earnings constants, format 1")
 
     format: Literal[1]
     sources: dict[str, DataSource] = Field(min_length=1)
     constants: dict[str, Constant] = Field(min_length=1)
+    currencies: CurrencyTable
 
     @model_validator(mode="after")
     def _sources_cited(self) -> ConstantsDocument:
         for name, constant in self.constants.items():
             if constant.source not in self.sources:
                 raise ValueError(f"constants.{name}.source {constant.source!r} is not a key of 'sources'")
+        if self.currencies.source not in self.sources:
+            raise ValueError(f"currencies.source {self.currencies.source!r} is not a key of 'sources'")
         return self
+
+    def currency_scale(self, code: str) -> float | None:
+        """The bounds' factor for a currency code (upper case), or None when it is not in the table."""
+        per_usd = self.currencies.per_usd(code)
+        return None if per_usd is None else magnitude(per_usd)
 
     def number(self, name: str) -> float:
         value = self.constants[name].value

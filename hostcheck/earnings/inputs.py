@@ -1,15 +1,22 @@
 """The owner's inputs for ``hostcheck earnings``: flags and the per-user config file, checked.
 
 Every value is checked here, before any money is computed: a negative, zero, NaN or absurd
-price, a fee over 100 %, an occupancy outside 0-100 %, a month outside 1-12, a config file that
-is not the TOML or YAML it claims to be, each raise :class:`EarningsInputError` with the field
-named (the CLI turns it into exit code 2).
+price, a fee over 100 %, an occupancy outside 0-100 %, a month outside 1-12, each raise
+:class:`EarningsInputError` with the field named (the CLI turns it into exit code 2). The config
+file itself is read by :mod:`hostcheck.earnings.config`.
 
 The config file lives at ``$XDG_CONFIG_HOME/hostcheck/earnings.toml`` (or ``earnings.yaml``),
 ``~/.config`` when the variable is unset. Its keys are the long option names with ``_`` for
 ``-`` (``electricity = "07-23=0.32,23-07=0.18"``, ``price = 0.25``); flags win over the file.
-Money is in one currency throughout (``currency`` only labels it); the "absurd" bounds assume a
-currency unit like the dollar, euro or pound.
+Money is in one currency throughout (``currency`` labels it). The "absurd" bounds on money are
+set for a dollar-sized unit and scaled by the currency's magnitude from a sourced table
+(constants.yaml ``currencies``: 200 for the yen, 2000 for the won); a currency not in the table
+gets no upper bound on money, only positive and finite, and the report says so.
+
+A missing required field (the electricity price, the occupancy, a fuel price for gas or oil
+heating, the years to spread a hardware value over) raises :class:`EarningsMissingError`, a
+subclass, after every field that was given has been checked: ``hostcheck earnings`` stops on it
+(exit 2), the audit's closing line says what is missing.
 """
 
 from __future__ import annotations
@@ -21,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck import safeio
 from hostcheck.earnings.model import HEATING_KINDS, Cooling, Heating, Owner, Tariff
 from hostcheck.errors import InputError
 
@@ -31,7 +37,8 @@ CONFIG_SHOWN = f"$XDG_CONFIG_HOME/hostcheck/{CONFIG_NAMES[0]}"
 """The per-user config file as help texts name it (:func:`config_path` looks for each of CONFIG_NAMES there)."""
 
 # Field -> (lowest, highest (allowed itself), lowest allowed itself?, what it is). Bounds well past
-# any real figure: a price above them is a typo (a missing decimal point), not a tariff.
+# any real figure: a price above them is a typo (a missing decimal point), not a tariff. The
+# money fields' highest is for a dollar-sized unit, scaled by the currency's magnitude.
 BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "price": (0.0, 100.0, False, "price per GPU-hour"),
     "min_bid": (0.0, 100.0, False, "minimum bid per GPU-hour"),
@@ -52,7 +59,10 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "tax": (0.0, 100.0, True, "tax rate in %"),
     "other_income": (0.0, 1_000_000.0, True, "other income per month"),
 }
+MONEY = frozenset(("price", "min_bid", "electricity", "fuel_price", "hardware_value", "other_income"))
 TEXT_KEYS = ("currency", "heating", "heating_months", "cooling_months")
+# Currency symbols the label may be; the yen sign stands for the larger of JPY and CNY (looser bounds).
+SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 CONFIG_KEYS = frozenset((*BOUNDS, *TEXT_KEYS, "platform_price", "gpus"))
 
 
@@ -60,32 +70,80 @@ class EarningsInputError(InputError):
     """Bad input from the owner: the message names the field."""
 
 
+class EarningsMissingError(EarningsInputError):
+    """A required field was not given (every field that was given is valid)."""
+
+    def __init__(self, missing: list[tuple[str, str]], config: Path | None = None) -> None:
+        self.missing = [name for name, _ in missing]
+        said = "; ".join(f"{name} ({why})" for name, why in missing)
+        where = f" (as a flag or in {config})" if config is not None else ""
+        super().__init__(f"missing{where}: {said}")
+
+
 def option_name(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def check_number(key: str, value: Any, where: str | None = None) -> float:
+MAX_MAGNITUDE = 2**53
+"""No figure here comes near it in any currency; every integer up to it converts to a float exactly."""
+
+
+def check_number_shape(value: Any, name: str, what: str = "") -> float:
+    """A finite number (not a bool, not an integer too large to be one), or EarningsInputError."""
+    said = f" ({what})" if what else ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EarningsInputError(f"{name}: must be a number{said}, not {_clip(value)}")
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+        raise EarningsInputError(f"{name}: the number {_clip(value)} is out of range{said}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise EarningsInputError(f"{name}: must be a finite number{said}, not {value!r}")
+    return number
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+
+
+@dataclass(frozen=True)
+class Money:
+    """The currency's label and the factor the money bounds are scaled by (None: no upper bound)."""
+
+    label: str = "USD"
+    scale: float | None = 1.0
+
+
+def check_number(key: str, value: Any, where: str | None = None, money: Money = Money()) -> float:
     """A finite number inside the field's bounds, or EarningsInputError naming the field."""
     name = where or option_name(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise EarningsInputError(f"{name}: must be a number, not {value!r}")
-    number = float(value)
     low, high, low_ok, what = BOUNDS[key]
-    if not math.isfinite(number):
-        raise EarningsInputError(f"{name}: must be a finite number ({what}), not {value!r}")
+    number = check_number_shape(value, name, what)
+    unit = ""
+    if key in MONEY:
+        unit = f" {money.label}"
+        high = MAX_MAGNITUDE if money.scale is None else high * money.scale
     if number < low or (number == low and not low_ok) or number > high:
         lo = f"{'at least' if low_ok else 'above'} {low:g}"
-        raise EarningsInputError(f"{name}: {what} must be {lo} and at most {high:g}, not {value!r}")
+        hi = "" if high == MAX_MAGNITUDE else f" and at most {high:g}{unit}"
+        raise EarningsInputError(f"{name}: {what} must be {lo}{hi}, not {value!r}")
     return number
+
+
+def currency_money(label: Any, constants: Any, where: str = "--currency") -> Money:
+    """The checked currency label and its bounds' factor from the constants' table."""
+    if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", label):
+        raise EarningsInputError(f"{where}: a currency code such as USD or EUR, not {label!r}")
+    return Money(label, constants.currency_scale(SYMBOLS.get(label, label.upper())))
 
 
 _HOUR_PRICE = re.compile(r"^\s*(\d{1,2})\s*-\s*(\d{1,2})\s*=\s*([^,]+?)\s*$")
 
 
-def parse_tariff(value: Any, where: str = "--electricity") -> Tariff:
+def parse_tariff(value: Any, where: str = "--electricity", money: Money = Money()) -> Tariff:
     """A flat price (``0.30``) or a schedule ``HH-HH=PRICE,...`` covering the 24 hours once."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Tariff.flat(check_number("electricity", value, where))
+        return Tariff.flat(check_number("electricity", value, where, money))
     if not isinstance(value, str) or not value.strip():
         raise EarningsInputError(f"{where}: must be a price per kWh or a schedule such as 07-23=0.32,23-07=0.18")
     text = value.strip()
@@ -95,7 +153,7 @@ def parse_tariff(value: Any, where: str = "--electricity") -> Tariff:
         except ValueError:
             raise EarningsInputError(f"{where}: {text[:60]!r} is neither a price nor a schedule "
                                      "such as 07-23=0.32,23-07=0.18") from None
-        return Tariff.flat(check_number("electricity", number, where))
+        return Tariff.flat(check_number("electricity", number, where, money))
     periods = []
     covered = [0] * 24
     for part in text.split(","):
@@ -110,7 +168,7 @@ def parse_tariff(value: Any, where: str = "--electricity") -> Tariff:
             price = float(match.group(3))
         except ValueError:
             raise EarningsInputError(f"{where}: price {match.group(3)[:20]!r} is not a number") from None
-        price = check_number("electricity", price, where)
+        price = check_number("electricity", price, where, money)
         start, end = start % 24, end % 24
         for i in range(Tariff.hours(start, end)):
             covered[(start + i) % 24] += 1
@@ -156,56 +214,10 @@ def config_path() -> Path | None:
     return None
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """The config file's keys, checked for shape (values are checked with the flags')."""
-    try:
-        text = safeio.read_text(path, limit=MAX_CONFIG_BYTES)
-    except safeio.InputError as exc:
-        raise EarningsInputError(f"{path}: {exc}") from None
-    data: Any
-    if path.suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise EarningsInputError(f"{path}: not valid TOML: {exc}") from None
-    elif path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        from hostcheck.policy import refuse_yaml_bombs
-
-        try:
-            refuse_yaml_bombs(text)
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise EarningsInputError(f"{path}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-        except ValueError as exc:
-            raise EarningsInputError(f"{path}: {exc}") from None
-    else:
-        raise EarningsInputError(f"{path}: the config file must end in .toml, .yaml or .yml")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise EarningsInputError(f"{path}: must be a table of keys (price = 0.25 ...), not {type(data).__name__}")
-    for key, value in data.items():
-        if key not in CONFIG_KEYS:
-            raise EarningsInputError(f"{path}: {key}: unknown key (allowed: {', '.join(sorted(CONFIG_KEYS))})")
-        if key == "platform_price":
-            if not isinstance(value, dict):
-                raise EarningsInputError(f"{path}: platform_price: must be a table of platform = price")
-            for name, price in value.items():
-                check_number("price", price, f"{path}: platform_price.{name}")
-        elif key == "electricity":
-            parse_tariff(value, f"{path}: electricity")
-        elif key in BOUNDS:
-            check_number(key, value, f"{path}: {key}")
-        elif key == "gpus":
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-                raise EarningsInputError(f"{path}: gpus: must be a whole number 1-64, not {value!r}")
-        elif key in ("currency", "heating") and not isinstance(value, str):
-            raise EarningsInputError(f"{path}: {key}: must be a string, not {value!r}")
-    return dict(data)
+def config_where(path: Path, lines: dict[str, int], key: str) -> str:
+    """``FILE: line N: key`` (the line when it is known) for a message about one field."""
+    line = lines.get(key) or lines.get(key.split(".", 1)[0])
+    return f"{path}: line {line}: {key}" if line else f"{path}: {key}"
 
 
 @dataclass(frozen=True)
@@ -214,6 +226,7 @@ class Given:
 
     owner: Owner
     currency: str
+    money_bounded: bool  # False: the currency is not in the table, so money has no upper bound
     platform_price: dict[str, float]
     fee: float | None  # a share 0-1 the owner gave, replacing the data file's
     min_bid: float | None
@@ -225,13 +238,19 @@ class Given:
 
 
 def build(values: dict[str, Any], constants: Any, config: Path | None = None) -> Given:
-    """Owner inputs from merged flag and config values (None: not given)."""
+    """Owner inputs from merged flag and config values (None: not given). Every field given is
+    checked first (EarningsInputError); then a missing required one raises EarningsMissingError."""
+    lines: dict[str, int] = values.get("_config_lines") or {}
+    from_config = values.get("_from_config", ())
+
     def where(key: str) -> str:
-        return f"{config}: {key}" if config is not None and key in values.get("_from_config", ()) else option_name(key)
+        return config_where(config, lines, key) if config is not None and key in from_config else option_name(key)
+
+    money = currency_money(values.get("currency") or "USD", constants, where("currency"))
 
     def num(key: str) -> float | None:
         value = values.get(key)
-        return None if value is None else check_number(key, value, where(key))
+        return None if value is None else check_number(key, value, where(key), money)
 
     used: list[str] = []
     for key in BOUNDS:  # every number given is checked, used in this run or not
@@ -245,20 +264,23 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
             return constants.number(constant)
         return value
 
+    missing: list[tuple[str, str]] = []
+    tariff = None
     if values.get("electricity") is None:
-        raise EarningsInputError("--electricity: give your electricity price per kWh (e.g. 0.30) "
-                                 "or a day/night schedule (e.g. 07-23=0.32,23-07=0.18)")
-    tariff = parse_tariff(values["electricity"], where("electricity"))
+        missing.append(("--electricity", "your electricity price per kWh, e.g. 0.30, or a day/night schedule "
+                                         "such as 07-23=0.32,23-07=0.18"))
+    else:
+        tariff = parse_tariff(values["electricity"], where("electricity"), money)
     occupancy = num("occupancy")
     if occupancy is None:
-        raise EarningsInputError("--occupancy: give the share of hours you expect the machine to be rented, "
-                                 "0-100 (Vast's market page shows '% rented' per GPU model)")
+        missing.append(("--occupancy", "the share of hours you expect it rented, 0-100; Vast's market page "
+                                       "shows '% rented' per GPU model"))
     kind = values.get("heating") or "none"
     if kind not in HEATING_KINDS:
         raise EarningsInputError(f"{where('heating')}: must be one of {', '.join(HEATING_KINDS)}, not {kind!r}")
     fuel_price = num("fuel_price")
     if kind in ("gas", "oil") and fuel_price is None:
-        raise EarningsInputError(f"--fuel-price: {kind} heating needs the price per kWh of {kind}")
+        missing.append(("--fuel-price", f"{kind} heating needs the price per kWh of {kind}"))
     heating_months = frozenset[int]()
     raw_months = values.get("heating_months")
     if raw_months is not None:
@@ -271,7 +293,33 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
     cooling_months = parse_months(values.get("cooling_months") or "", where("cooling_months"))
     overlap = sorted(heating_months & cooling_months)
     if overlap:
-        raise EarningsInputError(f"--cooling-months: months {overlap} are also heating months")
+        raise EarningsInputError(f"{where('cooling_months')}: months {overlap} are also heating months")
+    tax = num("tax") or 0.0
+    if tax >= 100:
+        raise EarningsInputError(f"{where('tax')}: must be below 100 %")
+    life = num("remaining_life_years")
+    value = num("hardware_value") or 0.0
+    if value and life is None:
+        missing.append(("--remaining-life-years", "--hardware-value needs the years of use left to spread it over"))
+    wall_idle, wall_load = num("wall_idle_w"), num("wall_load_w")
+    if wall_idle is not None and wall_load is not None and wall_idle > wall_load:
+        raise EarningsInputError(f"{where('wall_idle_w')}: {wall_idle:g} W idle is more than {wall_load:g} W "
+                                 "under load")
+    gpus = values.get("gpus")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 64):
+        raise EarningsInputError(f"{where('gpus')}: must be a whole number 1-64, not {gpus!r}")
+    fee = num("fee")
+
+    def price_where(name: str) -> str:
+        if config is not None and f"platform_price.{name}" in lines and "platform_price" in from_config:
+            return config_where(config, lines, f"platform_price.{name}")
+        return f"--platform-price {name}"
+
+    platform_price = {str(k): check_number("price", v, price_where(str(k)), money)
+                      for k, v in (values.get("platform_price") or {}).items()}
+    if missing:
+        raise EarningsMissingError(missing, config)
+    assert tariff is not None and occupancy is not None
     heating = Heating(
         kind=kind, months=heating_months,
         share=default("heat_share", "heat_share_pct") / 100 if kind != "none" else 0.0,
@@ -285,33 +333,15 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
         cop=default("cooling_cop", "cooling_cop") if cooling_months else constants.number("cooling_cop"),
         share=(default("cooling_share", "cooling_share_pct") if cooling_months else 100.0) / 100,
     )
-    tax = num("tax") or 0.0
-    if tax >= 100:
-        raise EarningsInputError("--tax: must be below 100 %")
-    life = num("remaining_life_years")
-    value = num("hardware_value") or 0.0
-    if value and life is None:
-        raise EarningsInputError("--remaining-life-years: --hardware-value needs the years of use left to spread it over")
-    wall_idle, wall_load = num("wall_idle_w"), num("wall_load_w")
-    if wall_idle is not None and wall_load is not None and wall_idle > wall_load:
-        raise EarningsInputError(f"--wall-idle-w: {wall_idle:g} W idle is more than {wall_load:g} W under load")
-    gpus = values.get("gpus")
-    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 64):
-        raise EarningsInputError(f"--gpus: must be a whole number 1-64, not {gpus!r}")
-    fee = num("fee")
-    currency = values.get("currency") or "USD"
-    if not isinstance(currency, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", currency):
-        raise EarningsInputError(f"{where('currency')}: a currency code such as USD or EUR, not {currency!r}")
-    platform_price = {str(k): check_number("price", v, f"platform_price.{k}")
-                      for k, v in (values.get("platform_price") or {}).items()}
     owner = Owner(
         tariff=tariff, occupancy=occupancy / 100, price=num("price"), heating=heating, cooling=cooling,
         hardware_value=value, life_years=life or 4.0, baseline_w=num("baseline_w") or 0.0, tax=tax / 100,
         other_income=num("other_income") or 0.0, hours_per_month=constants.number("hours_per_month"),
     )
-    return Given(owner=owner, currency=currency, platform_price=platform_price,
-                 fee=None if fee is None else fee / 100, min_bid=num("min_bid"), wall_idle_w=wall_idle,
-                 wall_load_w=wall_load, gpus=gpus, defaults_used=tuple(dict.fromkeys(used)), config=config)
+    return Given(owner=owner, currency=money.label, money_bounded=money.scale is not None,
+                 platform_price=platform_price, fee=None if fee is None else fee / 100, min_bid=num("min_bid"),
+                 wall_idle_w=wall_idle, wall_load_w=wall_load, gpus=gpus, defaults_used=tuple(dict.fromkeys(used)),
+                 config=config)
 
 
 def parse_platform_prices(specs: list[str]) -> dict[str, float]:
@@ -325,5 +355,6 @@ def parse_platform_prices(specs: list[str]) -> dict[str, float]:
             number = float(price)
         except ValueError:
             raise EarningsInputError(f"--platform-price: {price[:20]!r} is not a number") from None
-        out[name.strip()] = check_number("price", number, f"--platform-price {name.strip()}")
+        # Its bounds depend on the currency: build() checks them.
+        out[name.strip()] = check_number_shape(number, f"--platform-price {name.strip()}")
     return out

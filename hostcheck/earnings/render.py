@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.earnings.report import money, span_text
+from hostcheck.earnings.report import audit_feasible, money, span_text
 from hostcheck.render.escape import escape_tree
 
 CHART_WIDTH = 24
@@ -63,10 +63,15 @@ def _power_lines(report: dict[str, Any]) -> list[str]:
 
 def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool = True) -> list[str]:
     fee = p["fee"]
-    fee_text = (f"{fee['low_pct']:g} %" if fee["low_pct"] == fee["high_pct"]
+    fee_text = ("0 % (the rate shown to hosts is already net of the fee)" if fee["status"] == "net-rate"
+                else f"{fee['low_pct']:g} %" if fee["low_pct"] == fee["high_pct"]
                 else f"{fee['low_pct']:g}-{fee['high_pct']:g} % ({fee['status'].replace('-', ' ')})")
     verdict = f" — audit: {p['audit_verdict']}" if p.get("audit_verdict") else ""
     out = [f"{'### ' if md else ''}{p['title']}{verdict}", ""]
+    if audit_feasible(p.get("audit_verdict")) is False:
+        said = p["audit_verdict"].rsplit(": ", 1)[-1]
+        out += [f"{said} for this machine as it is (the audit): the figures below are what it would earn once the "
+                "platform accepts it, for comparison only; the headline quotes none of them", ""]
     price = p["price_per_gpu_hour"]
     out.append(f"price {money(price, currency, 3) if price is not None else 'not given'} per GPU-hour"
                f" ({p['price_from']}); fee {fee_text}")
@@ -118,7 +123,10 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool, with_chart: bool
     pay = p["payout"]
     out += ["", f"payout: minimum {pay['minimum']}; form {pay['form']}; {pay['currency']}; schedule {pay['schedule']}; "
                 f"expiry {pay['expiry']}"]
-    out += [f"  caveat: {c}" for c in pay["caveats"]]
+    for c in pay["caveats"]:
+        out.append(f"  caveat: {c['text']}")
+        if c["source"] != pay["source"]:
+            out.append(f"    source: {c['source']['title']} <{c['source']['url']}> (read {c['source']['checked']})")
     out.append(f"  source: {pay['source']['title']} <{pay['source']['url']}> (read {pay['source']['checked']})")
     return out
 
@@ -171,8 +179,7 @@ def render_earnings(report: dict[str, Any], *, markdown: bool = False) -> str:
         out.append("")
     # One chart: for the first platform the audit finds feasible (else the first shown); the JSON
     # report has every platform's, and --platform NAME draws another's.
-    feasible = [p for p in report["platforms"] if (p.get("audit_verdict") or "").endswith(("feasible", "with risks"))
-                and not (p.get("audit_verdict") or "").endswith("not feasible")]
+    feasible = [p for p in report["platforms"] if audit_feasible(p.get("audit_verdict"))]
     charted = (feasible or report["platforms"] or [None])[0]
     for p in report["platforms"]:
         out += [*_platform_lines(p, currency, md, with_chart=p is charted), ""]

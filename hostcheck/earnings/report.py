@@ -17,6 +17,7 @@ from hostcheck import __version__
 from hostcheck.earnings import model as m
 from hostcheck.earnings.data import ConstantsDocument, PlatformDocument
 from hostcheck.earnings.inputs import Given
+from hostcheck.models import FEASIBLE
 
 EARNINGS_VERSION: Literal[1] = 1
 OCCUPANCY_STEPS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
@@ -89,18 +90,24 @@ class MinBidCheck(_Out):
     source: SourceOut
 
 
+class CaveatOut(_Out):
+    text: str
+    source: SourceOut
+
+
 class Payout(_Out):
     minimum: str
     form: str
     currency: str
     schedule: str
     expiry: str
-    caveats: list[str]
+    caveats: list[CaveatOut]
     source: SourceOut
 
 
 class FeeOut(_Out):
-    status: Literal["published", "not-published", "conflicting", "given"]
+    status: Literal["published", "not-published", "conflicting", "given", "net-rate"] = Field(
+        description="net-rate: the platform shows hosts the rate they earn, so no fee is taken from it (0 %)")
     low_pct: float
     high_pct: float
     why: str
@@ -114,6 +121,8 @@ class PlatformOut(_Out):
     price_per_gpu_hour: float | None
     price_from: str
     price_set_by: Literal["host", "platform"] = Field(description="who sets the rate (platform: give the rate it shows you)")
+    rate: Literal["before-fee", "net-of-fee"] = Field(description="whether the platform's fee is taken from the price "
+                                                                   "(before-fee) or already out of it (net-of-fee)")
     pricing_note: str
     fee: FeeOut
     at_given: MonthParts | None = Field(description="one whole-year-average month, worst case, at the given price")
@@ -273,6 +282,13 @@ def _fee(doc: PlatformDocument, given: Given) -> FeeOut:
     if given.fee is not None:
         pct = given.fee * 100
         return FeeOut(status="given", low_pct=pct, high_pct=pct, why="the fee you gave (--fee)", source=None)
+    if doc.pricing.rate == "net-of-fee":
+        # The rate entered is the one the platform shows hosts, already net of its share: taking
+        # the fee range from it again would count the fee twice.
+        return FeeOut(status="net-rate", low_pct=0.0, high_pct=0.0,
+                      why=f"{doc.title} shows hosts the rate they earn: give that rate as --price and no fee is taken "
+                          "from it again (--fee PCT applies one, for a rate that is not net)",
+                      source=_src(doc, doc.pricing.source))
     low, high = doc.fee.bounds
     return FeeOut(status=doc.fee.status, low_pct=low, high_pct=high, why=doc.fee.why, source=_src(doc, doc.fee.source))
 
@@ -283,7 +299,8 @@ def _payout(doc: PlatformDocument) -> Payout:
     def said(text: str) -> str:
         return "not published" if text == "not-published" else text
     return Payout(minimum=minimum, form=said(p.form), currency=said(p.currency), schedule=said(p.schedule),
-                  expiry=said(p.expiry), caveats=list(p.caveats), source=_src(doc, p.source))
+                  expiry=said(p.expiry), caveats=[CaveatOut(text=c.text, source=_src(doc, c.source)) for c in p.caveats],
+                  source=_src(doc, p.source))
 
 
 def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.Power] | None,
@@ -349,7 +366,7 @@ def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.P
                 floor_per_gpu_hour=round(floor, 4), min_bid=bid, covers=None if bid is None else bid >= floor,
                 note=doc.min_bid.note, source=_src(doc, doc.min_bid.source))
     return PlatformOut(platform=doc.platform, title=doc.title, audit_verdict=verdict, price_per_gpu_hour=price,
-                       price_from=price_from, price_set_by=doc.pricing.set_by, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
+                       price_from=price_from, price_set_by=doc.pricing.set_by, rate=doc.pricing.rate, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
                        sensitivity=sensitivity, chart=chart, min_bid=min_bid, payout=_payout(doc))
 
 
@@ -389,13 +406,26 @@ def span_text(span: Span | dict[str, Any] | None, currency: str, digits: int = 2
     return f"{one(worst)} to {one(best)}"
 
 
+def audit_feasible(verdict: str | None) -> bool | None:
+    """Whether the audit finds the platform feasible ("policy: verdict", as in PlatformOut);
+    None when there was no audit to ask."""
+    if verdict is None:
+        return None
+    return verdict.rsplit(": ", 1)[-1] in FEASIBLE
+
+
 def earnings_headline(machine: Machine, platforms: list[PlatformOut], power_known: bool, currency: str) -> str:
     """The audit's headline leads (earnings never override an owner-risk warning); then one
-    sentence on money."""
+    sentence on money, quoting only a platform the audit finds feasible (or, without an audit,
+    any platform: none was judged)."""
     lead = machine.audit_headline or "Not audited (no facts): whether a platform accepts this machine was not judged."
     if not power_known:
         return f"{lead} Earnings unknown: the machine's draw under load is unknown; give --wall-load-w (a smart-plug reading)."
-    best = [(p.seasons["year"].net_per_month, p) for p in platforms if p.seasons and p.price_per_gpu_hour is not None]
+    eligible = [p for p in platforms if audit_feasible(p.audit_verdict) is not False]
+    if platforms and not eligible:
+        return (f"{lead} Money: no platform shown is feasible for this machine as it is, so none is quoted here; "
+                "the figures below are what each would earn once it accepts the machine.")
+    best = [(p.seasons["year"].net_per_month, p) for p in eligible if p.seasons and p.price_per_gpu_hour is not None]
     if not best:
         return f"{lead} Break-even prices are listed per platform (no --price given)."
     span, top = max(best, key=lambda item: item[0].best if item[0].best is not None else float("-inf"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from hostcheck.collectors.disk_bw import VAST_JOB_SOURCE, DiskBandwidth
+from hostcheck.collectors.disk_bw import VAST_JOB_CHECKED, VAST_JOB_SOURCE, VAST_JOB_URL, DiskBandwidth
 from hostcheck.facts import Unknown
 from hostcheck.measure.power import PowerEstimate
 from hostcheck.models import InboundResult
@@ -32,7 +32,7 @@ API_DOC = (
     "vast-ai/docs api-reference/openapi/yaml/search_offers.yaml",
     "https://github.com/vast-ai/docs/blob/main/api-reference/openapi/yaml/search_offers.yaml",
 )
-HOST_SCRIPT = (VAST_JOB_SOURCE, "https://github.com/chenshaoquan/chaojiniubipuls/blob/main/nichousha.sh")
+HOST_SCRIPT = (VAST_JOB_SOURCE, VAST_JOB_URL, VAST_JOB_CHECKED)
 SELF_TEST = (
     "vast-ai/vast-cli vastai/cli/self_test/machine_diagnostics.py",
     "https://github.com/vast-ai/vast-cli/tree/master/vastai/cli/self_test",
@@ -42,8 +42,9 @@ SPEEDTEST_HINT = "not measured: run with --probe URL --speedtest (your `hostchec
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
-def _source(doc: tuple[str, str]) -> str:
-    return f"{doc[0]} <{doc[1]}> (checked {CHECKED})"
+def _source(doc: tuple[str, ...]) -> str:
+    """``title <url> (checked DATE)``; the date is the document's own when it has one."""
+    return f"{doc[0]} <{doc[1]}> (checked {doc[2] if len(doc) > 2 else CHECKED})"
 
 
 @dataclass(frozen=True)

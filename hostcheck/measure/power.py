@@ -29,14 +29,19 @@ KIND_TEXT = {"laptop": "a laptop", "desktop": "a desktop", "server": "a server",
 # cores, not an all-core load). Assumptions as well.
 CPU_IDLE_W = {"laptop": 5.0, "desktop": 15.0, "server": 40.0, "other": 15.0}
 CPU_LOAD_W = {"laptop": 15.0, "desktop": 35.0, "server": 60.0, "other": 35.0}
-# 80 PLUS Bronze requires 85 % at 50 % load (115 V internal, CLEAResult 80 PLUS programme);
-# US DoE Level VI requires 88 % average efficiency of external power supplies over 49 W (laptops).
+# PSU efficiency: nothing reads it, so these are assumptions, each anchored to a published minimum
+# (read 2026-12-03). A laptop's charger at the EU's minimum average active efficiency for an
+# external power supply above 49 W, 0.880 (Regulation (EU) 2019/1782, Annex I, Table 2;
+# https://www.legislation.gov.uk/eur/2019/1782). Any other machine's supply at the 80 PLUS Bronze
+# minimum, 85 % at half load on 115 V (https://en.wikipedia.org/wiki/80_Plus, the programme's
+# table): a supply that is uncertified or runs at a light load does worse, so the wall estimate
+# is then low; the owner's wall reading replaces it.
 PSU_EFFICIENCY = {"laptop": 0.88, "desktop": 0.85, "server": 0.85, "other": 0.85}
 PSU_SOURCE = {
-    "laptop": "US DoE Level VI external power supply, above 49 W: 88 % average efficiency",
-    "desktop": "80 PLUS Bronze: 85 % at half load",
-    "server": "80 PLUS Bronze: 85 % at half load",
-    "other": "80 PLUS Bronze: 85 % at half load",
+    "laptop": "assumed: a charger at the EU minimum for external power supplies above 49 W, Regulation 2019/1782",
+    "desktop": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
+    "server": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
+    "other": "assumed: an 80 PLUS Bronze supply at half load, its certified minimum",
 }
 
 
@@ -66,9 +71,11 @@ class PowerEstimate:
     rest_of_system: PowerFigure
     wall_idle: PowerFigure
     wall_load: PowerFigure
+    ordering: str | None = None  # a sentence when an estimate gave way to the user's reading
 
     def as_dict(self) -> dict[str, Any]:
-        return {name: {**asdict(fig), "provenance": str(fig.provenance)} for name, fig in vars(self).items()}
+        return {name: {**asdict(fig), "provenance": str(fig.provenance)} for name, fig in vars(self).items()
+                if isinstance(fig, PowerFigure)}
 
 
 def unknown(reason: str) -> PowerFigure:
@@ -191,6 +198,7 @@ def estimate_power(
     wall_idle_given = check_wall_reading(wall_idle_w, "wall_idle_w")
     wall_load_given = check_wall_reading(wall_load_w, "wall_load_w")
     check_sample_seconds(sample_seconds)
+    check_wall_pair(wall_idle_given, wall_load_given)
     if readings is None and sample_seconds:
         from hostcheck.collectors.power_draw import sample_power
 
@@ -240,4 +248,37 @@ def estimate_power(
     else:
         wall_idle = wall(gpu_idle, load=False)
     wall_load = _given(wall_load_given, "wall-socket reading under load") if wall_load_given else wall(gpu_load, True)
-    return PowerEstimate(gpu_idle, gpu_load, cpu, rest, wall_idle, wall_load)
+    ordered_idle, ordered_load = _ordered(wall_idle, wall_load)
+    ordering = None
+    if ordered_load is not wall_load:
+        ordering = (f"the draw under load is taken as {ordered_load.watts:g} W, at least the idle figure "
+                    f"({wall_idle.provenance}): the estimate from its parts ({wall_load.watts:g} W) is below it")
+    elif ordered_idle is not wall_idle:
+        ordering = (f"the idle draw is taken as {ordered_idle.watts:g} W, at most your reading under load: "
+                    f"the estimate ({wall_idle.watts:g} W) is above it")
+    return PowerEstimate(gpu_idle, gpu_load, cpu, rest, ordered_idle, ordered_load, ordering)
+
+
+def check_wall_pair(wall_idle_w: float | None, wall_load_w: float | None, idle_field: str = "wall_idle_w",
+                    load_field: str = "wall_load_w") -> None:
+    """Two readings the user gave: the machine cannot draw more idle than under load (InputError
+    names the idle field)."""
+    if wall_idle_w is not None and wall_load_w is not None and wall_idle_w > wall_load_w:
+        raise InputError(f"{idle_field}: {wall_idle_w:g} W idle is more than {wall_load_w:g} W under load ({load_field})")
+
+
+def _ordered(idle: PowerFigure, load: PowerFigure) -> tuple[PowerFigure, PowerFigure]:
+    """The draw under load is at least the idle draw. Where one figure is the user's own reading
+    and the other an estimate below (or above) it, the reading stands as given and the estimate
+    gives way to it, saying so; an estimate never replaces a reading."""
+    if idle.watts is None or load.watts is None or idle.watts <= load.watts:
+        return idle, load
+    if load.provenance is Provenance.GIVEN:
+        # The user's load reading stands; the idle estimate cannot exceed it.
+        return _fig(load.watts, Provenance.ESTIMATED,
+                    f"at most the reading under load you gave ({load.watts:g} W): the estimate, {idle.watts:g} W "
+                    f"({idle.how}), is above it"), load
+    raised = _fig(idle.watts, Provenance.ESTIMATED,
+                  f"at least the idle figure ({idle.watts:g} W, {idle.provenance}): the estimate from its parts, "
+                  f"{load.watts:g} W ({load.how}), is below it; give a wall reading under load (--wall-load-w)")
+    return idle, raised

@@ -14,13 +14,32 @@ POWER_ROWS = (
 )  # fmt: skip
 
 
+VALUE_WIDTH = 24
+
+
 def _value(value: Any, unit: str) -> str:
+    """The value as plain text, not yet escaped."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return str(value).lower()
     text = f"{value:g}" if isinstance(value, float) else str(value)
-    return escape_text(f"{text} {unit}".strip())
+    return f"{text} {unit}".strip()
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` escaped, cut to ``width`` characters with an ellipsis when longer. It is cut
+    between escapes, never inside one, so a control character never reaches the terminal."""
+    pieces = [escape_text(char) for char in text]
+    if sum(len(piece) for piece in pieces) <= width:
+        return "".join(pieces)
+    out, used = [], 0
+    for piece in pieces:
+        if used + len(piece) > width - 1:
+            break
+        out.append(piece)
+        used += len(piece)
+    return "".join(out) + "…"
 
 
 def _sources(offer: Offer) -> list[str]:
@@ -81,14 +100,14 @@ def render_offer(offer: Offer, fmt: str) -> str:
         lines += ["# The offer a Vast renter would see", "", "| field | value | label | how |", "|---|---|---|---|"]
     else:
         lines += ["The offer a Vast renter would see (Vast's field names)", ""]
-        lines.append(f"  {'field':20} {'value':24} {'label':30} how")
+        lines.append(f"  {'field':20} {'value':{VALUE_WIDTH}} {'label':30} how")
     for f in offer.fields:
         value = _value(f.value, f.unit)
         how = escape_text(f.how)
-        if markdown:
-            lines.append(f"| `{f.name}` | {value.replace('|', '/')} | {f.label} | {how.replace('|', '/')} |")
-        else:
-            lines.append(f"  {f.name:20} {value:24} {str(f.label):30} {how}")
+        if markdown:  # the whole value: a Markdown table needs no alignment
+            lines.append(f"| `{f.name}` | {escape_text(value).replace('|', '/')} | {f.label} | {how.replace('|', '/')} |")
+        else:  # cut to its column, so a long CPU name does not push the rest out of line (JSON has it whole)
+            lines.append(f"  {f.name:20} {fit(value, VALUE_WIDTH):{VALUE_WIDTH}} {str(f.label):30} {how}")
     later = [f.name for f in offer.fields if f.label is Label.NOT_BEFORE_LISTING]
     lines += ["", ("Not measurable before listing: " + ", ".join(later) + " (Vast computes or observes them "
                    "once the machine is listed).")]
