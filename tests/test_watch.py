@@ -684,6 +684,23 @@ def test_audit_judges_uptime_from_the_recording(tmp_path: Path) -> None:
     assert ionet["REL-1030"].status == "pass" and ionet["REL-1030"].measured == 30.5
 
 
+def test_audit_runpod_below_before_30_days_when_the_downtime_settles_it(tmp_path: Path) -> None:
+    from hostcheck.collectors.watch import summarise
+    from hostcheck.facts import load_snapshot
+    from hostcheck.policy import resolve_policies
+    from hostcheck.report import build_report
+
+    # Two days with 900 minutes down: (43200 - 900 + 10) / 43200 = 97.94 % at best, under 98 %.
+    db = tmp_path / "w.db"
+    write_recording(db, minutes(T0, 1000) + minutes(T0 + 60000, 900, ok=0, mono0=60000) + minutes(T0 + 114000, 980, mono0=114000))
+    facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
+    facts["watch"] = summarise(db)
+    report = build_report(facts, resolve_policies(["runpod"]))
+    finding = rel_findings(report, "runpod")["REL-1020"]
+    assert finding.status == "fail"
+    assert finding.measured == pytest.approx((43200 - 900 + 10) / 43200 * 100, abs=1e-3)
+
+
 def test_audit_without_a_recording_says_what_to_run(tmp_path: Path) -> None:
     from hostcheck.collectors.watch import summarise
     from hostcheck.facts import load_snapshot
@@ -741,4 +758,5 @@ def test_audit_says_why_a_recording_cannot_be_used(tmp_path: Path) -> None:
     report = build_report(facts, resolve_policies(["vast"]))
     finding = rel_findings(report, "vast")["REL-1010"]
     assert finding.status == "unknown" and "not an SQLite database" in finding.detail
+    assert "give --watch-db a new path" in finding.detail and "--db " not in finding.detail
     assert bad.read_text() == "not a database"
