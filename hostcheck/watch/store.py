@@ -63,7 +63,7 @@ CREATE TABLE events (
   boot_id TEXT NOT NULL,
   detail TEXT NOT NULL,
   boottime REAL,              -- CLOCK_BOOTTIME when the recorder itself saw it, else NULL
-  after_sample INTEGER        -- the newest sample's id when it was written (retention order)
+  after_sample INTEGER        -- the newest sample's id when it was written, 0 before any (retention order)
 );
 CREATE INDEX events_t ON events(t);
 CREATE TABLE boots (
@@ -294,7 +294,7 @@ class WatchWriter:
             raise ValueError(f"unknown event kind {e.kind!r}")
         self._write(
             "INSERT INTO events (t, kind, boot_id, detail, boottime, after_sample)"
-            " VALUES (?,?,?,?,?,(SELECT max(id) FROM samples))",
+            " VALUES (?,?,?,?,?,(SELECT coalesce(max(id), 0) FROM samples))",
             (e.t, e.kind, e.boot_id, _compact(e.detail), e.boottime),
         )
 
@@ -386,13 +386,13 @@ class WatchWriter:
         return deleted
 
     def _drop_events_before_samples(self) -> int:
-        """Events written before the oldest sample kept (by the sample that was newest when each
-        was written; rows from schema 1, which lack that, by their wall time)."""
+        """Events written before the newest sample deleted (an event written after sample k and
+        before k+1 holds k; rows from schema 1, which lack it, go by their wall time)."""
         first = self.conn.execute("SELECT id, t FROM samples ORDER BY id LIMIT 1").fetchone()
         if first is None:
             return 0
         return int(self.conn.execute(
-            "DELETE FROM events WHERE after_sample < ? OR (after_sample IS NULL AND t < ?)", (first[0], first[1])
+            "DELETE FROM events WHERE after_sample < ? OR (after_sample IS NULL AND t < ?)", (first[0] - 1, first[1])
         ).rowcount)
 
     def oldest_t(self) -> float | None:
