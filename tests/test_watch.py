@@ -417,7 +417,7 @@ def test_journal_boots_clean_and_unclean_and_kernel_lines(tmp_path: Path, tcp_li
     kinds = [(e.kind, e.detail.get("code") or e.detail.get("severity")) for e in recording.events if e.kind in ("xid", "aer")]
     assert kinds == [("xid", 79), ("aer", "corrected")]
     # The Xid 79 was in an earlier boot: it does not take this boot's GPU out of service.
-    assert rec.gpu_out_of_service is False
+    assert rec.gpu_out_of_service is None
 
 
 # ------------------------------------------------------------------ analysis and platform rules

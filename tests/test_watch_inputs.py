@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from hostcheck.watch.rules import score_all
 from hostcheck.watch.store import read_recording
 from tests.probe_fixtures import TOKEN, free_port, start_in_thread
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
-from tests.watch_fixtures import StunResponder, TcpListener
+from tests.watch_fixtures import CountingNvml, StunResponder, TcpListener
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = 1_800_000_000.0
@@ -70,25 +69,6 @@ def events(tmp_path: Path, kind: str) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ NVML counters
-
-
-class CountingNvml(FakeNvml):
-    """The suite's NVML stand-in, with counters a test sets per query: the violation counters
-    per policy (ns) and the volatile ECC counts per error type."""
-
-    def __init__(self, card: dict[str, Any]) -> None:
-        super().__init__([card])
-        self.violation_ns = {NVML_PERF_POLICY_THERMAL: 0, NVML_PERF_POLICY_POWER: 0}
-        self.ecc_counts = {0: 0, 1: 0}
-
-    def _answer(self, handle: int, name: str, args: tuple[Any, ...]) -> Any:
-        if name == "nvmlDeviceGetViolationStatus":
-            self.calls.append((name, handle, *args))
-            return SimpleNamespace(referenceTime=0, violationTime=self.violation_ns[args[0]])
-        if name == "nvmlDeviceGetTotalEccErrors":
-            self.calls.append((name, handle, *args))
-            return self.ecc_counts[args[0]]
-        return super()._answer(handle, name, args)
 
 
 def test_throttled_time_is_the_counters_increase_between_consecutive_samples(tmp_path: Path, listener: TcpListener) -> None:
@@ -137,8 +117,10 @@ def test_a_card_without_ecc_counts_records_none(tmp_path: Path, listener: TcpLis
     rec.step()
     rec.step()
     rec.writer.close()
-    assert events(tmp_path, "ecc") == []
+    # Said once, with the reason; no counts, and the GPU is fine.
+    assert events(tmp_path, "ecc") == [{"gpu": 0, "available": False, "reason": "not supported by this GPU/driver", "previous": None}]
     assert [s.gpu_ok for s in read_recording(tmp_path / "w.db").samples] == [True, True]
+    assert analyse(read_recording(tmp_path / "w.db")).gpu_health[0].ecc_counted is False
 
 
 # ------------------------------------------------------------------ power source and UPS

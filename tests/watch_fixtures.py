@@ -10,8 +10,12 @@ import struct
 import subprocess
 import threading
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+from hostcheck.collectors.gpu import NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL
 from hostcheck.netprobe.stun_codec import CLASS_SUCCESS, decode_message, encode_message
+from tests.test_collectors_host import FakeNvml
 
 JOURNAL_REMOTE = Path("/lib/systemd/systemd-journal-remote")
 
@@ -62,17 +66,19 @@ class TcpListener(Peer):
 
 class DnsResponder(Peer):
     """Answers every query with NOERROR, the question, and ``records`` A records (a resolver's
-    answer for one name; more records make a longer answer)."""
+    answer for one name; more records make a longer answer). While ``muted`` it reads queries
+    and answers none, as a resolver behind a cut link."""
 
     def __init__(self, host: str = "127.0.0.1", records: int = 1) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind((host, 0))
         self.records = records
+        self.muted = False
         super().__init__(sock)
 
     def handle(self) -> None:
         data, peer = self.sock.recvfrom(512)
-        if len(data) < 12:
+        if len(data) < 12 or self.muted:
             return
         question = data[12:]
         answer = b"".join(struct.pack("!HHHIH4s", 0xC00C, 1, 1, 300, 4, bytes([192, 0, 2, 1 + i])) for i in range(self.records))
@@ -103,9 +109,13 @@ def journal_export(entries: list[dict[str, str]]) -> bytes:
     return "".join("".join(f"{k}={v}\n" for k, v in e.items()) + "\n" for e in entries).encode()
 
 
-def journal_entry(boot: str, t: float, message: str, transport: str = "kernel", **extra: str) -> dict[str, str]:
+def journal_entry(boot: str, t: float, message: str, transport: str = "kernel", monotonic: float | None = None,
+                  **extra: str) -> dict[str, str]:
+    """One entry at wall time ``t``. ``monotonic`` (seconds since the boot began) matters when
+    entries of one boot are spread over several files: journalctl orders them by it."""
     usec = int(t * 1e6)
-    return {"__REALTIME_TIMESTAMP": str(usec), "__MONOTONIC_TIMESTAMP": str(usec % 10**9), "_BOOT_ID": boot,
+    mono = usec % 10**9 if monotonic is None else int(monotonic * 1e6)
+    return {"__REALTIME_TIMESTAMP": str(usec), "__MONOTONIC_TIMESTAMP": str(mono), "_BOOT_ID": boot,
             "_TRANSPORT": transport, "MESSAGE": message, "PRIORITY": "3", "_HOSTNAME": "lab", **extra}
 
 
@@ -114,3 +124,26 @@ def write_journal(path: Path, entries: list[dict[str, str]]) -> Path:
     subprocess.run([str(JOURNAL_REMOTE), "-o", str(path), "-"], input=journal_export(entries), check=True,
                    capture_output=True, timeout=60)
     return path
+
+
+class CountingNvml(FakeNvml):
+    """The suite's NVML stand-in, with counters set per query: the violation counters per
+    policy (``violation_ns``) and the volatile ECC counts per error type (``ecc_counts``; a card
+    whose description answers the ECC query itself, e.g. not supported, keeps its answer)."""
+
+    def __init__(self, card: dict[str, Any]) -> None:
+        super().__init__([card])
+        self.violation_ns = {NVML_PERF_POLICY_THERMAL: 0, NVML_PERF_POLICY_POWER: 0}
+        self.ecc_counts = {0: 0, 1: 0}
+        self.card = card
+
+    def _answer(self, handle: int, name: str, args: tuple[Any, ...]) -> Any:
+        if handle in self.lost:
+            return super()._answer(handle, name, args)
+        if name == "nvmlDeviceGetViolationStatus":
+            self.calls.append((name, handle, *args))
+            return SimpleNamespace(referenceTime=0, violationTime=self.violation_ns[args[0]])
+        if name == "nvmlDeviceGetTotalEccErrors" and name not in self.card:
+            self.calls.append((name, handle, *args))
+            return self.ecc_counts[args[0]]
+        return super()._answer(handle, name, args)

@@ -65,6 +65,7 @@ class GpuHealth:
     counted_s: float  # the time those sums cover (consecutive samples that read the counter)
     ecc_corrected: int  # increases of the volatile corrected ECC count seen in the window
     ecc_uncorrected: int
+    ecc_counted: bool = True  # False: NVML reported no ECC counts for this GPU (GeForce cards have none)
 
     def share(self, seconds: float) -> float | None:
         return None if self.counted_s <= 0 else min(1.0, seconds / self.counted_s)
@@ -298,15 +299,20 @@ def gpu_health(recording: Recording) -> list[GpuHealth]:
                 row[1] += pw if isinstance(pw, (int, float)) else 0.0
                 row[2] += span
     ecc: dict[int, list[int]] = {}
+    no_ecc: set[int] = set()
     for e in recording.events:
         if e.kind == "ecc" and isinstance(e.detail.get("gpu"), int):
+            if e.detail.get("available") is False:
+                no_ecc.add(e.detail["gpu"])
+                continue
             row_e = ecc.setdefault(e.detail["gpu"], [0, 0])
             row_e[0] += int(e.detail.get("corrected_new") or 0)
             row_e[1] += int(e.detail.get("uncorrected_new") or 0)
     gpus = sorted(set(sums) | set(ecc))
     return [
         GpuHealth(i, round(sums.get(i, [0, 0, 0])[0], 3), round(sums.get(i, [0, 0, 0])[1], 3),
-                  round(sums.get(i, [0, 0, 0])[2], 3), ecc.get(i, [0, 0])[0], ecc.get(i, [0, 0])[1])
+                  round(sums.get(i, [0, 0, 0])[2], 3), ecc.get(i, [0, 0])[0], ecc.get(i, [0, 0])[1],
+                  i in ecc or i not in no_ecc)
         for i in gpus
     ]  # fmt: skip
 

@@ -138,7 +138,7 @@ class Recorder:
         self.prober = NetworkProber(self.targets, config.probe_timeout_s, config.dns_name)
         self.nvml = config.nvml
         self.nvml_seen = False
-        self.gpu_out_of_service = False  # an Xid this boot whose catalogue action is a GPU reset or reboot
+        self.gpu_out_of_service: str | None = None  # the Xid this boot whose catalogue action is a GPU reset or reboot
         self.last_throttle: dict[str, list[str]] = {}
         self.counters: dict[int, tuple[float, float | None, float | None]] = {}  # gpu -> (boottime, thermal, power)
         self.ecc: dict[int, tuple[int, int]] = {}
@@ -227,9 +227,9 @@ class Recorder:
             kind = str(detail.pop("kind"))
             if kind == "xid" and self.boot_id.startswith(str(entry.get("_BOOT_ID", self.boot_id))):
                 if detail.get("effect") == "out_of_service":
-                    self.gpu_out_of_service = True
+                    self.gpu_out_of_service = f"Xid {detail.get('code')} ({detail.get('immediate')})"
                 elif detail.get("code") == 154 and detail.get("immediate") == "IGNORE":
-                    self.gpu_out_of_service = False  # the driver says no recovery action is needed any more
+                    self.gpu_out_of_service = None  # the driver says no recovery action is needed any more
             self._event(kind, detail, t=entry_time(entry) or now)
         if new_cursor and new_cursor != cursor:
             self.writer.set_meta("kernel_cursor", new_cursor)
@@ -256,25 +256,29 @@ class Recorder:
         facts = nvml_facts(self.nvml)
         if not facts["nvml"]["available"]:
             if self.nvml_seen:
-                self._event("nvml", {"error": facts["nvml"]["reason"]})
+                self._nvml_state("nvml", facts["nvml"]["reason"], {})
             return (False if self.nvml_seen else None), {"nvml": facts["nvml"]["reason"]}
         self.nvml_seen = True
+        self._nvml_state("nvml", None, {})
         devices = facts["devices"]
         if isinstance(devices, Unknown):
-            self._event("nvml", {"error": devices.reason})
+            self._nvml_state("devices", devices.reason, {})
             return False, {"nvml": devices.reason}
+        self._nvml_state("devices", None, {})
         try:
             counters = recorder_counters(self.nvml)
         except Exception as exc:  # the extra counters must never fail the GPU's sample
             counters = Unknown(f"{type(exc).__name__}: {exc}")
         extra = {} if isinstance(counters, Unknown) else {row["index"]: row for row in counters}
-        ok = not self.gpu_out_of_service
+        ok = self.gpu_out_of_service is None
+        failure = None if ok else f"out of service since {self.gpu_out_of_service} (NVIDIA's catalogue: reset the GPU or reboot)"
         readings = []
         for dev in devices:
             lost = [k for k, v in dev.items() if isinstance(v, Unknown) and "lost" in v.reason]
+            self._nvml_state(f"gpu:{dev['index']}", dev[lost[0]].reason if lost else None, {"gpu": dev["index"]})
             if lost:
                 ok = False
-                self._event("nvml", {"gpu": dev["index"], "error": dev[lost[0]].reason})
+                failure = failure or f"GPU {dev['index']}: {dev[lost[0]].reason}"
             reasons = dev.get("throttle_reasons")
             watched = sorted(set(reasons) & THROTTLE_WATCHED) if isinstance(reasons, list) else []
             key = str(dev["index"])
@@ -287,10 +291,19 @@ class Recorder:
                 "w": None if isinstance(dev.get("power_draw_w"), Unknown) else dev.get("power_draw_w"),
                 "thr": watched,
             }
-            reading.update(self._violations(dev, extra.get(dev["index"], {}), boottime))
-            self._ecc(dev["index"], extra.get(dev["index"], {}))
+            if not lost:  # a lost GPU's counters cannot be read; its loss is the event
+                reading.update(self._violations(dev, extra.get(dev["index"], {}), boottime))
+                self._ecc(dev["index"], extra.get(dev["index"], {}))
             readings.append(reading)
-        return ok, {"gpus": readings}
+        return ok, {"gpus": readings, **({"nvml": failure} if failure else {})}
+
+    def _nvml_state(self, source: str, error: str | None, detail: dict[str, Any]) -> None:
+        """An NVML failure is recorded when it starts and when it ends, not every sample."""
+        key = f"nvml:{source}"
+        if self.states.get(key) != error:
+            previous = self.states.get(key)
+            self.states[key] = error
+            self._event("nvml", {**detail, "error": error, "previous": previous})
 
     def _violations(self, dev: dict[str, Any], extra: dict[str, Any], boottime: float) -> dict[str, Any]:
         """The increase of NVML's thermal and power violation counters since the previous sample
@@ -320,7 +333,10 @@ class Recorder:
     def _ecc(self, index: int, extra: dict[str, Any]) -> None:
         corrected, uncorrected = extra.get("ecc_corrected"), extra.get("ecc_uncorrected")
         if not isinstance(corrected, int) or not isinstance(uncorrected, int):
-            return  # no ECC counts (GeForce), or NVML could not read them
+            # No ECC counts (GeForce cards have none), or NVML could not read them: said once.
+            why = corrected.reason if isinstance(corrected, Unknown) else "NVML gave no ECC counts"
+            self._state(f"ecc:{index}", "none", "ecc", {"gpu": index, "available": False, "reason": why})
+            return
         before = self.ecc.get(index)
         self.ecc[index] = (corrected, uncorrected)
         if before is None or (corrected, uncorrected) == before:
@@ -477,14 +493,26 @@ class Recorder:
                     self._event("retention", {"deleted_rows": deleted, "max_age_days": self.config.max_age_days,
                                               "max_bytes": self.config.max_bytes})
 
-    def run(self) -> int:
-        start = self.clocks.mono()
-        until = None if self.config.duration_s is None else start + self.config.duration_s
+    def begin(self) -> None:
+        """What a run does before its first sample: say it started, read the boot list."""
         self._event("recorder_start", {"interval_s": self.config.interval_s, "targets": [t.label for t in self.targets]})
         try:
             self._sync_boots()
         except sqlite3.Error as exc:
             self.log(f"boot list not recorded: {exc}")
+
+    def finish(self) -> None:
+        """What a run does as it stops: say why (systemd's SIGTERM at shutdown is a clean stop)."""
+        try:
+            self._event("recorder_stop", {"reason": self.stop_reason, "samples": self.samples_written})
+        finally:
+            self.prober.close()
+            self.writer.close()
+
+    def run(self) -> int:
+        start = self.clocks.mono()
+        until = None if self.config.duration_s is None else start + self.config.duration_s
+        self.begin()
         next_tick = self.clocks.mono()
         try:
             while not self.stop.is_set():
@@ -497,9 +525,7 @@ class Recorder:
                     break
                 self.stop.wait(max(0.0, next_tick - now))
         finally:
-            self._event("recorder_stop", {"reason": self.stop_reason, "samples": self.samples_written})
-            self.prober.close()
-            self.writer.close()
+            self.finish()
         return self.samples_written
 
     def install_signal_handlers(self) -> None:

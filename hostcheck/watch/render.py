@@ -87,7 +87,8 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
         "gpu_health": [
             {"gpu": g.gpu, "thermal_s": g.thermal_s, "power_s": g.power_s, "counted_s": g.counted_s,
              "thermal_share": g.share(g.thermal_s), "power_share": g.share(g.power_s),
-             "ecc_corrected_new": g.ecc_corrected, "ecc_uncorrected_new": g.ecc_uncorrected}
+             "ecc_corrected_new": g.ecc_corrected if g.ecc_counted else None,
+             "ecc_uncorrected_new": g.ecc_uncorrected if g.ecc_counted else None}
             for g in a.gpu_health
         ],
         "forwarded_ports": forwarded_ports(a),
@@ -132,6 +133,8 @@ def _event_line(e: dict[str, Any]) -> str:
         return f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')} (NVIDIA's catalogue: {action}{effect.get(d.get('effect'), '')}{hw})"
     if kind == "clock_jump":
         return f"wall clock stepped by {d.get('step_s'):+g} s (outages are measured on the boot clock; nothing lost)"
+    if kind == "ecc" and d.get("available") is False:
+        return f"GPU {d.get('gpu')} ECC: no counts ({d.get('reason')})"
     if kind == "ecc":
         return f"GPU {d.get('gpu')} ECC errors: +{d.get('corrected_new')} corrected, +{d.get('uncorrected_new')} uncorrected"
     if kind == "power_source":
@@ -150,6 +153,13 @@ def _event_line(e: dict[str, Any]) -> str:
         if not d.get("probed"):
             return f"forwarded ports not checked: {d.get('reason')}"
         return "forwarded ports: " + ", ".join(f"{p['port']}/{p['proto']} {p['result']}" for p in d.get("ports", []))
+    if kind == "nvml":
+        where = f"GPU {d['gpu']}: " if "gpu" in d else ""
+        if d.get("error") is None and "previous" in d:
+            return f"NVML: {where}readable again"
+        return f"NVML failed: {where}{d.get('error')}"
+    if kind == "throttle":
+        return f"GPU {d.get('gpu')} clock event reasons: {', '.join(d.get('reasons') or []) or 'none'}"
     if kind == "retention":
         return f"retention dropped {d.get('deleted_rows')} old rows"
     if kind == "aer":
@@ -207,7 +217,8 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         out.append(f"{sub}GPU health (NVML counters)\n" if md else f"{sub}GPU health (NVML counters)")
         out += _table(["gpu", "thermal slowdown", "power cap", "over", "ECC new (corrected / uncorrected)"],
                       [[str(g["gpu"]), _share(g["thermal_s"], g["thermal_share"]), _share(g["power_s"], g["power_share"]),
-                        _dur(g["counted_s"]), f"{g['ecc_corrected_new']} / {g['ecc_uncorrected_new']}"]
+                        _dur(g["counted_s"]), "no ECC counts" if g["ecc_corrected_new"] is None
+                        else f"{g['ecc_corrected_new']} / {g['ecc_uncorrected_new']}"]
                        for g in data["gpu_health"]], md)
     if data["forwarded_ports"]:
         out.append(f"{sub}Forwarded ports (checked through the probe server)\n" if md else f"{sub}Forwarded ports (checked through the probe server)")
@@ -221,8 +232,28 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
                                                           "suspend", "gap", "journal", "nvml", "throttle", "ecc",
                                                           "power_source", "ups", "cgnat", "inbound", "retention")]
     out.append(f"{sub}Events\n" if md else f"{sub}Events")
-    out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in notable[-200:]] or ["none"]
+    out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in _changes_only(notable)[-200:]] or ["none"]
     return "\n".join(out) + "\n"
+
+
+STATE_KINDS = ("throttle", "power_source", "ups", "cgnat", "journal", "ecc")
+
+
+def _changes_only(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """State events as changes: each run of the recorder records where things stand when it
+    starts; a state the previous run already recorded is not shown again."""
+    last: dict[tuple[str, str], str] = {}
+    out = []
+    for e in events:
+        if e["kind"] in STATE_KINDS:
+            d = {k: v for k, v in e["detail"].items() if k != "previous"}
+            key = (e["kind"], str(d.get("gpu", d.get("ups", ""))))
+            shown = json.dumps(d, sort_keys=True)
+            if last.get(key) == shown:
+                continue
+            last[key] = shown
+        out.append(e)
+    return out
 
 
 def _table(header: list[str], rows: list[list[str]], md: bool) -> list[str]:
