@@ -319,6 +319,7 @@ def gpu_health(recording: Recording) -> list[GpuHealth]:
 
 def analyse(recording: Recording) -> Analysis:
     segments = segments_of(recording)
+    anchors = boot_anchors(recording.samples)
     up = sum(s.seconds for s in segments if s.state == UP)
     down = sum(s.seconds for s in segments if s.state in DOWN_CAUSES)
     missing = sum(s.seconds for s in segments if s.state == NOT_RECORDED)
@@ -351,7 +352,7 @@ def analyse(recording: Recording) -> Analysis:
         down_s=down,
         not_recorded_s=missing,
         outages=outages,
-        events=[place_event(e, boot_anchors(recording.samples)) for e in recording.events],
+        events=[place_event(e, anchors) for e in recording.events],
         boots=recording.boots,
         per_day=per_day,
         gpu_health=gpu_health(recording),
