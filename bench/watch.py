@@ -1,12 +1,27 @@
-"""The recorder's own cost: CPU, memory and database growth, from a compressed-time run.
+"""The recorder's own cost: CPU, memory, database growth and network bytes, measured.
 
-Runs `hostcheck watch` as a child process for --seconds with samples --interval apart (far
-denser than the default 60 s), three TCP targets and a DNS target on loopback, the journal
-read through journalctl each sample (a journal file with no entries) and NVML absent. Then:
-CPU seconds per sample (user + system of the child and the journalctl it starts), peak RSS,
-database bytes per sample, and each scaled to a day at the default interval (1440 samples).
+The whole run happens in a network namespace of its own (`unshare -rn`; no root needed where
+unprivileged user namespaces are allowed), so the loopback interface's counters hold exactly
+the bytes of what the bench sends there, headers included:
 
-    .venv/bin/python bench/watch.py                       # 30 s at 20 ms
+1. bytes per exchange, each kind alone: a TCP connect-and-close to a listener, a DNS query
+   to a responder answering with six address records, a STUN Binding, and a check of one
+   forwarded port through a real probe server over TLS (its own self-signed certificate,
+   pinned), each repeated and averaged;
+2. the recorder itself, as a child process, for --seconds with samples --interval apart (far
+   denser than the default 60 s): the default target set (three TCP and three DNS targets,
+   here on loopback), NVML answered by the test suite's stand-in for an RTX 3080 Ti Laptop
+   GPU (so each sample includes the GPU read and the counters), the kernel log read through
+   journalctl from a journal stand-in (a real journal file written by
+   systemd-journal-remote: three boots, Xid and AER lines, kernel chatter), the package log,
+   the power supplies and NUT (absent here: recorded once as such).
+
+Printed: CPU milliseconds per sample (user + system of the recorder and every command it ran),
+peak RSS, database bytes per sample, network bytes per sample, and each scaled to the default
+interval (1440 samples a day, one a minute). The NVML stand-in is Python answering the same
+calls; a real driver's NVML calls cost the recorder less Python and some driver time.
+
+    .venv/bin/python bench/watch.py                        # 30 s at 20 ms
     .venv/bin/python bench/watch.py --seconds 60 --json out.json
 """
 
@@ -16,86 +31,180 @@ import argparse
 import json
 import os
 import resource
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 SAMPLES_PER_DAY = 1440  # the default interval, 60 s
+IN_NAMESPACE = "HOSTCHECK_BENCH_NETNS"
+REPEAT = 20
 
 
-def listeners() -> tuple[list[str], threading.Event]:
-    stop = threading.Event()
-    specs = []
-    for _ in range(3):
-        srv = socket.socket()
-        srv.bind(("127.0.0.1", 0))
-        srv.listen(64)
-        srv.settimeout(0.2)
-        specs.append(f"tcp:127.0.0.1:{srv.getsockname()[1]}")
+def lo_tx_bytes() -> int | None:
+    """Bytes sent on this namespace's loopback (each packet once; /proc/self/net follows the namespace)."""
+    try:
+        for line in Path("/proc/self/net/dev").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name.strip() == "lo":
+                return int(rest.split()[8])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
-        def accept(s: socket.socket = srv) -> None:
-            while not stop.is_set():
-                try:
-                    s.accept()[0].close()
-                except OSError:
-                    continue
-            s.close()
 
-        threading.Thread(target=accept, daemon=True).start()
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind(("127.0.0.1", 0))
-    udp.settimeout(0.2)
-    specs.append(f"dns:127.0.0.1:{udp.getsockname()[1]}")
+def per_exchange(run: Any, repeat: int = REPEAT) -> float | None:
+    before = lo_tx_bytes()
+    for _ in range(repeat):
+        run()
+    time.sleep(0.2)  # the last FIN/ACKs
+    after = lo_tx_bytes()
+    return None if before is None or after is None else round((after - before) / repeat, 1)
 
-    def answer() -> None:
-        while not stop.is_set():
+
+def journal_stand_in(path: Path) -> Path:
+    from tests.watch_fixtures import journal_entry, write_journal
+
+    now = time.time()
+    boots = ["1" * 32, "2" * 32, "3" * 32]
+    entries = []
+    for n, boot in enumerate(boots):
+        start = now - (3 - n) * 3600
+        entries.append(journal_entry(boot, start, "Linux version 6.8.0-50-generic"))
+        for i in range(300):  # kernel chatter the recorder reads and does not keep
+            entries.append(journal_entry(boot, start + 1 + i, f"usb 1-{i % 4}: new high-speed USB device number {i}"))
+        entries.append(journal_entry(boot, start + 400, "NVRM: Xid (PCI:0000:01:00): 13, pid=1234, name=python3, Graphics SM Warp Exception"))
+        entries.append(journal_entry(boot, start + 500, "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"))
+        if n == 0:
+            entries.append(journal_entry(boot, start + 600, "Journal stopped", transport="driver",
+                                         MESSAGE_ID="d93fb3c9c24d451a97cea615ce59c00b"))
+    return write_journal(path, entries)
+
+
+def exchanges(tmp: Path) -> dict[str, float | None]:
+    """Bytes on the wire of each kind of exchange, alone."""
+    from hostcheck.netprobe.probe_client import request_probe
+    from hostcheck.netprobe.stun_client import stun_binding
+    from hostcheck.probeserver import tls
+    from hostcheck.probeserver.limits import Limits
+    from hostcheck.watch.probes import NetworkProber, parse_targets
+    from tests.probe_fixtures import TOKEN, free_port, start_in_thread
+    from tests.watch_fixtures import DnsResponder, StunResponder, TcpListener
+
+    tcp, dns, stun = TcpListener(), DnsResponder(records=6), StunResponder(("198.51.100.7", 40000))
+    out: dict[str, float | None] = {}
+    try:
+        for kind, spec in (("tcp", f"tcp:127.0.0.1:{tcp.port}"), ("dns", f"dns:127.0.0.1:{dns.port}")):
+            prober = NetworkProber(parse_targets([spec]), timeout=2.0)
             try:
-                data, peer = udp.recvfrom(512)
-            except OSError:
-                continue
-            udp.sendto(data[:2] + b"\x81\x80" + data[4:], peer)
-        udp.close()
+                out[kind] = per_exchange(prober.sample)
+            finally:
+                prober.close()
+        out["stun"] = per_exchange(lambda: stun_binding(("127.0.0.1", stun.port), deadline=time.monotonic() + 2))
+    finally:
+        for peer in (tcp, dns, stun):
+            peer.close()
+    cert, key = tls.ensure_self_signed(tmp / "tls")
+    srv = start_in_thread(Limits(request_deadline_s=10, rate_per_min=600, overall_per_min=600), ssl_context=tls.server_context(cert, key))
+    pin = tls.fingerprint_of_pem_file(cert)
+    try:
+        for proto in ("tcp", "udp"):
+            port = free_port()
+            out[f"probe_{proto}_port"] = per_exchange(
+                lambda p=port, pr=proto: request_probe(srv.url, TOKEN, [(p, pr)], timeout=5, fingerprint=pin), repeat=5)
+    finally:
+        srv.stop()
+    return out
 
-    threading.Thread(target=answer, daemon=True).start()
-    return specs, stop
+
+def child(config_path: Path) -> None:
+    """Run the recorder with the NVML stand-in (not reachable through the CLI)."""
+    from hostcheck.watch.recorder import Recorder, WatchConfig
+    from tests.test_collectors_host import NOT_SUPPORTED, FakeNvml, laptop_3080ti
+
+    cfg = json.loads(config_path.read_text())
+    card = {**laptop_3080ti(), "nvmlDeviceGetTotalEccErrors": NOT_SUPPORTED}
+    config = WatchConfig(db=Path(cfg["db"]), interval_s=cfg["interval"], duration_s=cfg["seconds"], targets=cfg["targets"],
+                         journal_command=["journalctl", "--file", cfg["journal"]], nvml=FakeNvml([card]),
+                         power_supply_dir=Path(cfg["power"]), upsc_command=[cfg["upsc"]])  # fmt: skip
+    recorder = Recorder(config, log=lambda _m: None)
+    recorder.run()
+    Path(cfg["rss"]).write_text(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
 
 
-def run(seconds: float, interval: float) -> dict[str, float]:
-    targets, stop = listeners()
-    with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
-        db = Path(tmp) / "watch.db"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        argv = [sys.executable, "-m", "hostcheck.cli", "watch", "--db", str(db), "--interval", str(interval),
-                "--for", f"{seconds:g}", "--journal-file", str(Path(tmp) / "empty.journal"),
-                *[f"--target={t}" for t in targets]]  # fmt: skip
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        subprocess.run(argv, cwd=REPO, check=True, env=env, capture_output=True, timeout=seconds + 60)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        stop.set()
-        conn = sqlite3.connect(db)
-        samples = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
-        size = db.stat().st_size
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    per_sample_cpu = cpu / samples
+def recorder_run(tmp: Path, seconds: float, interval: float) -> dict[str, Any]:
+    from tests.watch_fixtures import DnsResponder, TcpListener
+
+    peers = [TcpListener() for _ in range(3)] + [DnsResponder(records=6) for _ in range(3)]
+    targets = [f"tcp:127.0.0.1:{p.port}" for p in peers[:3]] + [f"dns:127.0.0.1:{p.port}" for p in peers[3:]]
+    power = tmp / "power_supply"
+    power.mkdir()
+    config = {"db": str(tmp / "watch.db"), "interval": interval, "seconds": seconds, "targets": targets,
+              "journal": str(journal_stand_in(tmp / "stand-in.journal")), "power": str(power),
+              "upsc": str(tmp / "no-upsc-here"), "rss": str(tmp / "rss")}  # fmt: skip
+    (tmp / "config.json").write_text(json.dumps(config))
+    try:
+        before_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before_net = lo_tx_bytes()
+        subprocess.run([sys.executable, __file__, "--child", str(tmp / "config.json")], cwd=REPO, check=True,
+                       env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=seconds + 120)
+        after_net = lo_tx_bytes()
+        after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        for p in peers:
+            p.close()
+    conn = sqlite3.connect(tmp / "watch.db")
+    samples = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+    kernel_events = conn.execute("SELECT count(*) FROM events WHERE kind IN ('xid', 'aer')").fetchone()[0]
+    journal_failures = conn.execute("SELECT count(*) FROM events WHERE kind = 'journal'").fetchone()[0]
+    gpu_ok = conn.execute("SELECT count(*) FROM samples WHERE gpu_ok = 1").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    size = (tmp / "watch.db").stat().st_size
+    cpu = (after_cpu.ru_utime - before_cpu.ru_utime) + (after_cpu.ru_stime - before_cpu.ru_stime)
+    net = None if before_net is None or after_net is None else (after_net - before_net) / samples
     return {
-        "seconds": seconds,
-        "interval_s": interval,
         "samples": samples,
+        "samples_with_gpu_read": gpu_ok,
+        "kernel_lines_recorded": kernel_events,
+        "journal_unreadable_events": journal_failures,
         "cpu_s_total": round(cpu, 2),
-        "cpu_ms_per_sample": round(per_sample_cpu * 1000, 2),
-        "cpu_s_per_day_at_60s": round(per_sample_cpu * SAMPLES_PER_DAY, 1),
-        "cpu_pct_at_60s": round(per_sample_cpu / 60 * 100, 3),
-        "peak_rss_mib": round(after.ru_maxrss / 1024, 1),
+        "cpu_ms_per_sample": round(cpu / samples * 1000, 2),
+        "cpu_s_per_day_at_60s": round(cpu / samples * SAMPLES_PER_DAY, 1),
+        "cpu_pct_at_60s": round(cpu / samples / 60 * 100, 3),
+        "peak_rss_mib": round(int((tmp / "rss").read_text()) / 1024, 1),
         "db_bytes_per_sample": round(size / samples, 1),
         "db_mib_per_day_at_60s": round(size / samples * SAMPLES_PER_DAY / 2**20, 3),
+        "net_bytes_per_sample": None if net is None else round(net, 1),
+        "net_bytes_per_minute_at_60s": None if net is None else round(net, 1),
     }
+
+
+def measure(seconds: float, interval: float) -> dict[str, Any]:
+    from tests.watch_fixtures import JOURNAL_REMOTE
+
+    if not JOURNAL_REMOTE.exists():
+        raise SystemExit(f"bench/watch.py needs {JOURNAL_REMOTE} (package systemd-journal-remote) for its journal stand-in")
+    in_namespace = os.environ.get(IN_NAMESPACE) == "1"
+    with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
+        figures: dict[str, Any] = {"seconds": seconds, "interval_s": interval,
+                                   "network_measured": in_namespace}  # fmt: skip
+        if in_namespace:
+            figures["bytes_per_exchange"] = exchanges(Path(tmp))
+        else:
+            figures["bytes_per_exchange"] = None
+            figures["network_not_measured"] = "no network namespace of its own (unshare -rn failed): loopback is shared"
+        figures.update(recorder_run(Path(tmp), seconds, interval))
+        if not in_namespace:
+            figures["net_bytes_per_sample"] = figures["net_bytes_per_minute_at_60s"] = None
+    return figures
 
 
 def main() -> None:
@@ -103,8 +212,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--interval", type=float, default=0.02)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    figures = run(args.seconds, args.interval)
+    if args.child:
+        child(args.child)
+        return
+    if os.environ.get(IN_NAMESPACE) is None:
+        # Into a network namespace of our own, where loopback counts only our bytes.
+        try:
+            usable = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"], capture_output=True,
+                                    check=False, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            usable = False
+        if usable:
+            argv = ["unshare", "-rn", "sh", "-c", 'ip link set lo up && exec "$0" "$@"', sys.executable, __file__, *sys.argv[1:]]
+            raise SystemExit(subprocess.run(argv, env={**os.environ, IN_NAMESPACE: "1"}, check=False).returncode)
+        os.environ[IN_NAMESPACE] = "0"
+    figures = measure(args.seconds, args.interval)
     text = json.dumps(figures, indent=2)
     print(text)
     if args.json:

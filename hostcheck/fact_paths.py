@@ -573,8 +573,10 @@ FACTS: tuple[Fact, ...] = (
       unit="days", when="a database was read"),
     F("watch.not_recorded_days", T.NUMBER, "stretches nothing was recorded", unit="days", when="a database was read"),
     F("watch.uptime_pct", T.NUMBER, "up time over observed time", unit="%", when="a database was read"),
-    F("watch.runpod_score_pct", T.NUMBER, "(minutes up + 10) / minutes over the last 30 days of the window",
-      unit="%", when="a database was read"),
+    F("watch.runpod_score_pct", T.NUMBER, "Runpod's (minutes - minutes down + 10) / minutes over the last 30 days; "
+      "null until 30 days are observed (the formula is defined on its 30-day window)", unit="%", when="a database was read"),
+    F("watch.runpod_best_pct", T.NUMBER, "under 30 days observed: the highest 30-day Runpod score the recording still "
+      "allows (its downtime counted, the rest of the 30 days up); null at 30 days", unit="%", when="a database was read"),
     F("watch.current_up_h", T.NUMBER, "the up run that reaches the end of the window", unit="h",
       when="a database was read"),
     F("watch.longest_up_h", T.NUMBER, "the longest up run", unit="h", when="a database was read"),
@@ -589,7 +591,8 @@ FACTS: tuple[Fact, ...] = (
     F("watch.gpu_faults.*.code", T.INT, "Xid code, or null"),
     F("watch.gpu_faults.*.severity", T.TEXT, "AER severity, or null"),
     F("watch.gpu_faults.*.at", T.TIME, "when"),
-    F("watch.gpu_faults.*.needs_reboot", T.BOOL, "the catalogue says it needs a reboot"),
+    F("watch.gpu_faults.*.needs_reboot", T.BOOL, "NVIDIA's Xid catalogue's immediate action is a GPU reset or a reboot "
+      "(the GPU is out of service until then)"),
     F("watch.gpu_faults.*.hardware", T.BOOL, "the catalogue points at hardware"),
 )
 

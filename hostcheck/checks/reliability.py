@@ -10,6 +10,7 @@ from hostcheck.facts import Unknown, lookup
 
 MIN_DAYS = 1.0  # less than a day of recording says too little about a home line
 ADVISED_DAYS = 7
+RUNPOD_DAYS = 30  # Runpod's rolling window
 
 
 def _days(n: int) -> str:
@@ -66,12 +67,22 @@ def uptime(facts: dict[str, Any], threshold: Any) -> CheckResult:
     fix_role="hostcheck_watch: hostcheck_watch_enabled",
 )
 def runpod_score(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    watch = _window(facts, 30)
+    """Runpod's formula is defined on 30 days: judged as written once 30 days are observed. A
+    shorter recording is not enough data, unless its downtime alone already puts any 30-day
+    window holding it under the threshold (its best case, below)."""
+    watch = _window(facts, RUNPOD_DAYS)
     value = watch.get("runpod_score_pct")
-    if value is None:
+    if value is not None:
+        return compare(value, threshold, _span(watch))
+    best = watch.get("runpod_best_pct")
+    if best is None:
         return unknown("nothing observed in the window")
-    note = "" if watch["observed_days"] >= 30 else f"; the rule's window is 30 days, {watch['observed_days']:g} recorded"
-    return compare(value, threshold, _span(watch) + note)
+    if isinstance(threshold, (int, float)) and best < threshold:
+        return compare(best, threshold, f"{_span(watch)}; the downtime recorded so far puts any {RUNPOD_DAYS}-day window "
+                       f"holding it at {best:g} % at most")
+    return unknown(f"not enough data: {watch['observed_days']:g} of {RUNPOD_DAYS} days observed (Runpod's window); "
+                   f"the {RUNPOD_DAYS}-day score can still reach {best:g} %; run `hostcheck watch` for "
+                   f"{_days(max(1, round(RUNPOD_DAYS - float(watch['observed_days']))))} more", measured=best)
 
 
 @check(

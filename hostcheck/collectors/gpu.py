@@ -52,7 +52,11 @@ VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1022": "amd", "0x8086": "inte
 IDENTITY_FIELDS = ("name", "uuid", "serial", "pci_bus_id")
 DEVICE_FIELDS = tuple(name for name in fields("gpu.devices.*") if name != "index")
 NVML_ARCH_UNKNOWN = 0xFFFFFFFF
-NVML_PERF_POLICY_THERMAL = 1  # nvmlPerfPolicyType_t
+NVML_PERF_POLICY_POWER = 0  # nvmlPerfPolicyType_t
+NVML_PERF_POLICY_THERMAL = 1
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0  # nvmlMemoryErrorType_t
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0  # nvmlEccCounterType_t: since the driver loaded
 UPTIME = Path("/proc/uptime")
 
 class _GpuLost(Exception):
@@ -298,6 +302,45 @@ def scan_display_adapters(root: Path = PCI_DEVICES) -> list[dict[str, Any]] | Un
             }
         )
     return adapters
+
+
+def recorder_counters(nvml: Any) -> list[dict[str, Any]] | Unknown:
+    """Per device, the counters `hostcheck watch` follows besides the audit's facts: NVML's
+    power violation counter (seconds; nvmlViolationTime_t.violationTime is in ns) and the
+    volatile ECC error counts (since the driver loaded). Unknown per value where NVML has
+    none (GeForce cards have no ECC counts), Unknown for all when NVML cannot start."""
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        return Unknown(init_failure_reason(exc))
+    try:
+        count = _system_call(nvml, "nvmlDeviceGetCount")
+        if isinstance(count, Unknown):
+            return count
+        out = []
+        for index in range(int(count)):
+            row: dict[str, Any] = {"index": index}
+            try:
+                handle = _call(nvml, "nvmlDeviceGetHandleByIndex", index)
+                if isinstance(handle, Unknown):
+                    row.update(power_violation_s=handle, ecc_corrected=handle, ecc_uncorrected=handle)
+                else:
+                    power = _call(nvml, "nvmlDeviceGetViolationStatus", handle, NVML_PERF_POLICY_POWER)
+                    row["power_violation_s"] = _map(power, lambda v: int(v.violationTime) / 1e9)
+                    row["ecc_corrected"] = _map(_call(nvml, "nvmlDeviceGetTotalEccErrors", handle,
+                                                      NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC), int)
+                    row["ecc_uncorrected"] = _map(_call(nvml, "nvmlDeviceGetTotalEccErrors", handle,
+                                                        NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC), int)
+            except _GpuLost as lost:
+                row.update(power_violation_s=Unknown(str(lost)), ecc_corrected=Unknown(str(lost)),
+                           ecc_uncorrected=Unknown(str(lost)))
+            out.append(row)
+        return out
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except nvml.NVMLError:
+            pass
 
 
 def load_nvml() -> Any:

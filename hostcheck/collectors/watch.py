@@ -17,6 +17,7 @@ from hostcheck.watch.store import DEFAULT_DB
 SECTION = "watch"
 TIMEOUT = 5
 
+OPTION = "--watch-db"  # what the audit's messages name as the way to pick another file
 WINDOW_DAYS = 30
 
 
@@ -30,10 +31,10 @@ def summarise(path: Path) -> dict[str, Any]:
     from hostcheck.watch.store import WatchDbError, inspect_file, read_recording
 
     try:
-        if not inspect_file(path):
+        if not inspect_file(path, OPTION):
             return {"present": False, "path": str(path), "reason": f"no watch database at {path}"}
         # The rules look back 30 days at most (Runpod's window); older samples are not read.
-        recording = read_recording(path, since=time.time() - WINDOW_DAYS * 86400)
+        recording = read_recording(path, since=time.time() - WINDOW_DAYS * 86400, option=OPTION)
     except WatchDbError as exc:
         return {"present": False, "path": str(path), "reason": str(exc)}
     a = analyse(recording)
@@ -48,7 +49,9 @@ def summarise(path: Path) -> dict[str, Any]:
         "observed_days": round(a.observed_s / 86400, 3),
         "not_recorded_days": round(a.not_recorded_s / 86400, 3),
         "uptime_pct": None if a.uptime is None else round(a.uptime * 100, 4),
-        "runpod_score_pct": None if scores["runpod"].score is None else round(scores["runpod"].score * 100, 4),
+        "runpod_score_pct": (round(scores["runpod"].score * 100, 4)
+                             if scores["runpod"].score is not None and "best_pct" not in scores["runpod"].numbers else None),
+        "runpod_best_pct": scores["runpod"].numbers.get("best_pct"),
         "current_up_h": round(a.current_up_s() / 3600, 2),
         "longest_up_h": round(a.longest_up_s() / 3600, 2),
         "outages": [{"cause": o.state, "start": _iso(o.start), "minutes": round(o.seconds / 60, 1)} for o in a.outages],

@@ -1,14 +1,24 @@
 """Uptime, outages and their causes, from a recording. Pure functions of what was recorded.
 
+Time: within one boot, samples are ordered and measured by the boot's own clocks
+(CLOCK_BOOTTIME, which runs during suspend, and CLOCK_MONOTONIC, which does not); neither is
+stepped by NTP or by hand. The wall clock only places each boot on the calendar: a boot sits
+where the wall clock of its last sample puts it (the wall clock after any correction NTP made
+during the boot). So a clock stepped back or forward is an event in the report, never an
+outage, and never hides one. Events the recorder saw itself carry the boot clock too and are
+placed the same way; lines read from logs keep the log's own time.
+
 Each sample stands for the interval that follows it, until the next sample (at most
 ``interval * GRACE`` later). A sample is *up* when at least one network target answered and
-the GPU did not fail; *network* when every target failed; *driver* when NVML failed or a
-reboot-needing Xid was logged in this boot. Time between samples that is longer than that:
+the GPU did not fail; *network* when every target failed; *driver* when NVML failed or an Xid
+that takes the GPU out of service (NVIDIA's catalogue: a GPU reset or a reboot) was logged in
+this boot. Time between samples that is longer than that:
 
 - across a boot change: *reboot* when the previous boot's journal shows a shutdown,
   *power* (unclean stop: power cut, reset, panic) when it shows none; when the journal holds
   no record of that boot, the recorder's own stop decides (SIGTERM from systemd's shutdown:
-  *reboot*; no stop at all: *power*);
+  *reboot*; no stop at all: *power*). The new boot's clock at its first sample is how long it
+  had been up, so the outage is never shorter than that, whatever the wall clocks say;
 - within one boot: *suspend* when CLOCK_BOOTTIME ran ahead of CLOCK_MONOTONIC; otherwise
   *not recorded* (the recorder was stopped, killed, or could not write), which is left out of
   the window rather than counted as up or down: nothing was measured then.
@@ -19,6 +29,7 @@ the truth (the state changed somewhere between two samples).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +55,22 @@ class Segment:
         return max(0.0, self.end - self.start)
 
 
+@dataclass(frozen=True)
+class GpuHealth:
+    """What NVML's counters added up to over the window, for one GPU."""
+
+    gpu: int
+    thermal_s: float  # NVML's thermal violation counter, summed between consecutive samples
+    power_s: float  # its power violation counter, likewise
+    counted_s: float  # the time those sums cover (consecutive samples that read the counter)
+    ecc_corrected: int  # increases of the volatile corrected ECC count seen in the window
+    ecc_uncorrected: int
+    ecc_counted: bool = True  # False: NVML reported no ECC counts for this GPU (GeForce cards have none)
+
+    def share(self, seconds: float) -> float | None:
+        return None if self.counted_s <= 0 else min(1.0, seconds / self.counted_s)
+
+
 @dataclass
 class Analysis:
     segments: list[Segment]
@@ -56,6 +83,7 @@ class Analysis:
     events: list[Event]
     boots: list[Boot]
     per_day: list[dict[str, Any]] = field(default_factory=list)
+    gpu_health: list[GpuHealth] = field(default_factory=list)
 
     @property
     def observed_s(self) -> float:
@@ -94,62 +122,135 @@ def sample_state(s: Sample) -> tuple[str, str]:
     if s.net_total > 0 and s.net_ok == 0:
         return "network", f"all {s.net_total} targets failed"
     if s.gpu_ok is False:
-        return "driver", str(s.detail.get("nvml") or "GPU failed (NVML or a reboot-needing Xid)")
+        return "driver", str(s.detail.get("nvml") or "GPU failed (NVML, or an Xid that takes it out of service)")
     return UP, ""
 
 
-def _between(events: list[Event], kind: str, start: float, end: float) -> list[Event]:
-    return [e for e in events if e.kind == kind and start <= e.t <= end]
+# ------------------------------------------------------------------ placing samples in time
 
 
-def _gap_state(a: Sample, b: Sample, boots: dict[str, Boot], events: list[Event]) -> tuple[float, str, str]:
-    """(where the gap starts, its state, a note) for the time between samples a and b."""
-    start = a.t + a.interval_s
-    if b.boot_id != a.boot_id:
-        boot = boots.get(a.boot_id)
-        if boot is not None and boot.last_t is not None and a.t <= boot.last_t < start:
-            start = boot.last_t  # the journal saw the boot end before the sample's interval did
+@dataclass(frozen=True)
+class Placed:
+    at: float  # calendar time: the boot's anchor plus the sample's boot clock
+    s: Sample
+
+
+def boot_anchors(samples: list[Sample]) -> dict[str, float]:
+    """Per boot, wall time minus boot clock at its last sample: where the boot began."""
+    anchors: dict[str, float] = {}
+    last_bt: dict[str, float] = {}
+    for s in samples:
+        if s.boot_id not in last_bt or s.boottime >= last_bt[s.boot_id]:
+            last_bt[s.boot_id] = s.boottime
+            anchors[s.boot_id] = s.t - s.boottime
+    return anchors
+
+
+def place(samples: list[Sample]) -> list[Placed]:
+    """Samples in the order they were taken: boots in the order they were recorded (the
+    writer appends as it goes), each boot's samples by its own clock; each at its calendar time."""
+    anchors = boot_anchors(samples)
+    order: dict[str, int] = {}
+    for s in samples:
+        order.setdefault(s.boot_id, len(order))
+    ordered = sorted(samples, key=lambda s: (order[s.boot_id], s.boottime, s.mono))
+    return [Placed(anchors[s.boot_id] + s.boottime, s) for s in ordered]
+
+
+def place_event(e: Event, anchors: dict[str, float]) -> Event:
+    if e.boottime is None or e.boot_id not in anchors:
+        return e
+    return dataclasses.replace(e, t=anchors[e.boot_id] + e.boottime)
+
+
+def _seen_between(events: list[Event], kind: str, a: Sample, b: Sample | None, slack_s: float) -> list[Event]:
+    """Events of ``kind`` the recorder wrote in a's boot after a (and before b, in the same boot)."""
+    out = []
+    for e in events:
+        if e.kind != kind or e.boot_id != a.boot_id:
+            continue
+        if e.boottime is not None:
+            upper = b.boottime + slack_s if b is not None and b.boot_id == a.boot_id else float("inf")
+            if a.boottime <= e.boottime <= upper:
+                out.append(e)
+        else:  # written without the boot clock (an older database): its wall time is all there is
+            upper = b.t + slack_s if b is not None and b.boot_id == a.boot_id else float("inf")
+            if a.t <= e.t <= upper:
+                out.append(e)
+    return out
+
+
+def _kernel(boot_id: str) -> str:
+    """The kernel's boot id (a container boot's key adds its own start after a dot)."""
+    return boot_id.split(".", 1)[0]
+
+
+def _gap_state(a: Placed, b: Placed, boots: dict[str, Boot], events: list[Event]) -> tuple[float, float, str, str]:
+    """(where the gap starts, where it ends, its state, a note) for the time between samples a and b."""
+    start = a.at + a.s.interval_s
+    end = b.at
+    if b.s.boot_id != a.s.boot_id:
+        if _kernel(b.s.boot_id) == _kernel(a.s.boot_id) and b.s.boottime >= a.s.boottime:
+            # A container's boots share their kernel's clock: it measured the stop itself.
+            end = a.at + (b.s.boottime - a.s.boottime)
+            suffix = ""
+        elif end - b.s.boottime < a.at:
+            # The two boots' wall clocks disagree (one of them never synchronised): the new
+            # boot had been up for b.boottime at its first sample, so the outage was at least
+            # as long as that before it; no more can be known.
+            end = max(start, a.at) + max(0.0, b.s.boottime)
+            suffix = "; its length is a lower bound: the two boots' wall clocks disagree"
+        else:
+            suffix = ""
+        boot = boots.get(a.s.boot_id)
+        if boot is not None and boot.last_t is not None and a.s.t <= boot.last_t < a.s.t + a.s.interval_s:
+            start = a.at + (boot.last_t - a.s.t)  # the journal saw the boot end before the sample's interval did
         if boot is None or boot.clean is None:
             # No journal record either way (a volatile journal keeps no earlier boots): the
             # recorder's own stop says more. systemd stops it with SIGTERM on a shutdown.
-            stops = [e for e in events if e.kind == "recorder_stop" and e.boot_id == a.boot_id and e.t >= a.t]
+            stops = _seen_between(events, "recorder_stop", a.s, None, 0.0)
             if stops and stops[0].detail.get("reason") == "SIGTERM":
-                return start, "reboot", "the recorder was stopped by SIGTERM as the boot ended (no journal record of the boot)"
+                return start, end, "reboot", "the recorder was stopped by SIGTERM as the boot ended (no journal record of the boot)" + suffix
             if not stops:
-                return start, "power", "unclean stop: the recorder was never stopped and the journal has no record of the boot"
-            return start, "reboot", "clean or not: unknown (" + (boot.evidence if boot else "boot not in the journal") + ")"
+                return start, end, "power", "unclean stop: the recorder was never stopped and the journal has no record of the boot" + suffix
+            return start, end, "reboot", "clean or not: unknown (" + (boot.evidence if boot else "boot not in the journal") + ")" + suffix
         if boot.clean:
-            return start, "reboot", boot.evidence
-        return start, "power", "unclean stop: " + boot.evidence
-    suspended = (b.boottime - a.boottime) - (b.mono - a.mono)
+            return start, end, "reboot", boot.evidence + suffix
+        return start, end, "power", "unclean stop: " + boot.evidence + suffix
+    suspended = (b.s.boottime - a.s.boottime) - (b.s.mono - a.s.mono)
     if suspended > GRACE_EXTRA_S:
-        return start, "suspend", f"suspended for {suspended / 60:.1f} min"
-    gaps = _between(events, "gap", a.t, b.t + b.interval_s)
+        return start, end, "suspend", f"suspended for {suspended / 60:.1f} min"
+    gaps = _seen_between(events, "gap", a.s, b.s, b.s.interval_s)
     if gaps:
-        return start, NOT_RECORDED, str(gaps[0].detail.get("reason", "not written"))
-    stops = _between(events, "recorder_stop", a.t, b.t)
+        return start, end, NOT_RECORDED, str(gaps[0].detail.get("reason", "not written"))
+    stops = _seen_between(events, "recorder_stop", a.s, b.s, 0.0)
     if stops:
-        return start, NOT_RECORDED, f"the recorder was stopped ({stops[0].detail.get('reason', '?')})"
-    return start, NOT_RECORDED, "the recorder was not running (killed or stalled)"
+        return start, end, NOT_RECORDED, f"the recorder was stopped ({stops[0].detail.get('reason', '?')})"
+    return start, end, NOT_RECORDED, "the recorder was not running (killed or stalled)"
 
 
 def segments_of(recording: Recording) -> list[Segment]:
-    samples = sorted(recording.samples, key=lambda s: s.t)
+    placed = place(recording.samples)
     boots = {b.boot_id: b for b in recording.boots}
     out: list[Segment] = []
-    for a, b in zip(samples, [*samples[1:], None], strict=True):
-        state, note = sample_state(a)
-        limit = a.t + a.interval_s * GRACE + GRACE_EXTRA_S
+    shift = 0.0  # how far later boots move when two boots' wall clocks disagree
+    for a, b in zip(placed, [*placed[1:], None], strict=True):
+        a = Placed(a.at + shift, a.s)
+        state, note = sample_state(a.s)
+        limit = a.at + a.s.interval_s * GRACE + GRACE_EXTRA_S
         if b is None:
-            out.append(Segment(a.t, a.t + a.interval_s, state, note))
-        elif b.t <= limit and b.boot_id == a.boot_id:  # a new boot is a stop, however quick
-            out.append(Segment(a.t, b.t, state, note))
-        else:
-            gap_start, gap_state, gap_note = _gap_state(a, b, boots, recording.events)
-            gap_start = max(a.t, min(gap_start, b.t))
-            if gap_start > a.t:
-                out.append(Segment(a.t, gap_start, state, note))
-            out.append(Segment(gap_start, b.t, gap_state, gap_note))
+            out.append(Segment(a.at, a.at + a.s.interval_s, state, note))
+            continue
+        b = Placed(b.at + shift, b.s)
+        if b.at <= limit and b.s.boot_id == a.s.boot_id:  # a new boot is a stop, however quick
+            out.append(Segment(a.at, b.at, state, note))
+            continue
+        gap_start, gap_end, gap_state, gap_note = _gap_state(a, b, boots, recording.events)
+        shift += gap_end - b.at
+        gap_start = max(a.at, min(gap_start, gap_end))
+        if gap_start > a.at:
+            out.append(Segment(a.at, gap_start, state, note))
+        out.append(Segment(gap_start, gap_end, gap_state, gap_note))
     return _merge(out)
 
 
@@ -182,8 +283,43 @@ def split_by_day(segments: list[Segment]) -> dict[dt.date, list[Segment]]:
     return days
 
 
+def gpu_health(recording: Recording) -> list[GpuHealth]:
+    """Throttled time and ECC increases per GPU. The recorder stores each counter's increase
+    since the previous sample (``th``, ``pw`` seconds; None where the two samples were not
+    consecutive in one boot, so nothing from unrecorded time is counted)."""
+    sums: dict[int, list[float]] = {}
+    for s in recording.samples:
+        for g in s.detail.get("gpus") or []:
+            if not isinstance(g, dict) or not isinstance(g.get("i"), int):
+                continue
+            th, pw, span = g.get("th"), g.get("pw"), g.get("span")
+            row = sums.setdefault(g["i"], [0.0, 0.0, 0.0])
+            if isinstance(span, (int, float)) and isinstance(th, (int, float)):
+                row[0] += th
+                row[1] += pw if isinstance(pw, (int, float)) else 0.0
+                row[2] += span
+    ecc: dict[int, list[int]] = {}
+    no_ecc: set[int] = set()
+    for e in recording.events:
+        if e.kind == "ecc" and isinstance(e.detail.get("gpu"), int):
+            if e.detail.get("available") is False:
+                no_ecc.add(e.detail["gpu"])
+                continue
+            row_e = ecc.setdefault(e.detail["gpu"], [0, 0])
+            row_e[0] += int(e.detail.get("corrected_new") or 0)
+            row_e[1] += int(e.detail.get("uncorrected_new") or 0)
+    gpus = sorted(set(sums) | set(ecc))
+    return [
+        GpuHealth(i, round(sums.get(i, [0, 0, 0])[0], 3), round(sums.get(i, [0, 0, 0])[1], 3),
+                  round(sums.get(i, [0, 0, 0])[2], 3), ecc.get(i, [0, 0])[0], ecc.get(i, [0, 0])[1],
+                  i in ecc or i not in no_ecc)
+        for i in gpus
+    ]  # fmt: skip
+
+
 def analyse(recording: Recording) -> Analysis:
     segments = segments_of(recording)
+    anchors = boot_anchors(recording.samples)
     up = sum(s.seconds for s in segments if s.state == UP)
     down = sum(s.seconds for s in segments if s.state in DOWN_CAUSES)
     missing = sum(s.seconds for s in segments if s.state == NOT_RECORDED)
@@ -216,7 +352,8 @@ def analyse(recording: Recording) -> Analysis:
         down_s=down,
         not_recorded_s=missing,
         outages=outages,
-        events=recording.events,
+        events=[place_event(e, anchors) for e in recording.events],
         boots=recording.boots,
         per_day=per_day,
+        gpu_health=gpu_health(recording),
     )

@@ -12,8 +12,17 @@ import typer
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, emit
 from hostcheck.exit_codes import EXIT_OK
-from hostcheck.watch.probes import DEFAULT_TARGETS, DEFAULT_TIMEOUT_S
-from hostcheck.watch.recorder import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S, Recorder, WatchConfig
+from hostcheck.watch import traffic
+from hostcheck.watch.probes import DEFAULT_TARGETS, DEFAULT_TIMEOUT_S, parse_targets
+from hostcheck.watch.recorder import (
+    DEFAULT_INTERVAL_S,
+    MAX_INTERVAL_S,
+    MAX_PROBE_PORTS,
+    MIN_INTERVAL_S,
+    MIN_PROBE_EVERY_S,
+    Recorder,
+    WatchConfig,
+)
 from hostcheck.watch.store import DEFAULT_DB, DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES
 
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[smhd]?)$")
@@ -41,6 +50,15 @@ def parse_duration(text: str) -> float:
     return value
 
 
+def parse_probe_port(text: str) -> tuple[int, str]:
+    """``PORT``, ``PORT/tcp`` or ``PORT/udp``."""
+    number, _, proto = text.strip().partition("/")
+    proto = proto or "tcp"
+    if not number.isdigit() or not 1 <= int(number) <= 65535 or proto not in ("tcp", "udp"):
+        raise UsageError(f"--probe-port {text!r}: a port is PORT, PORT/tcp or PORT/udp (1-65535)")
+    return int(number), proto
+
+
 DbOpt = Annotated[Path, typer.Option("--db", help="The watch database (SQLite).")]
 
 
@@ -54,12 +72,41 @@ def record(
     stun_server: Annotated[list[str], typer.Option("--stun-server", help="STUN server HOST[:PORT] for the public address (repeatable; none by default).")] = [],  # noqa: B006
     probe_timeout: Annotated[float, typer.Option("--probe-timeout", help=f"Seconds each network probe may take ({MIN_PROBE_TIMEOUT_S:g}-{MAX_PROBE_TIMEOUT_S:g}).")] = DEFAULT_TIMEOUT_S,
     journal_file: Annotated[list[Path], typer.Option("--journal-file", help="Read this journal file instead of the system journal (repeatable).")] = [],  # noqa: B006
-    max_age_days: Annotated[float, typer.Option("--max-age-days", help="Drop samples older than this.")] = DEFAULT_MAX_AGE_DAYS,
+    max_age_days: Annotated[float, typer.Option("--max-age-days", help="Drop samples older than this (measured on the boot clocks: a clock step never makes a sample look old).")] = DEFAULT_MAX_AGE_DAYS,
     max_mb: Annotated[float, typer.Option("--max-mb", help="Keep the database under this many MiB (oldest samples go first).")] = DEFAULT_MAX_BYTES / MIB,
+    probe: Annotated[str | None, typer.Option("--probe", help="Your probe server's URL: check the forwarded ports from outside (opt-in).")] = None,
+    probe_fingerprint: Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint of the probe server's certificate.")] = None,
+    token_file: Annotated[Path | None, typer.Option("--token-file", help="File holding the probe token (or HOSTCHECK_PROBE_TOKEN).")] = None,
+    probe_port: Annotated[list[str], typer.Option("--probe-port", help=f"A forwarded port to check: PORT, PORT/tcp or PORT/udp (repeatable, at most {MAX_PROBE_PORTS}).")] = [],  # noqa: B006
+    probe_every: Annotated[str, typer.Option("--probe-every", help=f"How often to check the forwarded ports (at least {MIN_PROBE_EVERY_S / 60:g}m).")] = "60m",
+    insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// probe URL (labs only: the token goes in clear).")] = False,
+    allow_more_traffic: Annotated[bool, typer.Option("--allow-more-traffic", help=f"Start even when the settings send more than {traffic.LIMIT_BYTES_PER_MIN // 1024} KiB a minute.")] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     seconds = None if duration is None else parse_duration(duration)
+    targets = list(target) or list(DEFAULT_TARGETS)
+    ports = [parse_probe_port(p) for p in probe_port]
+    every_s = parse_duration(probe_every)
+    token = None
+    if probe is not None:
+        from hostcheck.commands.live import probe_endpoint, read_token, refuse_cleartext
+
+        refuse_cleartext(probe_endpoint(probe, probe_fingerprint), insecure_http)
+        token = read_token(token_file)
+        if not token:
+            raise UsageError("--probe needs the probe server's token: --token-file FILE or HOSTCHECK_PROBE_TOKEN")
+        if every_s < MIN_PROBE_EVERY_S:
+            raise UsageError(f"--probe-every must be at least {MIN_PROBE_EVERY_S / 60:g} minutes")
+    elif probe_port:
+        raise UsageError("--probe-port needs --probe (the probe server that checks the ports from outside)")
+    if not (math.isfinite(interval) and interval > 0):
+        raise UsageError(f"--interval must be {MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g} seconds")
+    per_minute = traffic.bytes_per_minute(interval, parse_targets(targets), len(stun_server),
+                                          probe_ports=len(ports) if probe else 0, probe_every_s=every_s)
+    refusal = traffic.check(per_minute, allow_more_traffic)
+    if refusal is not None:
+        raise UsageError(refusal)
     if not (math.isfinite(probe_timeout) and MIN_PROBE_TIMEOUT_S <= probe_timeout <= MAX_PROBE_TIMEOUT_S):
         raise UsageError(f"--probe-timeout must be {MIN_PROBE_TIMEOUT_S:g}-{MAX_PROBE_TIMEOUT_S:g} seconds")
     if not (math.isfinite(max_age_days) and max_age_days > 0 and math.isfinite(max_mb) and max_mb >= 1):
@@ -68,13 +115,15 @@ def record(
     if journal_file:
         command = ["journalctl", *[arg for f in journal_file for arg in ("--file", str(f))]]
     config = WatchConfig(
-        db=db, interval_s=interval, duration_s=seconds, targets=list(target) or list(DEFAULT_TARGETS),
+        db=db, interval_s=interval, duration_s=seconds, targets=targets,
         stun_servers=list(stun_server), journal_command=command, probe_timeout_s=probe_timeout, max_age_days=max_age_days,
-        max_bytes=int(max_mb * MIB),
+        max_bytes=int(max_mb * MIB), probe_url=probe, probe_token=token, probe_fingerprint=probe_fingerprint,
+        probe_ports=ports, probe_every_s=every_s,
     )  # fmt: skip
     recorder = Recorder(config)
     recorder.install_signal_handlers()
-    typer.echo(f"hostcheck watch: recording into {db} every {interval:g}s; stop with Ctrl-C", err=True)
+    typer.echo(f"hostcheck watch: recording into {db} every {interval:g}s (about {per_minute / 1024:.1f} KiB a minute "
+               "on the network); stop with Ctrl-C", err=True)
     written = recorder.run()
     typer.echo(f"hostcheck watch: {written} samples written ({recorder.stop_reason})", err=True)
     raise typer.Exit(EXIT_OK)

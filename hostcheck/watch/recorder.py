@@ -1,10 +1,15 @@
 """The sampling loop of `hostcheck watch`.
 
-Each interval: network reachability, NVML (when a GPU answers), new kernel Xid/AER lines, new
-package changes, the public address (when STUN servers are configured), and the clocks. Each
-part is guarded: a part that fails is recorded as a reason and the loop goes on. A sample that
-cannot be written (a full disk) is counted, and when writing works again a ``gap`` event says
-from when to when and why nothing was recorded. What was committed is never rewritten.
+Each interval: network reachability, NVML (when a GPU answers: its readings, the increase of
+its thermal and power violation counters since the last sample, its ECC counts), new kernel
+Xid/AER lines, new package changes, the power source (machines with a battery) and NUT's UPS
+status (where `upsc` is installed), the public address and a CGNAT re-check (when STUN servers
+are configured), the forwarded ports through the owner's probe server (when one is configured,
+at the owner's rate), and the clocks. Each part is guarded: a part that fails is recorded as a
+reason and the loop goes on. A sample that cannot be written (a full disk) is counted, and when
+writing works again a ``gap`` event says from when to when and why nothing was recorded. What
+was committed is never rewritten; retention only deletes what is certainly old (see
+:meth:`hostcheck.watch.store.WatchWriter.age_cutoffs`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcheck.collectors.power import POWER_SUPPLY_DIR
 from hostcheck.errors import InputError
 from hostcheck.facts import Unknown
 from hostcheck.watch import pkglog
+from hostcheck.watch.analysis import GRACE_EXTRA_S
 from hostcheck.watch.journal import Journal, entry_time
+from hostcheck.watch.power import power_source, read_ups
 from hostcheck.watch.probes import (
     DEFAULT_DNS_NAME,
     DEFAULT_TARGETS,
@@ -43,6 +51,10 @@ THROTTLE_WATCHED = frozenset(
 DEFAULT_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 0.01
 MAX_INTERVAL_S = 3600.0
+CONSECUTIVE_GRACE = 2.0  # two samples at most this many intervals apart are consecutive
+MIN_PROBE_EVERY_S = 300.0  # the forwarded-port check: at most one every 5 minutes
+MAX_PROBE_PORTS = 8
+PROBE_TIMEOUT_S = 10.0
 
 
 CONTAINER_MARK = Path("/run/systemd/container")
@@ -91,12 +103,29 @@ class WatchConfig:
     max_bytes: int = DEFAULT_MAX_BYTES
     boot_id_path: Path = BOOT_ID_PATH
     container_mark: Path = CONTAINER_MARK  # systemd writes it inside a container
+    power_supply_dir: Path = POWER_SUPPLY_DIR
+    upsc_command: list[str] = field(default_factory=lambda: ["upsc"])
+    public_ranges: list[str] = field(default_factory=list)  # reserved ranges to count as public (labs)
+    # The owner's probe server for the forwarded ports (opt-in): URL, token, pinned certificate,
+    # the ports [(port, "tcp"|"udp")] and how often (seconds, at least MIN_PROBE_EVERY_S).
+    probe_url: str | None = None
+    probe_token: str | None = None
+    probe_fingerprint: str | None = None
+    probe_ports: list[tuple[int, str]] = field(default_factory=list)
+    probe_every_s: float = 3600.0
 
 
 class Recorder:
     def __init__(self, config: WatchConfig, clocks: Clocks | None = None, log: Callable[[str], None] | None = None):
         if not MIN_INTERVAL_S <= config.interval_s <= MAX_INTERVAL_S:
             raise InputError(f"--interval must be {MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g} seconds")
+        if config.probe_url is not None:
+            if not config.probe_ports:
+                raise InputError("--probe needs the forwarded ports to check (--probe-port PORT[/tcp|/udp])")
+            if len(config.probe_ports) > MAX_PROBE_PORTS:
+                raise InputError(f"at most {MAX_PROBE_PORTS} forwarded ports are checked")
+            if not config.probe_every_s >= MIN_PROBE_EVERY_S:
+                raise InputError(f"--probe-every must be at least {MIN_PROBE_EVERY_S / 60:g} minutes")
         self.config = config
         self.clocks = clocks or Clocks()
         self.log = log or (lambda msg: print(f"hostcheck watch: {msg}", file=sys.stderr, flush=True))
@@ -109,23 +138,46 @@ class Recorder:
         self.prober = NetworkProber(self.targets, config.probe_timeout_s, config.dns_name)
         self.nvml = config.nvml
         self.nvml_seen = False
-        self.reboot_xid_this_boot = False
+        self.gpu_out_of_service: str | None = None  # the Xid this boot whose catalogue action is a GPU reset or reboot
         self.last_throttle: dict[str, list[str]] = {}
+        self.counters: dict[int, tuple[float, float | None, float | None]] = {}  # gpu -> (boottime, thermal, power)
+        self.ecc: dict[int, tuple[int, int]] = {}
         self.public_address: str | None = None
+        self.cgnat: str | None = None
         self.journal_state: str | None = None
+        self.states: dict[str, Any] = {}  # last recorded state per watched source (power, UPS)
         self.unwritten: list[tuple[float, str]] = []
         self.samples_written = 0
         self.prev: tuple[float, float, float] | None = None
-        self.last_prune = 0.0
+        last = self.writer.last_sample()
+        if last is not None and last.boot_id == self.boot_id:
+            # The same boot as the last sample written: a clock step or suspend while the
+            # recorder was stopped is seen at the first sample.
+            self.prev = (last.t, last.mono, last.boottime)
+        self.last_prune_mono: float | None = None
+        self.next_probe_mono: float | None = None
         self.count = 0
 
     # ------------------------------------------------------------------ small guarded writes
 
     def _event(self, kind: str, detail: dict[str, Any], t: float | None = None) -> None:
+        """An event seen now (``t`` None: it carries the boot clock), or one read from a log
+        (``t``: the log's own time)."""
+        seen_now = t is None
+        event = Event(self.clocks.wall() if t is None else t, kind, self.boot_id, detail,
+                      self.clocks.boottime() if seen_now else None)
         try:
-            self.writer.add_event(Event(self.clocks.wall() if t is None else t, kind, self.boot_id, detail))
+            self.writer.add_event(event)
         except sqlite3.Error as exc:
             self.unwritten.append((self.clocks.wall(), f"event {kind}: {exc}"))
+
+    def _state(self, source: str, state: Any, kind: str, detail: dict[str, Any]) -> None:
+        """Record ``detail`` as a ``kind`` event when ``source``'s state differs from the last one
+        recorded in this run (the first reading is recorded too: it says where things started)."""
+        if self.states.get(source, object()) != state:
+            previous = self.states.get(source)
+            self.states[source] = state
+            self._event(kind, {**detail, "previous": previous})
 
     # ------------------------------------------------------------------ start-up
 
@@ -173,8 +225,11 @@ class Recorder:
             if detail is None:
                 continue
             kind = str(detail.pop("kind"))
-            if detail.get("needs_reboot") and self.boot_id.startswith(str(entry.get("_BOOT_ID", self.boot_id))):
-                self.reboot_xid_this_boot = True
+            if kind == "xid" and self.boot_id.startswith(str(entry.get("_BOOT_ID", self.boot_id))):
+                if detail.get("effect") == "out_of_service":
+                    self.gpu_out_of_service = f"Xid {detail.get('code')} ({detail.get('immediate')})"
+                elif detail.get("code") == 154 and detail.get("immediate") == "IGNORE":
+                    self.gpu_out_of_service = None  # the driver says no recovery action is needed any more
             self._event(kind, detail, t=entry_time(entry) or now)
         if new_cursor and new_cursor != cursor:
             self.writer.set_meta("kernel_cursor", new_cursor)
@@ -191,8 +246,8 @@ class Recorder:
         if new_position and new_position != position:
             self.writer.set_meta("dpkg_position", new_position)
 
-    def _gpu(self) -> tuple[bool | None, dict[str, Any]]:
-        from hostcheck.collectors.gpu import load_nvml, nvml_facts
+    def _gpu(self, boottime: float) -> tuple[bool | None, dict[str, Any]]:
+        from hostcheck.collectors.gpu import load_nvml, nvml_facts, recorder_counters
 
         if self.nvml is None:
             self.nvml = load_nvml()
@@ -201,39 +256,124 @@ class Recorder:
         facts = nvml_facts(self.nvml)
         if not facts["nvml"]["available"]:
             if self.nvml_seen:
-                self._event("nvml", {"error": facts["nvml"]["reason"]})
+                self._nvml_state("nvml", facts["nvml"]["reason"], {})
             return (False if self.nvml_seen else None), {"nvml": facts["nvml"]["reason"]}
         self.nvml_seen = True
+        self._nvml_state("nvml", None, {})
         devices = facts["devices"]
         if isinstance(devices, Unknown):
-            self._event("nvml", {"error": devices.reason})
+            self._nvml_state("devices", devices.reason, {})
             return False, {"nvml": devices.reason}
-        ok = not self.reboot_xid_this_boot
+        self._nvml_state("devices", None, {})
+        try:
+            counters = recorder_counters(self.nvml)
+        except Exception as exc:  # the extra counters must never fail the GPU's sample
+            counters = Unknown(f"{type(exc).__name__}: {exc}")
+        extra = {} if isinstance(counters, Unknown) else {row["index"]: row for row in counters}
+        ok = self.gpu_out_of_service is None
+        failure = None if ok else f"out of service since {self.gpu_out_of_service} (NVIDIA's catalogue: reset the GPU or reboot)"
         readings = []
         for dev in devices:
             lost = [k for k, v in dev.items() if isinstance(v, Unknown) and "lost" in v.reason]
+            self._nvml_state(f"gpu:{dev['index']}", dev[lost[0]].reason if lost else None, {"gpu": dev["index"]})
             if lost:
                 ok = False
-                self._event("nvml", {"gpu": dev["index"], "error": dev[lost[0]].reason})
+                failure = failure or f"GPU {dev['index']}: {dev[lost[0]].reason}"
             reasons = dev.get("throttle_reasons")
             watched = sorted(set(reasons) & THROTTLE_WATCHED) if isinstance(reasons, list) else []
             key = str(dev["index"])
             if watched != self.last_throttle.get(key, []):
                 self._event("throttle", {"gpu": dev["index"], "reasons": watched})
                 self.last_throttle[key] = watched
-            readings.append(
-                {
-                    "i": dev["index"],
-                    "temp": None if isinstance(dev.get("temperature_c"), Unknown) else dev.get("temperature_c"),
-                    "w": None if isinstance(dev.get("power_draw_w"), Unknown) else dev.get("power_draw_w"),
-                    "thr": watched,
-                }
-            )
-        return ok, {"gpus": readings}
+            reading = {
+                "i": dev["index"],
+                "temp": None if isinstance(dev.get("temperature_c"), Unknown) else dev.get("temperature_c"),
+                "w": None if isinstance(dev.get("power_draw_w"), Unknown) else dev.get("power_draw_w"),
+                "thr": watched,
+            }
+            if not lost:  # a lost GPU's counters cannot be read; its loss is the event
+                reading.update(self._violations(dev, extra.get(dev["index"], {}), boottime))
+                self._ecc(dev["index"], extra.get(dev["index"], {}))
+            readings.append(reading)
+        return ok, {"gpus": readings, **({"nvml": failure} if failure else {})}
+
+    def _nvml_state(self, source: str, error: str | None, detail: dict[str, Any]) -> None:
+        """An NVML failure is recorded when it starts and when it ends, not every sample."""
+        key = f"nvml:{source}"
+        if self.states.get(key) != error:
+            previous = self.states.get(key)
+            self.states[key] = error
+            self._event("nvml", {**detail, "error": error, "previous": previous})
+
+    def _violations(self, dev: dict[str, Any], extra: dict[str, Any], boottime: float) -> dict[str, Any]:
+        """The increase of NVML's thermal and power violation counters since the previous sample
+        (``th``, ``pw`` seconds) and the time between the two reads (``span``). Left out (None)
+        when the previous read is not the previous sample of this boot, or a counter went back."""
+        index = int(dev["index"])
+        thermal = dev.get("thermal_slowdown")
+        th_total = float(thermal["total"]) if isinstance(thermal, dict) and isinstance(thermal.get("total"), (int, float)) else None
+        pw = extra.get("power_violation_s")
+        pw_total = float(pw) if isinstance(pw, (int, float)) else None
+        previous = self.counters.get(index)
+        self.counters[index] = (boottime, th_total, pw_total)
+        if previous is None:
+            return {}
+        span = boottime - previous[0]
+        if not 0 < span <= self.config.interval_s * CONSECUTIVE_GRACE + GRACE_EXTRA_S:
+            return {}
+
+        def delta(now: float | None, before: float | None) -> float | None:
+            return None if now is None or before is None or now < before else round(min(now - before, span), 3)
+
+        th, pwd = delta(th_total, previous[1]), delta(pw_total, previous[2])
+        if th is None and pwd is None:
+            return {}
+        return {"th": th, "pw": pwd, "span": round(span, 3)}
+
+    def _ecc(self, index: int, extra: dict[str, Any]) -> None:
+        corrected, uncorrected = extra.get("ecc_corrected"), extra.get("ecc_uncorrected")
+        if not isinstance(corrected, int) or not isinstance(uncorrected, int):
+            # No ECC counts (GeForce cards have none), or NVML could not read them: said once.
+            why = corrected.reason if isinstance(corrected, Unknown) else "NVML gave no ECC counts"
+            self._state(f"ecc:{index}", "none", "ecc", {"gpu": index, "available": False, "reason": why})
+            return
+        before = self.ecc.get(index)
+        self.ecc[index] = (corrected, uncorrected)
+        if before is None or (corrected, uncorrected) == before:
+            return
+        # Volatile counts start again at a driver reload: a drop is a new start, not new errors.
+        new_c = corrected - before[0] if corrected >= before[0] else corrected
+        new_u = uncorrected - before[1] if uncorrected >= before[1] else uncorrected
+        self._event("ecc", {"gpu": index, "corrected": corrected, "uncorrected": uncorrected,
+                            "corrected_new": new_c, "uncorrected_new": new_u})
+
+    def _power(self) -> None:
+        source = power_source(self.config.power_supply_dir)
+        if isinstance(source, Unknown):
+            self._state("power_source", source.reason, "power_source", {"readable": False, "reason": source.reason})
+            return
+        if not source["battery_present"]:
+            self._state("power_source", "no battery", "power_source",
+                        {"readable": True, "battery_present": False, "on_ac": source["on_ac"]})
+            return
+        state = "ac" if source["on_ac"] else ("battery" if source["on_ac"] is False else "unknown")
+        self._state("power_source", state, "power_source",
+                    {"readable": True, "battery_present": True, "on": state, "batteries": source["batteries"]})
+
+    def _ups(self) -> None:
+        readings = read_ups(self.config.upsc_command)
+        if isinstance(readings, Unknown):
+            # Recorded once per reason: NUT not installed, upsd not running, no UPS configured.
+            self._state("ups", readings.reason, "ups", {"available": False, "reason": readings.reason})
+            return
+        for r in readings:
+            self._state(f"ups:{r.name}", r.status, "ups",
+                        {"available": True, "ups": r.name, "status": r.status, "on_battery": r.on_battery, **r.values})
 
     def _stun(self) -> None:
         if not self.config.stun_servers or self.count % max(1, self.config.stun_every):
             return
+        from hostcheck.netprobe.cgnat import cgnat_verdict, local_address_signal, stun_signal
         from hostcheck.netprobe.stun_client import stun_binding
         from hostcheck.netprobe.stun_servers import parse_server
 
@@ -252,17 +392,43 @@ class Recorder:
                 self._event("public_address", {"address": mapped, "previous": previous, "server": spec})
                 self.writer.set_meta("public_address", mapped)
                 self.public_address = mapped
+            # CGNAT re-check: the mapped address against the address this host sends from
+            # (a shared RFC 6598 address on either side is carrier-grade NAT).
+            signals = [stun_signal(result.mapped, result.local, spec, result.error, self.config.public_ranges),
+                       local_address_signal(result.local[0] if result.local else None, self.config.public_ranges)]
+            verdict = str(cgnat_verdict(signals))
+            if verdict != self.cgnat:
+                self._event("cgnat", {"verdict": verdict, "previous": self.cgnat,
+                                      "evidence": [sig["evidence"] for sig in signals]})
+                self.cgnat = verdict
             return
+
+    def _inbound(self, mono: float) -> None:
+        """The forwarded ports, checked from outside by the owner's probe server, at most once
+        every ``probe_every_s`` (opt-in; each check is one HTTPS request and one connection per port)."""
+        if self.config.probe_url is None or self.config.probe_token is None:
+            return
+        if self.next_probe_mono is not None and mono < self.next_probe_mono:
+            return
+        self.next_probe_mono = mono + self.config.probe_every_s
+        from hostcheck.netprobe.probe_client import request_probe
+
+        answer = request_probe(self.config.probe_url, self.config.probe_token, self.config.probe_ports,
+                               timeout=PROBE_TIMEOUT_S, fingerprint=self.config.probe_fingerprint)
+        ports = [{"port": p["port"], "proto": p["proto"], "result": str(p["result"]), "detail": p["detail"]}
+                 for p in answer.get("ports", [])]
+        self._event("inbound", {"probed": bool(answer.get("probed")), "reason": answer.get("reason"), "ports": ports})
 
     def _clocks(self, wall: float, mono: float, boot: float) -> None:
         if self.prev is not None:
             p_wall, p_mono, p_boot = self.prev
             suspended = (boot - p_boot) - (mono - p_mono)
             if suspended > CLOCK_JUMP_S:
-                self._event("suspend", {"seconds": round(suspended, 1), "from": p_wall + (mono - p_mono)}, t=wall)
+                self._event("suspend", {"seconds": round(suspended, 1), "from": p_wall + (mono - p_mono)})
             step = (wall - p_wall) - (boot - p_boot)
             if abs(step) > CLOCK_JUMP_S:
-                self._event("clock_jump", {"step_s": round(step, 3)}, t=wall)
+                # Recorded, never used to order or measure: the analysis goes by the boot clock.
+                self._event("clock_jump", {"step_s": round(step, 3), "from": p_wall + (boot - p_boot), "to": wall})
         self.prev = (wall, mono, boot)
 
     def sample_once(self) -> None:
@@ -277,13 +443,19 @@ class Recorder:
                 self.log(f"{part.__name__.strip('_')}: {type(exc).__name__}: {exc}")
         net = self.prober.sample()
         try:
-            gpu_ok, gpu_detail = self._gpu()
+            gpu_ok, gpu_detail = self._gpu(boot)
+        except sqlite3.Error:
+            raise
         except Exception as exc:
             gpu_ok, gpu_detail = (False if self.nvml_seen else None), {"nvml": f"{type(exc).__name__}: {exc}"}
-        try:
-            self._stun()
-        except Exception as exc:
-            self.log(f"stun: {type(exc).__name__}: {exc}")
+        for name, guarded in (("stun", self._stun), ("power", self._power), ("ups", self._ups),
+                              ("inbound", lambda: self._inbound(mono))):
+            try:
+                guarded()
+            except sqlite3.Error:
+                raise
+            except Exception as exc:  # a part that breaks is a reason, never the end of the recording
+                self.log(f"{name}: {type(exc).__name__}: {exc}")
         sample = Sample(wall, mono, boot, self.boot_id, self.config.interval_s, answered(net), len(net), gpu_ok,
                         {"net": net, **gpu_detail})
         self.writer.add_sample(sample)
@@ -295,7 +467,7 @@ class Recorder:
         first, reason = self.unwritten[0]
         last = self.unwritten[-1][0]
         detail = {"from": first, "to": last, "lost_samples": len(self.unwritten), "reason": reason}
-        self.writer.add_event(Event(self.clocks.wall(), "gap", self.boot_id, detail))
+        self.writer.add_event(Event(self.clocks.wall(), "gap", self.boot_id, detail, self.clocks.boottime()))
         self.unwritten = []
 
     def step(self) -> None:
@@ -309,22 +481,38 @@ class Recorder:
                 self.log(f"{reason}; recording goes on and the gap will be recorded")
             self.unwritten.append((self.clocks.wall(), reason))
         self.count += 1
-        now = self.clocks.wall()
-        if now - self.last_prune >= PRUNE_EVERY_S:
-            self.last_prune = now
+        mono = self.clocks.mono()
+        if self.last_prune_mono is None or mono - self.last_prune_mono >= PRUNE_EVERY_S:
+            self.last_prune_mono = mono
             try:
-                self.writer.prune(now)
+                deleted = self.writer.prune()
             except sqlite3.Error as exc:
                 self.log(f"pruning failed: {exc}")
+            else:
+                if deleted:
+                    self._event("retention", {"deleted_rows": deleted, "max_age_days": self.config.max_age_days,
+                                              "max_bytes": self.config.max_bytes})
 
-    def run(self) -> int:
-        start = self.clocks.mono()
-        until = None if self.config.duration_s is None else start + self.config.duration_s
+    def begin(self) -> None:
+        """What a run does before its first sample: say it started, read the boot list."""
         self._event("recorder_start", {"interval_s": self.config.interval_s, "targets": [t.label for t in self.targets]})
         try:
             self._sync_boots()
         except sqlite3.Error as exc:
             self.log(f"boot list not recorded: {exc}")
+
+    def finish(self) -> None:
+        """What a run does as it stops: say why (systemd's SIGTERM at shutdown is a clean stop)."""
+        try:
+            self._event("recorder_stop", {"reason": self.stop_reason, "samples": self.samples_written})
+        finally:
+            self.prober.close()
+            self.writer.close()
+
+    def run(self) -> int:
+        start = self.clocks.mono()
+        until = None if self.config.duration_s is None else start + self.config.duration_s
+        self.begin()
         next_tick = self.clocks.mono()
         try:
             while not self.stop.is_set():
@@ -337,9 +525,7 @@ class Recorder:
                     break
                 self.stop.wait(max(0.0, next_tick - now))
         finally:
-            self._event("recorder_stop", {"reason": self.stop_reason, "samples": self.samples_written})
-            self.prober.close()
-            self.writer.close()
+            self.finish()
         return self.samples_written
 
     def install_signal_handlers(self) -> None:

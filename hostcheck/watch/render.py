@@ -33,6 +33,10 @@ def _pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x * 100:.3f} %"
 
 
+def _share(seconds: float, share: float | None) -> str:
+    return f"{_dur(seconds)} ({_pct(share)})"
+
+
 def timeline(a: Analysis) -> list[str]:
     """One line per UTC day of 48 half-hour cells; under a day of window, one line per hour of
     60 one-minute cells. A cell shows the worst state in it."""
@@ -80,6 +84,14 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
             {"start": _ts(s.start), "end": _ts(s.end), "seconds": round(s.seconds, 1), "reason": s.note}
             for s in a.segments if s.state == NOT_RECORDED
         ],
+        "gpu_health": [
+            {"gpu": g.gpu, "thermal_s": g.thermal_s, "power_s": g.power_s, "counted_s": g.counted_s,
+             "thermal_share": g.share(g.thermal_s), "power_share": g.share(g.power_s),
+             "ecc_corrected_new": g.ecc_corrected if g.ecc_counted else None,
+             "ecc_uncorrected_new": g.ecc_uncorrected if g.ecc_counted else None}
+            for g in a.gpu_health
+        ],
+        "forwarded_ports": forwarded_ports(a),
         "boots": [{"boot_id": b.boot_id, "first": _ts(b.first_t), "last": _ts(b.last_t), "clean": b.clean,
                    "evidence": b.evidence} for b in a.boots],
         "events": [{"t": _ts(e.t), "kind": e.kind, "detail": e.detail} for e in a.events
@@ -88,6 +100,7 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
             {"rule": s.rule_id, "platform": s.platform, "score": s.score, "verdict": s.verdict, "summary": s.summary,
              "numbers": s.numbers, "rule_text": " ".join(s.rule["rule"].split()),
              "status": " ".join(str(s.rule.get("status", "")).split()) or None,
+             "applied": " ".join(str(s.rule.get("applied", "")).split()) or None,
              "disagreement": " ".join(str(s.rule.get("disagreement", "")).split()) or None,
              "sources": [{**src, "date": None if src.get("date") is None else str(src["date"])} for src in s.rule["sources"]]}
             for s in scores
@@ -95,13 +108,60 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def forwarded_ports(a: Analysis) -> list[dict[str, Any]]:
+    """Per forwarded port: how many checks through the probe server found it reachable."""
+    ports: dict[str, dict[str, Any]] = {}
+    for e in a.events:
+        if e.kind != "inbound":
+            continue
+        for p in e.detail.get("ports") or []:
+            row = ports.setdefault(f"{p.get('port')}/{p.get('proto')}", {"port": f"{p.get('port')}/{p.get('proto')}",
+                                                                          "checks": 0, "reachable": 0, "last": None})
+            row["checks"] += 1
+            row["reachable"] += p.get("result") == "reachable"
+            row["last"] = p.get("result")
+    return list(ports.values())
+
+
 def _event_line(e: dict[str, Any]) -> str:
     d = e["detail"]
     kind = e["kind"]
     if kind == "xid":
-        action = "needs a reboot/GPU reset" if d.get("needs_reboot") else d.get("immediate", "")
+        action = d.get("immediate") or "no action given by the catalogue"
+        effect = {"out_of_service": ": the GPU is out of service until reset or reboot", "app": ": the application must restart"}
         hw = ", points at hardware" if d.get("hardware") else ""
-        return f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')} ({action}{hw})"
+        return f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')} (NVIDIA's catalogue: {action}{effect.get(d.get('effect'), '')}{hw})"
+    if kind == "clock_jump":
+        return f"wall clock stepped by {d.get('step_s'):+g} s (outages are measured on the boot clock; nothing lost)"
+    if kind == "ecc" and d.get("available") is False:
+        return f"GPU {d.get('gpu')} ECC: no counts ({d.get('reason')})"
+    if kind == "ecc":
+        return f"GPU {d.get('gpu')} ECC errors: +{d.get('corrected_new')} corrected, +{d.get('uncorrected_new')} uncorrected"
+    if kind == "power_source":
+        if not d.get("readable", True):
+            return f"power source not readable: {d.get('reason')}"
+        if not d.get("battery_present"):
+            return "power source: no battery (mains only)"
+        return f"power source: {d.get('on')} (was {d.get('previous') or 'not yet seen'})"
+    if kind == "ups":
+        if not d.get("available"):
+            return f"UPS: not watched ({d.get('reason')})"
+        return f"UPS {d.get('ups')}: {d.get('status')} (was {d.get('previous') or 'not yet seen'}), charge {d.get('battery.charge', '?')} %"
+    if kind == "cgnat":
+        return f"CGNAT re-check: {d.get('verdict')} (was {d.get('previous') or 'not yet checked'})"
+    if kind == "inbound":
+        if not d.get("probed"):
+            return f"forwarded ports not checked: {d.get('reason')}"
+        return "forwarded ports: " + ", ".join(f"{p['port']}/{p['proto']} {p['result']}" for p in d.get("ports", []))
+    if kind == "nvml":
+        where = f"GPU {d['gpu']}: " if "gpu" in d else ""
+        if d.get("error") is None and "previous" in d:
+            return f"NVML: {where}readable again"
+        return f"NVML failed: {where}{d.get('error')}"
+    if kind == "throttle":
+        return f"GPU {d.get('gpu')} clock event reasons: {', '.join(d.get('reasons') or []) or 'none'}"
+    if kind == "retention":
+        return f"retention dropped {d.get('deleted_rows')} old rows"
     if kind == "aer":
         return f"PCIe AER {d.get('severity')}: {d.get('line', '')[:120]}"
     if kind == "package":
@@ -134,6 +194,8 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         out.append(f"- {s['platform']}: {s['rule_text']}")
         if s["status"]:
             out.append(f"  Status: {s['status']}")
+        if s["applied"]:
+            out.append(f"  Applied: {s['applied']}")
         if s["disagreement"]:
             out.append(f"  {s['disagreement']}")
         for src in s["sources"]:
@@ -151,15 +213,47 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
                       [[o["start"], o["end"], _dur(o["seconds"]), o["cause"], escape_text(o["note"])] for o in data["outages"]], md)
     else:
         out.append("none")
+    if data["gpu_health"]:
+        out.append(f"{sub}GPU health (NVML counters)\n" if md else f"{sub}GPU health (NVML counters)")
+        out += _table(["gpu", "thermal slowdown", "power cap", "over", "ECC new (corrected / uncorrected)"],
+                      [[str(g["gpu"]), _share(g["thermal_s"], g["thermal_share"]), _share(g["power_s"], g["power_share"]),
+                        _dur(g["counted_s"]), "no ECC counts" if g["ecc_corrected_new"] is None
+                        else f"{g['ecc_corrected_new']} / {g['ecc_uncorrected_new']}"]
+                       for g in data["gpu_health"]], md)
+    if data["forwarded_ports"]:
+        out.append(f"{sub}Forwarded ports (checked through the probe server)\n" if md else f"{sub}Forwarded ports (checked through the probe server)")
+        out += _table(["port", "checks", "reachable", "last"],
+                      [[p["port"], str(p["checks"]), str(p["reachable"]), str(p["last"])] for p in data["forwarded_ports"]], md)
     if data["not_recorded"]:
         out.append(f"{sub}Not recorded\n" if md else f"{sub}Not recorded")
         out += _table(["start (UTC)", "end (UTC)", "length", "why"],
                       [[g["start"], g["end"], _dur(g["seconds"]), escape_text(g["reason"])] for g in data["not_recorded"]], md)
     notable = [e for e in data["events"] if e["kind"] in ("xid", "aer", "package", "public_address", "boot", "clock_jump",
-                                                          "suspend", "gap", "journal", "nvml", "throttle")]
+                                                          "suspend", "gap", "journal", "nvml", "throttle", "ecc",
+                                                          "power_source", "ups", "cgnat", "inbound", "retention")]
     out.append(f"{sub}Events\n" if md else f"{sub}Events")
-    out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in notable[-200:]] or ["none"]
+    out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in _changes_only(notable)[-200:]] or ["none"]
     return "\n".join(out) + "\n"
+
+
+STATE_KINDS = ("throttle", "power_source", "ups", "cgnat", "journal", "ecc")
+
+
+def _changes_only(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """State events as changes: each run of the recorder records where things stand when it
+    starts; a state the previous run already recorded is not shown again."""
+    last: dict[tuple[str, str], str] = {}
+    out = []
+    for e in events:
+        if e["kind"] in STATE_KINDS:
+            d = {k: v for k, v in e["detail"].items() if k != "previous"}
+            key = (e["kind"], str(d.get("gpu", d.get("ups", ""))))
+            shown = json.dumps(d, sort_keys=True)
+            if last.get(key) == shown:
+                continue
+            last[key] = shown
+        out.append(e)
+    return out
 
 
 def _table(header: list[str], rows: list[list[str]], md: bool) -> list[str]:

@@ -33,7 +33,7 @@ from hostcheck.errors import InputError
 DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
 """Where `hostcheck watch` records, and where the audit looks for a recording, by default."""
 APPLICATION_ID = 0x68637761  # "hcwa": marks the file as a hostcheck watch database
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_MAX_AGE_DAYS = 90.0
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -55,12 +55,15 @@ CREATE TABLE samples (
   detail TEXT NOT NULL        -- compact JSON: per-target results, NVML readings
 );
 CREATE INDEX samples_t ON samples(t);
+CREATE INDEX samples_boot ON samples(boot_id, boottime);
 CREATE TABLE events (
   id INTEGER PRIMARY KEY,
-  t REAL NOT NULL,
+  t REAL NOT NULL,            -- wall clock (for events read from a log: the log's own time)
   kind TEXT NOT NULL,
   boot_id TEXT NOT NULL,
-  detail TEXT NOT NULL
+  detail TEXT NOT NULL,
+  boottime REAL,              -- CLOCK_BOOTTIME when the recorder itself saw it, else NULL
+  after_sample INTEGER        -- the newest sample's id when it was written, 0 before any (retention order)
 );
 CREATE INDEX events_t ON events(t);
 CREATE TABLE boots (
@@ -72,10 +75,17 @@ CREATE TABLE boots (
 );
 """
 
+# Each step brings a database written at the version before it up to the next one.
+MIGRATIONS = {
+    1: ("ALTER TABLE events ADD COLUMN boottime REAL", "ALTER TABLE events ADD COLUMN after_sample INTEGER",
+        "CREATE INDEX IF NOT EXISTS samples_boot ON samples(boot_id, boottime)"),
+}
+
 EVENT_KINDS = frozenset(
     {
         "recorder_start", "recorder_stop", "boot", "clock_jump", "suspend", "gap", "journal",
-        "xid", "aer", "nvml", "throttle", "package", "public_address",
+        "xid", "aer", "nvml", "throttle", "package", "public_address", "ecc", "power_source", "ups",
+        "cgnat", "inbound", "retention",
     }
 )  # fmt: skip
 
@@ -103,6 +113,7 @@ class Event:
     kind: str
     boot_id: str
     detail: dict[str, Any]
+    boottime: float | None = None  # the boot's clock when the recorder saw it; None for log lines
 
 
 @dataclass(frozen=True)
@@ -129,11 +140,12 @@ def _load(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def inspect_file(path: Path) -> bool:
+def inspect_file(path: Path, option: str = "--db") -> bool:
     """Check a database file before anything opens it for writing.
 
     Returns False when there is nothing there yet (or an empty file) and True for a watch
-    database of a schema this hostcheck reads; raises :class:`WatchDbError` otherwise.
+    database of a schema this hostcheck reads; raises :class:`WatchDbError` otherwise, whose
+    message names ``option`` (the option that gave the path) as the way to pick another file.
     """
     try:
         st = os.stat(path)
@@ -153,7 +165,7 @@ def inspect_file(path: Path) -> bool:
     if head != SQLITE_MAGIC:
         raise WatchDbError(
             f"{path} is not an SQLite database (it starts with {head[:8]!r}); it was left as it is: "
-            "give --db a new path"
+            f"give {option} a new path"
         )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
@@ -168,7 +180,7 @@ def inspect_file(path: Path) -> bool:
                 return False  # a blank SQLite file: nothing in it to lose
             raise WatchDbError(
                 f"{path} is an SQLite database of another application (application_id {app_id:#x}, "
-                f"{tables} schema objects), not a hostcheck watch database; it was left as it is: give --db a new path"
+                f"{tables} schema objects), not a hostcheck watch database; it was left as it is: give {option} a new path"
             )
         if version > SCHEMA_VERSION:
             raise WatchDbError(
@@ -212,6 +224,8 @@ class WatchWriter:
             self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             if not existing:
                 self._create()
+            else:
+                self._migrate()
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
@@ -229,6 +243,21 @@ class WatchWriter:
         self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.conn.execute("INSERT INTO meta VALUES ('created_at', ?)", (repr(time.time()),))
         self.conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        """Bring an older schema up to this one, one step per transaction; what is there stays."""
+        version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+        while version < SCHEMA_VERSION:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[version]:
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version={version + 1}")
+                self.conn.execute("COMMIT")
+            except sqlite3.Error:
+                self.conn.execute("ROLLBACK")
+                raise
+            version += 1
 
     def close(self) -> None:
         try:
@@ -263,7 +292,11 @@ class WatchWriter:
     def add_event(self, e: Event) -> None:
         if e.kind not in EVENT_KINDS:
             raise ValueError(f"unknown event kind {e.kind!r}")
-        self._write("INSERT INTO events (t, kind, boot_id, detail) VALUES (?,?,?,?)", (e.t, e.kind, e.boot_id, _compact(e.detail)))
+        self._write(
+            "INSERT INTO events (t, kind, boot_id, detail, boottime, after_sample)"
+            " VALUES (?,?,?,?,?,(SELECT coalesce(max(id), 0) FROM samples))",
+            (e.t, e.kind, e.boot_id, _compact(e.detail), e.boottime),
+        )
 
     def put_boot(self, b: Boot) -> None:
         self._write(
@@ -281,21 +314,49 @@ class WatchWriter:
     def set_meta(self, key: str, value: str) -> None:
         self._write("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
 
+    def last_sample(self) -> Sample | None:
+        row = self.conn.execute(
+            "SELECT t, mono, boottime, boot_id, interval_s, net_ok, net_total, gpu_ok, detail FROM samples"
+            " ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else _sample(row)
+
     def size_bytes(self) -> int:
         pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
         free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
         size = self.conn.execute("PRAGMA page_size").fetchone()[0]
         return int((pages - free) * size)
 
-    def prune(self, now: float) -> int:
-        """Drop what is older than the age limit, then the oldest samples until under the size
-        limit. Returns rows deleted."""
-        cutoff = now - self.max_age_s
+    def age_cutoffs(self) -> dict[str, float]:
+        """Per boot, the boot-clock reading below which a sample is certainly older than the age
+        limit. No wall clock is used: a clock stepped by NTP, a bad RTC or a suspend cannot make
+        anything look old. Rows are appended in the order they happened (one writer), so boots
+        are ordered by their first row; the time after a sample is at least what its own boot's
+        clock ran after it plus the span each later boot was recorded. Time the host was off is
+        not counted, so what is kept can reach further back than the limit, never less far."""
+        boots = self.conn.execute(
+            "SELECT boot_id, min(boottime), max(boottime) FROM samples GROUP BY boot_id ORDER BY min(id) DESC"
+        ).fetchall()
+        cutoffs: dict[str, float] = {}
+        later = 0.0  # recorded span of the boots after this one
+        for boot_id, first, last in boots:
+            cutoffs[str(boot_id)] = float(last) + later - self.max_age_s
+            later += max(0.0, float(last) - float(first))
+        return cutoffs
+
+    def prune(self) -> int:
+        """Drop samples certainly older than the age limit (see :meth:`age_cutoffs`), then the
+        oldest rows until under the size limit; the newest sample always stays. Events written
+        before the oldest sample kept go with them (rows are in the order they happened).
+        Returns rows deleted."""
         deleted = 0
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            deleted += self.conn.execute("DELETE FROM samples WHERE t < ?", (cutoff,)).rowcount
-            deleted += self.conn.execute("DELETE FROM events WHERE t < ?", (cutoff,)).rowcount
+            for boot_id, cutoff in self.age_cutoffs().items():
+                deleted += self.conn.execute(
+                    "DELETE FROM samples WHERE boot_id = ? AND boottime < ?", (boot_id, cutoff)
+                ).rowcount
+            deleted += self._drop_events_before_samples()
             self.conn.execute("COMMIT")
         except sqlite3.Error:
             self.conn.execute("ROLLBACK")
@@ -304,25 +365,39 @@ class WatchWriter:
             if self.size_bytes() <= self.max_bytes:
                 break
             count = self.conn.execute("SELECT count(*) FROM samples").fetchone()[0]
-            if count == 0:
+            if count <= 1:
                 break
-            oldest = self.conn.execute(
-                "SELECT t FROM samples ORDER BY t LIMIT 1 OFFSET ?", (max(1, count // 10),)
-            ).fetchone()
-            if oldest is None:
+            row = self.conn.execute("SELECT id FROM samples ORDER BY id LIMIT 1 OFFSET ?", (max(1, count // 10),)).fetchone()
+            if row is None:
                 break
             self.conn.execute("BEGIN IMMEDIATE")
-            deleted += self.conn.execute("DELETE FROM samples WHERE t < ?", (oldest[0],)).rowcount
-            deleted += self.conn.execute("DELETE FROM events WHERE t < ?", (oldest[0],)).rowcount
-            self.conn.execute("COMMIT")
+            try:
+                deleted += self.conn.execute("DELETE FROM samples WHERE id < ?", (row[0],)).rowcount
+                deleted += self._drop_events_before_samples()
+                self.conn.execute("COMMIT")
+            except sqlite3.Error:
+                self.conn.execute("ROLLBACK")
+                raise
         if deleted:
             self.conn.execute("PRAGMA incremental_vacuum")
-            self.set_meta("pruned_before", repr(self.oldest_t() or now))
+            oldest = self.oldest_t()
+            if oldest is not None:
+                self.set_meta("pruned_before", repr(oldest))
         return deleted
 
+    def _drop_events_before_samples(self) -> int:
+        """Events written before the newest sample deleted (an event written after sample k and
+        before k+1 holds k; rows from schema 1, which lack it, go by their wall time)."""
+        first = self.conn.execute("SELECT id, t FROM samples ORDER BY id LIMIT 1").fetchone()
+        if first is None:
+            return 0
+        return int(self.conn.execute(
+            "DELETE FROM events WHERE after_sample < ? OR (after_sample IS NULL AND t < ?)", (first[0] - 1, first[1])
+        ).rowcount)
+
     def oldest_t(self) -> float | None:
-        row = self.conn.execute("SELECT min(t) FROM samples").fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        row = self.conn.execute("SELECT t FROM samples ORDER BY id LIMIT 1").fetchone()
+        return None if row is None else float(row[0])
 
 
 @dataclass
@@ -336,9 +411,15 @@ class Recording:
     meta: dict[str, str]
 
 
-def read_recording(path: Path, since: float | None = None) -> Recording:
-    """Open read-only (never taking the writer's lock) and read it all."""
-    if not inspect_file(path):
+def _sample(r: Any) -> Sample:
+    return Sample(r[0], r[1], r[2], r[3], r[4], r[5], r[6], None if r[7] is None else bool(r[7]), _load(r[8]))
+
+
+def read_recording(path: Path, since: float | None = None, option: str = "--db") -> Recording:
+    """Open read-only (never taking the writer's lock) and read it all. ``since`` is a wall
+    time: samples written before it are left out (approximate under clock steps, as any
+    calendar window is)."""
+    if not inspect_file(path, option):
         raise WatchDbError(f"no watch database at {path}: start one with `hostcheck watch --db {path}`")
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
@@ -347,16 +428,18 @@ def read_recording(path: Path, since: float | None = None) -> Recording:
     try:
         lower = -1e18 if since is None else since
         samples = [
-            Sample(r[0], r[1], r[2], r[3], r[4], r[5], r[6], None if r[7] is None else bool(r[7]), _load(r[8]))
+            _sample(r)
             for r in conn.execute(
                 "SELECT t, mono, boottime, boot_id, interval_s, net_ok, net_total, gpu_ok, detail"
                 " FROM samples WHERE t >= ? ORDER BY id",
                 (lower,),
             )
         ]
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        clock = "boottime" if version >= 2 else "NULL"  # schema 1 kept no boot clock for events
         events = [
-            Event(r[0], r[1], r[2], _load(r[3]))
-            for r in conn.execute("SELECT t, kind, boot_id, detail FROM events WHERE t >= ? ORDER BY id", (lower,))
+            Event(r[0], r[1], r[2], _load(r[3]), r[4])
+            for r in conn.execute(f"SELECT t, kind, boot_id, detail, {clock} FROM events WHERE t >= ? ORDER BY id", (lower,))
         ]
         boots = [
             Boot(r[0], r[1], r[2], None if r[3] is None else bool(r[3]), r[4])

@@ -1,4 +1,5 @@
-"""NVIDIA Xid and PCIe AER kernel-log lines, classified by the catalogue in xid_catalog.yaml."""
+"""NVIDIA Xid and PCIe AER kernel-log lines, classified by NVIDIA's Xid catalogue
+(the catalogue is data: xid_catalog.yaml, with its source and the date it was read)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 import yaml
 
 CATALOG_PATH = Path(__file__).with_name("xid_catalog.yaml")
-REBOOT_BUCKETS = frozenset({"RESET_GPU", "RESTART_BM"})
+EFFECTS = frozenset({"out_of_service", "app", "attention", "none", "by_message"})
 XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,4}),")
+RECOVERY_RE = re.compile(r"recovery action changed from .*? to 0x(?P<number>[0-9A-Fa-f]+)(?: \((?P<name>[^)]*)\))?")
 AER_RE = re.compile(r"\bAER: (?P<what>(?:Multiple )?(?:Corrected|Uncorrected \((?:Non-)?Fatal\)) error)")
 AER_SEVERITY_RE = re.compile(r"PCIe Bus Error: severity=(?P<sev>Corrected|Uncorrected \((?:Non-)?Fatal\)|Uncorrectable \((?:Non-)?Fatal\))")
 
@@ -20,30 +22,67 @@ AER_SEVERITY_RE = re.compile(r"PCIe Bus Error: severity=(?P<sev>Corrected|Uncorr
 @dataclass(frozen=True)
 class XidInfo:
     code: int
-    name: str
-    immediate: str
-    hardware: bool
-    known: bool
+    mnemonic: str
+    description: str
+    immediate: str | None  # the catalogue's immediate action, word for word (None: the row gives none)
+    effect: str  # what the recorder does with it: out_of_service | app | attention | none
+    hardware: bool  # the catalogue's text puts the cause in the hardware (hostcheck's reading)
+    in_catalog: bool
 
     @property
-    def needs_reboot(self) -> bool:
-        return self.immediate in REBOOT_BUCKETS
+    def out_of_service(self) -> bool:
+        """The GPU takes no work until it is reset or the machine rebooted."""
+        return self.effect == "out_of_service"
 
 
 @cache
 def catalog() -> dict[str, Any]:
     data = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or not isinstance(data.get("codes"), dict):
-        raise ValueError(f"{CATALOG_PATH}: no 'codes' table")
+    if not isinstance(data, dict) or not isinstance(data.get("codes"), dict) or not isinstance(data.get("buckets"), dict):
+        raise ValueError(f"{CATALOG_PATH}: no 'codes' or 'buckets' table")
+    for name, bucket in data["buckets"].items():
+        if bucket.get("effect") not in EFFECTS:
+            raise ValueError(f"{CATALOG_PATH}: bucket {name} has no known effect")
     return data
 
 
-def lookup_xid(code: int) -> XidInfo:
-    row = catalog()["codes"].get(code)
+def _effect(bucket: str | None) -> str:
+    if bucket is None:
+        return "attention"  # the catalogue's row names no action: the owner should look
+    row = catalog()["buckets"].get(bucket)
+    return "attention" if row is None else str(row["effect"])
+
+
+def lookup_xid(code: int, message: str = "") -> XidInfo:
+    """The catalogue's row for ``code``; Xid 154 takes its action from its own message."""
+    data = catalog()
+    row = data["codes"].get(code)
+    hardware = code in data.get("hardware", {})
     if row is None:
-        # Unknown to this table: treated as needing attention, never as harmless.
-        return XidInfo(code, "not in hostcheck's Xid table: look it up in NVIDIA's catalogue", "CONTACT_SUPPORT", True, False)
-    return XidInfo(code, str(row["name"]), str(row["immediate"]), bool(row["hardware"]), True)
+        if code in data.get("unused", []):
+            return XidInfo(code, "", "Unused in the catalogue (deprecated, or V100 and older)", "CONTACT_SUPPORT",
+                           "attention", hardware, True)
+        # Unknown to the catalogue as read: never treated as harmless.
+        return XidInfo(code, "", f"not in NVIDIA's Xid catalogue as read on {data['source']['read']}", None,
+                       "attention", hardware, False)
+    immediate = row["immediate"]
+    effect = _effect(immediate)
+    if effect == "by_message":
+        immediate, effect = _recovery_action(message)
+    return XidInfo(code, str(row["mnemonic"]), str(row["description"]), immediate, effect, hardware, True)
+
+
+def _recovery_action(message: str) -> tuple[str | None, str]:
+    """Xid 154: the bucket of the recovery action its message names (by name, else by number)."""
+    m = RECOVERY_RE.search(message)
+    if m is None:
+        return None, "attention"
+    actions = catalog().get("recovery_actions", {})
+    name = (m.group("name") or "").strip()
+    row = actions.get(name) or next((r for r in actions.values() if r["number"] == int(m.group("number"), 16)), None)
+    if row is None:
+        return None, "attention"
+    return str(row["bucket"]), _effect(str(row["bucket"]))
 
 
 def classify_line(message: str) -> dict[str, Any] | None:
@@ -51,11 +90,12 @@ def classify_line(message: str) -> dict[str, Any] | None:
     text = message[:2000]
     m = XID_RE.search(text)
     if m:
-        info = lookup_xid(int(m.group("code")))
+        info = lookup_xid(int(m.group("code")), text)
         return {
-            "kind": "xid", "code": info.code, "bus": m.group("bus"), "name": info.name,
-            "immediate": info.immediate, "needs_reboot": info.needs_reboot, "hardware": info.hardware,
-            "in_table": info.known, "line": text[:300],
+            "kind": "xid", "code": info.code, "bus": m.group("bus"), "name": info.description,
+            "mnemonic": info.mnemonic, "immediate": info.immediate, "effect": info.effect,
+            "needs_reboot": info.out_of_service, "hardware": info.hardware, "in_table": info.in_catalog,
+            "line": text[:300],
         }  # fmt: skip
     m = AER_RE.search(text) or AER_SEVERITY_RE.search(text)
     if m:

@@ -54,7 +54,8 @@ def test_link_cut_is_an_outage_of_its_length(natlab: nb.NatLab, tmp_path: Path) 
         natlab.popen(
             "watch", "host",
             [sys.executable, "-m", "hostcheck.cli", "watch", "--db", str(db), "--interval", str(INTERVAL_S),
-             "--probe-timeout", str(PROBE_TIMEOUT_S), *targets, f"--stun-server={nb.STUN_IP1}:{nb.STUN_PORT}",
+             "--probe-timeout", str(PROBE_TIMEOUT_S), "--allow-more-traffic", *targets,
+             f"--stun-server={nb.STUN_IP1}:{nb.STUN_PORT}",
              "--journal-file", str(tmp_path / "none.journal")],
             cwd=REPO,
         )  # fmt: skip

@@ -31,6 +31,7 @@ VARS = {
     "hostcheck_watch_enabled": True,
     "hostcheck_watch_command": f"{VENV}/bin/hostcheck",
     "hostcheck_watch_interval_s": 1,
+    "hostcheck_watch_allow_more_traffic": True,  # one sample a second: far above the 4 KiB a minute
     # Targets inside the host itself: the lab has no internet, and these tests need none.
     "hostcheck_watch_targets": ["tcp:127.0.0.1:22", "tcp:[::1]:22", "dns:127.0.0.1"],
 }
@@ -69,7 +70,8 @@ def watched(lab, tmp_path_factory) -> Iterator[Watched]:
         life.probes["after_check"] = host.sudo("getent passwd hostcheck-watch; test -e /etc/systemd/system/hostcheck-watch.service").rc
         life.plays["converge"] = play.run_playbook(host.inventory_path, playbook)
         life.plays["rerun"] = play.run_playbook(host.inventory_path, playbook)
-        life.probes["unit"] = host.sudo("systemctl show -p User,SupplementaryGroups,ActiveState hostcheck-watch").stdout
+        life.probes["unit"] = host.sudo("systemctl show -p User,SupplementaryGroups,ActiveState,StartLimitBurst,"
+                                        "StartLimitIntervalUSec hostcheck-watch").stdout
         life.probes["groups"] = host.sudo("id -nG hostcheck-watch").stdout.split()
         life.probes["service_log"] = host.sudo("journalctl -u hostcheck-watch -n 20 --no-pager").stdout
         wait_for("samples before the clean reboot", lambda: samples(host) >= 3, 60)
@@ -115,6 +117,8 @@ def test_converge_then_rerun_changes_nothing(watched: Watched) -> None:
 def test_service_runs_unprivileged_in_the_journal_group(watched: Watched) -> None:
     unit = watched.probes["unit"]
     assert "User=hostcheck-watch" in unit and "SupplementaryGroups=systemd-journal" in unit
+    assert "ActiveState=active" in unit  # the quoted ExecStart started it
+    assert "StartLimitBurst=5" in unit and "StartLimitIntervalUSec=10min" in unit
     assert "systemd-journal" in watched.probes["groups"] and "sudo" not in watched.probes["groups"]
 
 

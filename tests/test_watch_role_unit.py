@@ -1,0 +1,72 @@
+"""The hostcheck_watch role's unit file and argument checks, through Ansible itself on this
+machine (no host is changed: the template is rendered by a lookup, the checks are the role's
+first task, which fails before anything else runs)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+ROLE = REPO / "roles" / "hostcheck_watch"
+# The suite's virtualenv carries ansible-core; a bare `pytest` run may not have it on PATH.
+_BESIDE = Path(sys.executable).parent / "ansible-playbook"
+ANSIBLE_PLAYBOOK = str(_BESIDE) if _BESIDE.exists() else shutil.which("ansible-playbook")
+pytestmark = pytest.mark.skipif(ANSIBLE_PLAYBOOK is None, reason="ansible-core is not installed")
+
+
+def play(tmp_path: Path, extra: dict[str, object], tasks: list[dict[str, object]]) -> subprocess.CompletedProcess[str]:
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "connection": "local",
+                                     "vars_files": [str(ROLE / "defaults" / "main.yml")], "tasks": tasks}]))
+    (tmp_path / "vars.json").write_text(json.dumps(extra))
+    assert ANSIBLE_PLAYBOOK is not None
+    return subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", str(playbook), "-e", f"@{tmp_path / 'vars.json'}"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={"PATH": f"{Path(ANSIBLE_PLAYBOOK).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+                               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+
+
+def rendered_unit(tmp_path: Path, extra: dict[str, object]) -> str:
+    out = tmp_path / "unit"
+    proc = play(tmp_path, extra, [{"ansible.builtin.copy": {
+        "content": "{{ lookup('ansible.builtin.template', '" + str(ROLE / "templates" / "hostcheck-watch.service.j2") + "') }}",
+        "dest": str(out)}}])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return out.read_text()
+
+
+def test_unit_limits_restarts_and_quotes_each_value(tmp_path: Path) -> None:
+    unit = rendered_unit(tmp_path, {"hostcheck_watch_targets": ["tcp:[::1]:22", "dns:127.0.0.1"],
+                                    "hostcheck_watch_stun_servers": ["stun.example.net:3478"],
+                                    "hostcheck_watch_allow_more_traffic": True})
+    lines = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#"))
+    assert lines["StartLimitIntervalSec"] == "600" and lines["StartLimitBurst"] == "5"
+    assert unit.index("StartLimitBurst") < unit.index("[Service]")  # systemd reads them in [Unit]
+    argv = shlex.split(lines["ExecStart"])  # systemd's double quotes read as a shell reads them here
+    assert argv[:4] == ["/usr/local/bin/hostcheck", "watch", "--db", "/var/lib/hostcheck-watch/watch.db"]
+    pairs = list(zip(argv, argv[1:], strict=False))
+    assert ("--target", "tcp:[::1]:22") in pairs and ("--target", "dns:127.0.0.1") in pairs
+    assert ("--stun-server", "stun.example.net:3478") in pairs and "--allow-more-traffic" in argv
+    assert '--target "tcp:[::1]:22"' in lines["ExecStart"]
+
+
+@pytest.mark.parametrize("bad", [
+    {"hostcheck_watch_targets": ["tcp:1.1.1.1:443 --db /etc/passwd"]},
+    {"hostcheck_watch_targets": ["dns:%H"]},
+    {"hostcheck_watch_targets": ["tcp:${HOME}:1"]},
+    {"hostcheck_watch_stun_servers": ['stun".example:3478']},
+    {"hostcheck_watch_data_dir": "/var/lib/watch data"},
+    {"hostcheck_watch_start_limit_burst": 0},
+])  # fmt: skip
+def test_values_that_cannot_go_into_the_unit_are_refused(tmp_path: Path, bad: dict[str, object]) -> None:
+    proc = play(tmp_path, bad, [{"ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "apply"}}])
+    assert proc.returncode != 0
+    assert "cannot go into the service unit" in proc.stdout, proc.stdout[-2000:]
