@@ -44,6 +44,11 @@ from hostcheck.models import Finding, Host, Policy, Report
 
 UNKNOWN_KEY = "$unknown"
 
+MIN_WORD_LABEL = 3
+"""A learned short host name shorter than this is replaced only inside its dotted name."""
+MIN_HYPHEN_LABEL = 4
+"""A host name inside a hyphen-joined word is replaced when it is at least this long."""
+
 # Accounts every Unix system has: their names say nothing about this machine or its people.
 UNIVERSAL_USERS = frozenset({"root"})
 # Domains that name no organisation (the default of home routers and mDNS).
@@ -226,7 +231,9 @@ class Redactor:
             return
         self.hosts.setdefault(name, "host")
         short, _, domain = name.partition(".")
-        if own:
+        if own and len(short) >= MIN_WORD_LABEL:
+            # A one- or two-letter short name is a word of ordinary text ("a", "x"): it goes
+            # only as part of the dotted name.
             self.hosts.setdefault(short, "host")
             labels = domain.split(".") if domain else []
             # The domain and each parent with two labels or more (the organisation's own name).
@@ -269,9 +276,18 @@ class Redactor:
                         i = j
                         break
                 else:
-                    out.append(labels[i])
+                    out.append(hyphen_parts(labels[i]))
                     i += 1
             return ".".join(out)
+
+        def hyphen_parts(label: str) -> str:
+            """A host name joined to other words by hyphens ("backup-rig7") goes too, for names
+            long enough not to be an ordinary part of such words."""
+            if "-" not in label or dotted:
+                return label
+            parts = label.split("-")
+            return "-".join(self.placeholder(self.hosts[p.lower()], p.lower())
+                            if len(p) >= MIN_HYPHEN_LABEL and p.lower() in self.hosts else p for p in parts)
 
         return _LABELS.sub(replace, text)
 

@@ -428,3 +428,16 @@ def test_a_gpu_uuid_reads_the_same_in_its_field_and_in_text() -> None:
     placeholder = out["gpu"]["devices"][0]["uuid"]
     assert re.fullmatch(r"\[gpu-\d+\]", placeholder) and out["gpu"]["nvml"]["reason"] == f"device {placeholder} busy"
     assert out["gpu"]["devices"][0]["serial"] == "[N/A]"
+
+
+def test_a_host_name_joined_by_hyphens_goes_and_a_one_letter_name_leaves_words_alone() -> None:
+    from hostcheck.redact import Redactor
+
+    redactor = Redactor()
+    redactor.learn_host("rig7.acme-corp.example", own=True)
+    out = redactor.scrub("backup-rig7.acme-corp.example.timer and rig7-nightly, not rig7x")
+    assert "rig7" not in out.replace("rig7x", "") and "acme-corp" not in out
+    assert out.endswith("not rig7x")
+    short = Redactor()
+    short.learn_host("a.example.org", own=True)
+    assert short.scrub("a dedicated box in a closet: a.example.org") == "a dedicated box in a closet: [host-1]"
