@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from hostcheck.cli import app
 from hostcheck.fact_paths import declared_child
 from hostcheck.facts import from_jsonable, load_snapshot, to_jsonable
+from hostcheck.firewall import egress
 from hostcheck.policy import load_shipped, resolve_policies
 from hostcheck.redact import Redactor, kind_of, outcomes, redact_facts, redacted_report
 from hostcheck.render import render
@@ -202,9 +203,11 @@ def _public(v: int) -> st.SearchStrategy[Any]:
     return st.sampled_from(PUBLIC_BLOCKS[v]).flatmap(lambda n: st.ip_addresses(network=n))
 
 
-# (A block's own network address is named by policy text, "100.64.0.0/10": not drawn.)
+# Addresses hostcheck itself names are not drawn: a block's own network address (policy text,
+# "100.64.0.0/10") and the destinations of the container-egress walk (its findings name them).
+OWN_ADDRESSES = {probe.daddr for probe in (*egress.PROBES_V4, *egress.PROBES_V6)}
 PRIVATE_V4 = st.sampled_from(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"]).flatmap(
-    lambda n: st.ip_addresses(network=n)).filter(lambda a: int(a) & 0xFFFF != 0)
+    lambda n: st.ip_addresses(network=n)).filter(lambda a: int(a) & 0xFFFF != 0 and str(a) not in OWN_ADDRESSES)
 MACS = st.binary(min_size=6, max_size=6).map(lambda b: ":".join(f"{x:02x}" for x in b))
 
 
