@@ -511,9 +511,10 @@ def thermal_slowdown_share(facts: dict[str, Any], threshold: Any) -> CheckResult
         index = device.get("index", "?")
         counter = device_field(device, "thermal_slowdown")
         part, covered = share(counter), covered_s(counter)
-        if isinstance(part, Unknown) or isinstance(covered, Unknown):
-            reason = part.reason if isinstance(part, Unknown) else str(getattr(covered, "reason", ""))
-            raise Missing(f"gpu.devices[{index}].thermal_slowdown", reason)
+        for value in (part, covered):
+            if isinstance(value, Unknown):
+                raise Missing(f"gpu.devices[{index}].thermal_slowdown", value.reason)
+        assert isinstance(part, float) and isinstance(covered, float)
         pct = round(part * 100, 2)
         said = f"GPU {index}: {counter['total']:g} s of {covered / 86400:.1f} days since boot"
         if worst is None or pct > worst[0]:
