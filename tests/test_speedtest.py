@@ -246,19 +246,21 @@ def test_wrong_token_is_unknown_with_the_reason(server: RunningThread) -> None:
 
 
 def test_speed_endpoint_refuses_bad_requests(server: RunningThread) -> None:
-    def get(path: str, token: str = TOKEN) -> int:
+    def get(path: str, token: str = TOKEN) -> tuple[int, str]:
         req = urllib.request.Request(server.url + path, headers={"Authorization": f"Bearer {token}"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with opener.open(req, timeout=10) as resp:
                 resp.read()
-                return int(resp.status)
+                return int(resp.status), ""
         except urllib.error.HTTPError as exc:
-            return int(exc.code)
+            return int(exc.code), exc.read(500).decode("utf-8", "replace")
 
-    assert get("/speed/download?seconds=1&bytes=1000", token="nope-nope-nope-nope") == 401
-    assert get("/speed/download?seconds=60&bytes=1000") == 400
-    assert get("/speed/download?seconds=1&bytes=99999999999") == 400
-    assert get("/speed/download?seconds=0.5&bytes=1000") == 200
+    assert get("/speed/download?seconds=1&bytes=1000", token="nope-nope-nope-nope")[0] == 401
+    assert get("/speed/download?seconds=60&bytes=1000")[0] == 400
+    assert get("/speed/download?seconds=1&bytes=99999999999")[0] == 400
+    status, body = get("/speed/download?seconds=0.5&bytes=1000")
+    assert status == 200, (body, server.call(lambda: server.service.stats.counts))
 
 
 def test_no_server_is_unknown() -> None:

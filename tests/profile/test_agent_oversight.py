@@ -214,7 +214,7 @@ def test_two_agents_are_a_conflict_before_anything_breaks(oversight: Oversight) 
     # salad-linux is judged against the agents installed beside Salad's: one, Vast's
     salad = finding(report, "salad-linux", "AGT-1030")
     assert salad["status"] == "fail" and salad["severity"] == "blocker" and salad["measured"] == 1
-    assert "Salad (Linux beta)" in salad["detail"] and "Vast.ai" in salad["detail"]
+    assert salad["detail"].startswith("conflict: Vast.ai is installed (account vastai_kaalia")
     assert "AGT-1030" in next(p for p in report["policies"] if p["id"] == "salad-linux")["blockers"]
     assert finding(report, "vast", "AGT-1030")["status"] == "warn"
 
