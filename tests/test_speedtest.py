@@ -23,7 +23,7 @@ import pytest
 from hostcheck.checks.network import bandwidth_needs
 from hostcheck.netprobe.speed_protocol import Received, SpeedParamError, arrived, latency, parse_params, steady_rate
 from hostcheck.netprobe.speedtest import Plan, Stream, _direction, delivered, received, run_speedtest
-from hostcheck.probeserver.limits import Limits
+from hostcheck.probeserver.limits import MAX_SPEED_BUDGET, Limits
 from tests.helpers import SNAPSHOTS, audit_json, policy_result
 from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_thread
 
@@ -33,8 +33,13 @@ from tests.probe_fixtures import TOKEN, RunningThread, free_port, start_in_threa
 def test_steady_rate_discards_the_warm_up() -> None:
     # Two streams read at the same instants; the second begins at 0.5 s, and both move
     # 5 MB in a burst before settling at 1 MB/s each (a shaper's bucket).
-    snaps = [(0.0, (10, 0)), (0.5, (2_000_000, 10)), (1.5, (5_000_000, 5_000_000)),
-             (2.5, (6_000_000, 6_000_000)), (3.5, (7_000_000, 7_000_000))]
+    snaps = [
+        (0.0, (10, 0)),
+        (0.5, (2_000_000, 10)),
+        (1.5, (5_000_000, 5_000_000)),
+        (2.5, (6_000_000, 6_000_000)),
+        (3.5, (7_000_000, 7_000_000)),
+    ]
     # The first stream begins at 0 s; a 1 s warm-up puts the window at 1.5-3.5 s.
     assert steady_rate(snaps, warmup_s=1.0) == (16.0, 2.0, 4_000_000)
 
@@ -53,9 +58,14 @@ def test_arrived_counts_what_waits_behind_a_lost_segment() -> None:
     # in-sequence count stands still meanwhile, then jumps; what arrived does not. By 3.0 s
     # one segment has arrived twice (a spurious resend), which must not count as held. At the
     # last snapshot a hole is open again: what arrived behind it counts all the same.
-    stream = [(0.0, Received(0, 0, MSS)), (1.0, Received(100_000, 100, MSS)), (1.1, Received(100_000, 109, MSS)),
-              (1.2, Received(120_000, 120, MSS)), (3.0, Received(300_000, 301, MSS)),
-              (5.0, Received(490_000, 501, MSS))]
+    stream = [
+        (0.0, Received(0, 0, MSS)),
+        (1.0, Received(100_000, 100, MSS)),
+        (1.1, Received(100_000, 109, MSS)),
+        (1.2, Received(120_000, 120, MSS)),
+        (3.0, Received(300_000, 301, MSS)),
+        (5.0, Received(490_000, 501, MSS)),
+    ]
     expected = [0, 100_000, 109_000, 120_000, 300_000, 500_000]
     assert [counts for _, counts in arrived([(t, (got,)) for t, got in stream])] == [(n,) for n in expected]
     # Streams are reconstructed each on its own: a healthy one beside it is left as it is.
@@ -103,8 +113,13 @@ def test_latency_and_jitter() -> None:
 
 @pytest.mark.parametrize(
     "query, message",
-    [({}, "required"), ({"seconds": "nan", "bytes": "1"}, "seconds"), ({"seconds": "1", "bytes": "0"}, "bytes"),
-     ({"seconds": "99", "bytes": "1"}, "seconds"), ({"seconds": "1", "bytes": str(10**12)}, "bytes")],
+    [
+        ({}, "required"),
+        ({"seconds": "nan", "bytes": "1"}, "seconds"),
+        ({"seconds": "1", "bytes": "0"}, "bytes"),
+        ({"seconds": "99", "bytes": "1"}, "seconds"),
+        ({"seconds": "1", "bytes": str(10**12)}, "bytes"),
+    ],
 )
 def test_speed_params_are_bounded(query: dict[str, str], message: str) -> None:
     with pytest.raises(SpeedParamError, match=message):
@@ -147,10 +162,18 @@ def with_bandwidth(
     facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
     facts = copy.deepcopy(facts)
     facts["network"]["bandwidth"] = {
-        "measured": down is not None and up is not None, "source": "probe-server",
-        "server": "https://probe.example:8470", "download_mbps": down, "upload_mbps": up,
-        "latency_ms": 12.0, "jitter_ms": 1.0, "streams": 4, "bytes_down": 10**8, "bytes_up": 10**8,
-        "duration_s": 9.6, "caps": {"seconds": 10, "bytes": 10**9},
+        "measured": down is not None and up is not None,
+        "source": "probe-server",
+        "server": "https://probe.example:8470",
+        "download_mbps": down,
+        "upload_mbps": up,
+        "latency_ms": 12.0,
+        "jitter_ms": 1.0,
+        "streams": 4,
+        "bytes_down": 10**8,
+        "bytes_up": 10**8,
+        "duration_s": 9.6,
+        "caps": {"seconds": 10, "bytes": 10**9},
         "reason": None if down is not None and up is not None else "upload: timed out",
     }
     if vram_mib is not None:
@@ -207,7 +230,9 @@ def test_not_run_is_unknown_and_names_the_command() -> None:
     _, report = audit_json("--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-p", "ionet")
     finding = net1070(report, "ionet")
     assert finding["status"] == "unknown"
-    assert "no speed test was run" in finding["detail"] and "hostcheck audit --speedtest --probe URL" in finding["detail"]
+    assert (
+        "no speed test was run" in finding["detail"] and "hostcheck audit --speedtest --probe URL" in finding["detail"]
+    )
 
 
 # -- the client against a real server on loopback ------------------------------------------------------
@@ -215,7 +240,12 @@ def test_not_run_is_unknown_and_names_the_command() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningThread]:
-    srv = start_in_thread(Limits(rate_per_min=200, request_deadline_s=3, speed_max_seconds=10))
+    # Loopback moves several GB in the four-second test; the hourly budget (its own test is in
+    # test_probe_server.py) must not turn the later tests of this module into 429s.
+    limits = Limits(
+        rate_per_min=200, request_deadline_s=3, speed_max_seconds=10, speed_budget_bytes_per_hour=MAX_SPEED_BUDGET
+    )
+    srv = start_in_thread(limits)
     try:
         yield srv
     finally:
@@ -380,8 +410,9 @@ def test_fleet_shows_and_diffs_bandwidth(tmp_path: Path) -> None:
         facts = with_bandwidth(tmp_path, down, up)
         proc = hostcheck("audit", "--facts", facts, "--format", "json", "-o", str(folder / "box.json"))
         assert proc.returncode in (0, 3, 4), proc.stderr
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--format", "json",
-                     "-o", str(new / "untested.json"))
+    proc = hostcheck(
+        "audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--format", "json", "-o", str(new / "untested.json")
+    )
     assert proc.returncode in (0, 3, 4), proc.stderr
     rows = {r["host"]: r for r in json.loads(hostcheck("fleet", str(new), "--format", "json").stdout)["hosts"]}
     assert rows["box"]["bandwidth"] == {"download_mbps": 470.0, "upload_mbps": 40.0}
