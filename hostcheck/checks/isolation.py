@@ -11,6 +11,7 @@ from hostcheck.checks.ssh import ssh_ports
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk
+from hostcheck.models import EgressVerdict
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
 
@@ -230,10 +231,10 @@ def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
     def line(p: dict[str, Any]) -> str:
         return f"{p.get('name')} {p.get('destination')} via {p.get('interface')}: {p.get('evidence')}"
 
-    reachable = [p for p in probes if p.get("verdict") == "reachable"]
+    reachable = [p for p in probes if p.get("verdict") == EgressVerdict.REACHABLE]
     if reachable:
         return failed(len(reachable), "reachable: " + "; ".join(line(p) for p in reachable) + where)
-    undetermined = [p for p in probes if p.get("verdict") != "blocked"]
+    undetermined = [p for p in probes if p.get("verdict") != EgressVerdict.BLOCKED]
     if undetermined:
         return unknown("cannot tell: " + "; ".join(line(p) for p in undetermined) + where, len(undetermined))
     evidence = sorted({str(p.get("evidence")) for p in probes})
@@ -359,8 +360,8 @@ def container_loopback(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if isinstance(walked, Unknown):
         return unknown(f"{'; '.join(routing.values())}; whether a firewall drops it: {walked.reason}")
     lines = {p["interface"]: f"{routing[p['interface']]}: {p['evidence']}" for p in walked}
-    open_ = [p["interface"] for p in walked if p.get("verdict") == "reachable" and p["interface"] in certain]
-    unsure = [p["interface"] for p in walked if p.get("verdict") != "blocked" and p["interface"] not in open_]
+    open_ = [p["interface"] for p in walked if p.get("verdict") == EgressVerdict.REACHABLE and p["interface"] in certain]
+    unsure = [p["interface"] for p in walked if p.get("verdict") != EgressVerdict.BLOCKED and p["interface"] not in open_]
     if open_:
         also = f"; cannot tell: {'; '.join(lines[b] for b in unsure)}" if unsure else ""
         return failed(len(open_), "; ".join(lines[b] for b in open_) + also)
