@@ -63,6 +63,12 @@ def lookup(facts: Any, path: str) -> Any:
     return node
 
 
+def hostname(facts: Any) -> str | None:
+    """The machine's host name as the facts record it; None when they do not."""
+    name = lookup(facts, "meta.hostname")
+    return name if isinstance(name, str) else None
+
+
 def to_jsonable(value: Any) -> Any:
     """Facts -> JSON-ready data (``Unknown`` becomes ``{"$unknown": reason}``)."""
     if isinstance(value, Unknown):

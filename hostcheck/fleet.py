@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hostcheck import safeio
+from hostcheck.checks.base import Missing, listed_devices
+from hostcheck.checks.network import listening_sockets, measured_bandwidth
 from hostcheck.errors import InputError
-from hostcheck.facts import Unknown, from_jsonable, lookup
+from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
 if TYPE_CHECKING:
@@ -241,7 +243,7 @@ def errors(entries: list[HostEntry]) -> list[str]:
 
 
 def _gpu_summary(facts: Any) -> dict[str, Any]:
-    devices = lookup(facts, "gpu.devices")
+    devices = listed_devices(facts)
     if isinstance(devices, list):
         devices = [d for d in devices if isinstance(d, dict)]
     if isinstance(devices, Unknown) or not isinstance(devices, list) or not devices:
@@ -258,7 +260,7 @@ def _gpu_summary(facts: Any) -> dict[str, Any]:
 
 def _bandwidth(facts: Any) -> Bandwidth:
     """Measured download/upload in Mbps (None where no speed test measured it)."""
-    bw = lookup(facts, "network.bandwidth")
+    bw = measured_bandwidth(facts)
     out = Bandwidth(download_mbps=None, upload_mbps=None)
     if isinstance(bw, dict):
         for key in ("download_mbps", "upload_mbps"):
@@ -315,7 +317,10 @@ def all_policy_ids(entries: list[HostEntry]) -> list[str]:
 
 
 def _listening(report: Report) -> set[str]:
-    sockets = lookup(from_jsonable(report.facts), "network.listening")
+    try:
+        sockets = listening_sockets(from_jsonable(report.facts))
+    except Missing:
+        return set()
     if not isinstance(sockets, list):
         return set()
     return {f"{s.get('proto')}/{s.get('port')} on {s.get('address')}" for s in sockets if isinstance(s, dict)}

@@ -171,6 +171,16 @@ class InboundResult(StrEnum):
     see the nonce)."""
 
 
+class EgressVerdict(StrEnum):
+    """What walking the recorded firewall finds for one probe packet from a container bridge
+    (:mod:`hostcheck.firewall.egress`)."""
+
+    REACHABLE = "reachable"
+    BLOCKED = "blocked"
+    UNDETERMINED = "undetermined"
+    """A rule the walk does not model decides it."""
+
+
 CHECK_ID_PATTERN = rf"^({'|'.join(Family)})-[0-9]{{4}}$"
 CHECK_ID_RE = re.compile(CHECK_ID_PATTERN)
 POLICY_FORMAT = 1

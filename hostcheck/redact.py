@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hostcheck.fact_paths import DECLARED, KINDS, declared_child
+from hostcheck.facts import hostname
 from hostcheck.models import Finding, Host, Policy, Report
 
 UNKNOWN_KEY = "$unknown"
@@ -438,6 +439,9 @@ class Redactor:
                     self.public_ranges.append(ipaddress.ip_network(str(item), strict=False))
                 except ValueError:
                     continue
+        own = hostname(facts)
+        if own is not None:
+            self.learn_host(own, own=True)
         self._visit(facts, "", self._learn_one)
 
     def _learn_one(self, kind: str, text: str, path: str) -> None:
@@ -446,7 +450,7 @@ class Redactor:
         elif kind == "host":
             host = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
             if _address(host) is None:
-                self.learn_host(host, own=path == "meta.hostname")
+                self.learn_host(host)
         elif kind in ("serial", "uuid", "container"):
             self.learn_exact(kind, text)
         elif kind in ("text", "path"):
@@ -532,10 +536,8 @@ def redact(report: Report, redactor: Redactor | None = None) -> Report:
     # names learned from the facts, go from it too (the fleet view shows verdicts, not these).
     policies = [p.model_copy(update={"findings": [_scrub_finding(f, redactor) for f in p.findings]})
                 for p in report.policies]
-    meta = facts.get("meta")
-    hostname = meta.get("hostname") if isinstance(meta, dict) else None
     return report.model_copy(update={"facts": facts, "policies": policies, "redacted": True,
-                                     "host": Host(hostname=hostname if isinstance(hostname, str) else None)})
+                                     "host": Host(hostname=hostname(facts))})
 
 
 def _scrub_finding(finding: Finding, redactor: Redactor) -> Finding:

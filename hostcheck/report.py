@@ -7,7 +7,7 @@ from typing import Any
 
 from hostcheck import __version__
 from hostcheck.exit_codes import EXIT_NOT_FEASIBLE, EXIT_OK, EXIT_OWNER_RISK
-from hostcheck.facts import lookup, to_jsonable
+from hostcheck.facts import hostname, to_jsonable
 from hostcheck.headline import applicability, headline
 from hostcheck.judge import judge_policy
 from hostcheck.models import (
@@ -56,12 +56,11 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> Report:
             )
         )
     risk = owner_risk(facts)
-    hostname = lookup(facts, "meta.hostname")
     return Report(
         report_version=REPORT_VERSION,
         tool=Tool(name="hostcheck", version=__version__),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        host=Host(hostname=hostname if isinstance(hostname, str) else None),
+        host=Host(hostname=hostname(facts)),
         headline=headline(results, risk.rating, risk.findings),
         policies=results,
         owner_risk=risk,

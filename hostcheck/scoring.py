@@ -105,9 +105,13 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
 
 
 MAX_NAMED = 4
-# On a personal machine OWN-1050 says the agent's root (and that it reaches the owner's own
-# things); it is named like AGT-1010 and AGT-1020.
-AGENT_ROOT_ON_PERSONAL = frozenset({"OWN-1050"})
+
+
+def _says_agent_root_and_more() -> set[str]:
+    """The checks an agent-root check (AGT-1010, AGT-1020) is superseded by: OWN-1050 says the
+    agent's root on a personal machine (and that it reaches the owner's own things), so it is
+    named like them."""
+    return {m.superseded_by for m in load_registry().values() if m.says_agent_has_root and m.superseded_by}
 
 
 def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str:
@@ -122,7 +126,8 @@ def statement(rating: Rating, rows: list[OwnerRiskFinding], general: str) -> str
     if not named:
         return general
     # The agent's root is never left to "more below": the other items share what room is left.
-    agent = {r.id for r in named if r.id in rooted or r.id in AGENT_ROOT_ON_PERSONAL}
+    speaking = rooted | _says_agent_root_and_more()
+    agent = {r.id for r in named if r.id in speaking}
     room = max(0, MAX_NAMED - len(agent))
     others = [r for r in named if r.id not in agent]
     shown = [r for r in named if r.id in agent or r in others[:room]]

@@ -25,19 +25,34 @@ from tests.helpers import REPO
 from tests.test_collectors_host import FakeNvml, laptop_3080ti, server_a100
 
 CHECK_FILES = sorted((REPO / "hostcheck" / "checks").glob("*.py"))
-# Facts read outside the checks, by the report and the fleet view.
-OTHER_READERS = [REPO / "hostcheck" / "report.py", REPO / "hostcheck" / "fleet.py"]
+# Facts read outside the checks: the host name (facts.py), by the report and the fleet view.
+OTHER_READERS = [REPO / "hostcheck" / name for name in ("facts.py", "report.py", "fleet.py")]
 SNAPSHOTS = sorted((REPO / "tests" / "snapshots").glob("*.json"))
 
 
+def _strings(nodes: list[ast.stmt]) -> dict[str, str]:
+    """Names given a string in ``nodes`` (``_KERNEL = "system.os_kernel_name"``)."""
+    return {target.id: node.value.value for stmt in nodes for node in ast.walk(stmt)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
 def _paths_read(path: Path) -> list[tuple[str, int, str]]:
-    """(path or f-string prefix + '*', line, how) for every fact path literal read in a module."""
+    """(path or f-string prefix + '*', line, how) for every fact path read in a module: spelled in
+    the call, or through a name the module or the calling function gives it."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+
+    def visit(node: ast.AST, held: dict[str, str]) -> None:
+        if isinstance(node, ast.FunctionDef):
+            held = {**held, **_strings(node.body)}
+        for child in ast.iter_child_nodes(node):
+            visit(child, held)
         if not isinstance(node, ast.Call) or len(node.args) < 2:
-            continue
+            return
         name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
         arg = node.args[1]
+        if isinstance(arg, ast.Name) and arg.id in held:
+            arg = ast.Constant(held[arg.id])
         if name in ("need", "lookup"):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 found.append((arg.value, node.lineno, name))
@@ -45,12 +60,17 @@ def _paths_read(path: Path) -> list[tuple[str, int, str]]:
                 found.append((f"{arg.values[0].value}*", node.lineno, name))
         elif name == "device_field" and isinstance(arg, ast.Constant):
             found.append((f"gpu.devices.*.{arg.value}", node.lineno, name))
+
+    tree = ast.parse(path.read_text())
+    visit(tree, _strings([s for s in tree.body if isinstance(s, ast.Assign)]))
     return found
 
 
 def test_the_scan_sees_the_checks_reads() -> None:
     seen = {p for f in CHECK_FILES for p, _, _ in _paths_read(f)}
-    assert {"gpu.devices", "system.ram_total_mib", "docker.*", "gpu.devices.*.vram_total_mib"} <= seen
+    # "gpu.devices" and "system.os_kernel_name" are read through a name (base.py, machine.py).
+    assert {"gpu.devices", "system.os_kernel_name", "system.ram_total_mib", "docker.*",
+            "gpu.devices.*.vram_total_mib"} <= seen
 
 
 def test_every_fact_path_a_check_reads_is_declared() -> None:

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from hostcheck.agents import Agent, conflicts, load_catalog
-from hostcheck.checks.base import Missing, Outcome, check, failed, need, passed, unknown
+from hostcheck.checks.base import Missing, Outcome, check, failed, known_devices, need, passed, unknown
+from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.gpu import NOT_SUPPORTED
 from hostcheck.checks.isolation import dedicated
+from hostcheck.checks.packages import unattended_upgrades
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 
@@ -22,12 +24,10 @@ from hostcheck.models import Status
 def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
     """The running containers, and why they could not be listed ('' when they could, or when
     Docker is not installed at all: then there are none)."""
-    containers = lookup(facts, "docker.containers")
-    if isinstance(containers, list):
-        return containers, ""
-    if lookup(facts, "docker.unreachable_reason") == "absent":
-        return [], ""
-    return [], containers.reason if isinstance(containers, Unknown) else "docker.containers is not a list"
+    try:
+        return known_containers(facts), ""
+    except Missing as missing:
+        return [], "" if docker_reachability(facts).reason == "absent" else missing.reason
 
 
 def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -299,11 +299,8 @@ def ecc_left_on(facts: dict[str, Any], _threshold: Any) -> Outcome:
     missed = unseen(blind, agents, lambda a: a.ecc_off)
     if not culprits and not missed:
         return passed(0, "no installed agent turns ECC off" if agents else "no provider agent installed")
-    devices = need(facts, "gpu.devices")
-    if not isinstance(devices, list):
-        raise Missing("gpu.devices", "not a list")
     off, undecided = [], []
-    for device in devices:
+    for device in known_devices(facts):
         if not isinstance(device, dict):
             continue
         ecc = device.get("ecc_enabled", Unknown("not collected"))
@@ -342,7 +339,7 @@ def updates_kept(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if not removers:
         return passed("not changed", "no installed agent's platform removes automatic updates" if agents
                       else "no provider agent installed")
-    state = need(facts, "packages.unattended_upgrades")
+    state = unattended_upgrades(facts)
     units = lookup(facts, "agents.update_units")
     changed = []
     if isinstance(state, dict) and state.get("installed") is False:

@@ -210,11 +210,31 @@ def need(facts: dict[str, Any], path: str) -> Any:
     return value
 
 
+_GPU_DEVICES = "gpu.devices"
+
+
+def listed_devices(facts: dict[str, Any]) -> Any:
+    """The GPUs NVML lists, as collected: a list, or an :class:`Unknown` saying why not."""
+    return lookup(facts, _GPU_DEVICES)
+
+
 def known_devices(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    devices = need(facts, "gpu.devices")
+    """The GPUs NVML lists; :class:`Missing` when they are not known."""
+    devices = need(facts, _GPU_DEVICES)
     if not isinstance(devices, list):
-        raise Missing("gpu.devices", "not a list")
+        raise no_devices("not a list")
     return devices
+
+
+def no_devices(reason: str) -> Missing:
+    """The check cannot judge the GPUs as a whole (``gpu.devices: REASON``)."""
+    return Missing(_GPU_DEVICES, reason)
+
+
+def display_adapters(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every PCI display adapter, of any vendor; :class:`Missing` when the bus could not be read."""
+    adapters: list[dict[str, Any]] = need(facts, "gpu.display_adapters")
+    return adapters
 
 
 def device_field(device: dict[str, Any], key: str) -> Any:

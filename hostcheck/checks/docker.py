@@ -18,12 +18,34 @@ from hostcheck.docker_settings import (
 from hostcheck.facts import Unknown, lookup
 
 
+class DockerReach(NamedTuple):
+    """Whether the Docker daemon answered, each as collected (a value or an :class:`Unknown`)."""
+
+    reachable: Any
+    """True when the daemon answered."""
+    reason: Any
+    """Why it did not ("absent": Docker is not installed)."""
+
+
+def docker_reachability(facts: dict[str, Any]) -> DockerReach:
+    return DockerReach(lookup(facts, "docker.reachable"), lookup(facts, "docker.unreachable_reason"))
+
+
+def known_containers(facts: dict[str, Any]) -> list[Any]:
+    """The running containers; :class:`Missing` when they could not be listed."""
+    path = "docker.containers"
+    containers = need(facts, path)
+    if not isinstance(containers, list):
+        raise Missing(path, "not a list")
+    return containers
+
+
 def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any, str]:
     """A daemon setting: from the running daemon, else daemon.json, else Docker's default."""
     value = lookup(facts, f"docker.{setting.fact}")
     if not isinstance(value, Unknown) and value is not None:
         return value, "daemon"
-    reason = lookup(facts, "docker.unreachable_reason")
+    reason = docker_reachability(facts).reason
     daemon_json = lookup(facts, "docker.daemon_json")
     if isinstance(daemon_json, dict):
         return daemon_json.get(setting.key, setting.default), "daemon.json"
@@ -34,9 +56,8 @@ def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any,
 
 def _unreachable(facts: dict[str, Any]) -> Any:
     """None when the daemon answered, else why not ("absent": Docker is not installed)."""
-    if lookup(facts, "docker.reachable") is True:
-        return None
-    return lookup(facts, "docker.unreachable_reason")
+    reachable, reason = docker_reachability(facts)
+    return None if reachable is True else reason
 
 
 def _docker_flag(setting: DaemonSetting, want: bool) -> Any:
@@ -184,8 +205,7 @@ def published_ports_filtered(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Remove Docker (`apt-get purge docker.io docker-ce containerd`) before installing Salad's client.",
 )
 def no_other_engine(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    reachable = lookup(facts, "docker.reachable")
-    reason = lookup(facts, "docker.unreachable_reason")
+    reachable, reason = docker_reachability(facts)
     if reachable is True:
         return failed("Docker running")
     if reason == "absent":

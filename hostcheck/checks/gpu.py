@@ -18,9 +18,12 @@ from hostcheck.checks.base import (
     check,
     compare,
     device_field,
+    display_adapters,
     failed,
     known_devices,
+    listed_devices,
     need,
+    no_devices,
     pass_if,
     passed,
     skipped,
@@ -28,6 +31,7 @@ from hostcheck.checks.base import (
     unknown,
     version_tuple,
 )
+from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch, is_macos
 from hostcheck.facts import Unknown, lookup
 from hostcheck.laptop import laptop_verdict
 
@@ -38,8 +42,11 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 
 def _nvidia_pci_count(facts: dict[str, Any]) -> int | None:
-    adapters = lookup(facts, "gpu.display_adapters")
-    if isinstance(adapters, Unknown) or not isinstance(adapters, list):
+    try:
+        adapters = display_adapters(facts)
+    except Missing:
+        return None
+    if not isinstance(adapters, list):
         return None
     return sum(1 for a in adapters if isinstance(a, dict) and a.get("vendor") == "nvidia")
 
@@ -69,10 +76,10 @@ applications")."""
 )
 def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
     nvml = lookup(facts, "gpu.nvml")
-    devices = lookup(facts, "gpu.devices")
+    devices = listed_devices(facts)
     if isinstance(nvml, dict) and nvml.get("available") and isinstance(devices, list):
         return compare(len(devices), threshold, ", ".join(str(d.get("name")) for d in devices))
-    if lookup(facts, "system.os_kernel_name") == "Darwin":
+    if is_macos(facts):
         return failed(0, MACOS_NO_NVIDIA)
     on_bus = _nvidia_pci_count(facts)
     why_not = nvml.get("reason") if isinstance(nvml, dict) else getattr(nvml, "reason", "NVML not collected")
@@ -175,9 +182,9 @@ def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def not_laptop_gpu(facts: dict[str, Any], _threshold: Any) -> Outcome:
     laptops = []
-    chassis = (lookup(facts, "power.chassis_type"), lookup(facts, "power.chassis_type_code"))
+    machine_chassis = chassis(facts)
     for device in known_devices(facts):
-        is_laptop, evidence = laptop_verdict(device.get("name", Unknown("GPU name not collected")), chassis)
+        is_laptop, evidence = laptop_verdict(device.get("name", Unknown("GPU name not collected")), machine_chassis)
         if isinstance(is_laptop, Unknown):
             raise Missing(f"gpu.devices[{device.get('index', '?')}].name", is_laptop.reason)
         if is_laptop:
@@ -321,15 +328,15 @@ def _generation_rules(threshold: Any) -> tuple[str | None, list[str]]:
 def _apple_chip(facts: dict[str, Any]) -> str | None:
     """'m2' for an Apple Silicon Mac ('Apple M2 Pro'), 'intel' for an Intel Mac (macOS has had
     no NVIDIA CUDA driver since 10.14), None for any other machine."""
-    kernel = lookup(facts, "system.os_kernel_name")
-    if kernel != "Darwin":
+    if not is_macos(facts):
         return None
-    if need(facts, "system.cpu_arch") not in ("arm64", "aarch64"):
+    if cpu_arch(facts) not in APPLE_ARCHES:
         return "intel"
-    model = str(need(facts, "system.cpu_model"))
+    path = "system.cpu_model"
+    model = str(need(facts, path))
     match = re.match(r"Apple (M\d+)", model)
     if not match:
-        raise Missing("system.cpu_model", f"{model!r} names no Apple Silicon chip")
+        raise Missing(path, f"{model!r} names no Apple Silicon chip")
     return match.group(1).lower()
 
 
@@ -346,7 +353,7 @@ def _apple_chip(facts: dict[str, Any]) -> str | None:
 )
 def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
     minimum, chips = _generation_rules(threshold)
-    devices = lookup(facts, "gpu.devices")
+    devices = listed_devices(facts)
     if isinstance(devices, Unknown):
         chip = _apple_chip(facts)
         if chip == "intel":
@@ -360,7 +367,7 @@ def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
             return failed("no NVIDIA GPU", "no NVIDIA display device on the PCI bus and not an Apple Silicon Mac")
         if on_bus:
             return failed("driver not usable", f"{on_bus} NVIDIA device(s) on the PCI bus; {devices.reason}")
-        raise Missing("gpu.devices", devices.reason)
+        raise no_devices(devices.reason)
     if not isinstance(devices, list) or not devices:
         return failed("no NVIDIA GPU", "NVML lists no GPU")
     if minimum is None:
@@ -520,5 +527,5 @@ def thermal_slowdown_share(facts: dict[str, Any], threshold: Any) -> CheckResult
         if worst is None or pct > worst[0]:
             worst = (pct, said)
     if worst is None:
-        raise Missing("gpu.devices", "no GPU listed")
+        raise no_devices("no GPU listed")
     return compare(worst[0], threshold, worst[1])

@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
+from hostcheck.checks.docker import docker_reachability, known_containers
+from hostcheck.checks.network import listening_sockets, recorded_firewall
+from hostcheck.checks.ssh import ssh_ports
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk
+from hostcheck.models import EgressVerdict
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
 
@@ -17,11 +21,26 @@ def _credentials(facts: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in creds if isinstance(c, dict)]
 
 
-def _unreadable_note(facts: dict[str, Any]) -> str:
+def _unreadable_homes(facts: dict[str, Any]) -> int:
+    """How many home directories could not be read (0 when that is not known)."""
     homes = lookup(facts, "isolation.unreadable_homes")
-    if isinstance(homes, list) and homes:
-        return f"; {len(homes)} home(s) could not be read"
-    return ""
+    return len(homes) if isinstance(homes, list) else 0
+
+
+def _unreadable_note(facts: dict[str, Any]) -> str:
+    homes = _unreadable_homes(facts)
+    return f"; {homes} home(s) could not be read" if homes else ""
+
+
+def display_manager(facts: dict[str, Any]) -> Any:
+    """The display manager installed: its name, '' or None when there is none; :class:`Missing`
+    when that is not known."""
+    return need(facts, "isolation.display_manager")
+
+
+def graphical_session(facts: dict[str, Any]) -> Any:
+    """Whether a graphical session is running; :class:`Missing` when that is not known."""
+    return need(facts, "isolation.graphical_session")
 
 
 @check(
@@ -38,8 +57,12 @@ def _unreadable_note(facts: dict[str, Any]) -> str:
 )
 def dedicated(facts: dict[str, Any], _threshold: Any) -> Outcome:
     evidence = []
-    session = need(facts, "isolation.graphical_session")
-    manager = lookup(facts, "isolation.display_manager")
+    session = graphical_session(facts)
+    manager_unknown: str | None = None
+    try:
+        manager = display_manager(facts)
+    except Missing as missing:
+        manager, manager_unknown = None, missing.reason
     if session:
         evidence.append("a graphical desktop session is running")
     if isinstance(manager, str) and manager:
@@ -49,8 +72,8 @@ def dedicated(facts: dict[str, Any], _threshold: Any) -> Outcome:
         evidence.append(f"personal browser/password data for {', '.join(personal)}")
     if evidence:
         return failed("personal use", "; ".join(evidence))
-    if isinstance(manager, Unknown):
-        return unknown(f"display manager state unknown: {manager.reason}")
+    if manager_unknown is not None:
+        return unknown(f"display manager state unknown: {manager_unknown}")
     return passed("no desktop, no personal data found" + _unreadable_note(facts))
 
 
@@ -102,9 +125,9 @@ def no_credentials(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if creds:
         kinds = sorted({f"{c.get('kind')} ({c.get('user')})" for c in creds})
         return failed(len(creds), ", ".join(kinds))
-    homes = lookup(facts, "isolation.unreadable_homes")
-    if isinstance(homes, list) and homes:
-        return unknown(f"could not read {len(homes)} home(s): run as root to check them", 0)
+    homes = _unreadable_homes(facts)
+    if homes:
+        return unknown(f"could not read {homes} home(s): run as root to check them", 0)
     return passed(0)
 
 
@@ -168,17 +191,13 @@ def _as_int(threshold: Any) -> int:
     fix_role="firewall: firewall_enabled",
 )
 def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    listening = need(facts, "network.listening")
-    ssh_ports = {"22"}
-    settings = lookup(facts, "ssh.settings")
-    if isinstance(settings, dict) and settings.get("port") is not None:
-        port = settings["port"]
-        ssh_ports = {str(p) for p in (port if isinstance(port, list) else [port])}
+    listening = listening_sockets(facts)
+    sshd = ssh_ports(facts)
     exposed = sorted(
         {
             f"{s.get('port')}/{s.get('proto')}" + (f" ({s['process']})" if isinstance(s.get("process"), str) else "")
             for s in listening
-            if s.get("exposure") != "loopback" and str(s.get("port")) not in ssh_ports
+            if s.get("exposure") != "loopback" and str(s.get("port")) not in sshd
         }
     )
     return compare(len(exposed), _as_int(threshold), ", ".join(exposed[:8]))
@@ -201,7 +220,7 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
     recorded = need(facts, "network.container_egress")
-    egress = egress_walk(lookup(facts, "network.firewall"), recorded)
+    egress = egress_walk(recorded_firewall(facts), recorded)
     if isinstance(egress, Unknown):
         raise Missing("network.firewall.nftables", egress.reason)
     probes = [p for p in egress.get("probes", []) if isinstance(p, dict)]
@@ -212,10 +231,10 @@ def container_egress(facts: dict[str, Any], _threshold: Any) -> Outcome:
     def line(p: dict[str, Any]) -> str:
         return f"{p.get('name')} {p.get('destination')} via {p.get('interface')}: {p.get('evidence')}"
 
-    reachable = [p for p in probes if p.get("verdict") == "reachable"]
+    reachable = [p for p in probes if p.get("verdict") == EgressVerdict.REACHABLE]
     if reachable:
         return failed(len(reachable), "reachable: " + "; ".join(line(p) for p in reachable) + where)
-    undetermined = [p for p in probes if p.get("verdict") != "blocked"]
+    undetermined = [p for p in probes if p.get("verdict") != EgressVerdict.BLOCKED]
     if undetermined:
         return unknown("cannot tell: " + "; ".join(line(p) for p in undetermined) + where, len(undetermined))
     evidence = sorted({str(p.get("evidence")) for p in probes})
@@ -272,16 +291,13 @@ def _host_access(container: dict[str, Any]) -> tuple[list[str], str | None]:
     "stop the containers listed.",
 )
 def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    reachable = lookup(facts, "docker.reachable")
+    reachable, reason = docker_reachability(facts)
     if reachable is not True:
-        reason = lookup(facts, "docker.unreachable_reason")
         if reason == "absent":
             return passed(0, "Docker not installed: no containers")
         why = reason.reason if isinstance(reason, Unknown) else reason
         return unknown(f"Docker daemon not reachable ({why}): running containers unknown")
-    containers = need(facts, "docker.containers")
-    if not isinstance(containers, list):
-        return unknown("docker.containers is not a list")
+    containers = known_containers(facts)
     judged = [(str(c.get("name", "?")), *_host_access(c)) for c in containers if isinstance(c, dict)]
     risky = [(name, what) for name, what, _why in judged if what]
     unsure = [f"{name}: whether on the host network ({why})" for name, _what, why in judged if why]
@@ -340,12 +356,12 @@ def container_loopback(facts: dict[str, Any], _threshold: Any) -> Outcome:
     # or may not route, so reaching it makes the check unknown, not failed.
     all_on = every == 1 and not isinstance(every, bool)
     certain = {str(b) for b, v in localnet.items() if v == 1} | (set(routing) if all_on else set())
-    walked = loopback_walk(lookup(facts, "network.firewall"), sorted(routing))
+    walked = loopback_walk(recorded_firewall(facts), sorted(routing))
     if isinstance(walked, Unknown):
         return unknown(f"{'; '.join(routing.values())}; whether a firewall drops it: {walked.reason}")
     lines = {p["interface"]: f"{routing[p['interface']]}: {p['evidence']}" for p in walked}
-    open_ = [p["interface"] for p in walked if p.get("verdict") == "reachable" and p["interface"] in certain]
-    unsure = [p["interface"] for p in walked if p.get("verdict") != "blocked" and p["interface"] not in open_]
+    open_ = [p["interface"] for p in walked if p.get("verdict") == EgressVerdict.REACHABLE and p["interface"] in certain]
+    unsure = [p["interface"] for p in walked if p.get("verdict") != EgressVerdict.BLOCKED and p["interface"] not in open_]
     if open_:
         also = f"; cannot tell: {'; '.join(lines[b] for b in unsure)}" if unsure else ""
         return failed(len(open_), "; ".join(lines[b] for b in open_) + also)

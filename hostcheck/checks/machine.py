@@ -10,6 +10,7 @@ from hostcheck.checks.base import (
     Outcome,
     check,
     compare,
+    display_adapters,
     failed,
     known_devices,
     need,
@@ -18,12 +19,39 @@ from hostcheck.checks.base import (
     unknown,
     version_tuple,
 )
+from hostcheck.checks.isolation import display_manager, graphical_session
 from hostcheck.facts import Unknown, lookup
+
+_KERNEL = "system.os_kernel_name"
+_CHASSIS = "power.chassis_type"
+_BATTERY = "power.battery_present"
+APPLE_ARCHES = ("arm64", "aarch64")
+"""How the kernel names Apple Silicon."""
 
 
 def gpu_count(facts: dict[str, Any]) -> int:
     """GPUs to share the host between (at least 1, so per-GPU shares stay defined)."""
     return max(1, len(known_devices(facts)))
+
+
+def is_macos(facts: dict[str, Any]) -> bool:
+    """The facts come from a Mac (a Darwin kernel); False when the kernel is not known."""
+    return bool(lookup(facts, _KERNEL) == "Darwin")
+
+
+def cpu_arch(facts: dict[str, Any]) -> str:
+    """The CPU architecture as the kernel names it ("x86_64", "arm64"); :class:`Missing` when not known."""
+    return str(need(facts, "system.cpu_arch"))
+
+
+def chassis(facts: dict[str, Any]) -> tuple[Any, Any]:
+    """The chassis as collected, each a value or an :class:`Unknown`: its type word and its SMBIOS
+    type code (what :func:`hostcheck.laptop.laptop_verdict` weighs)."""
+    return lookup(facts, _CHASSIS), lookup(facts, "power.chassis_type_code")
+
+
+def _ram_mib(facts: dict[str, Any]) -> float:
+    return float(need(facts, "system.ram_total_mib"))
 
 
 @check(
@@ -51,7 +79,7 @@ def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     fix="Add RAM.",
 )
 def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    ram = float(need(facts, "system.ram_total_mib")) / 1024
+    ram = _ram_mib(facts) / 1024
     gpus = gpu_count(facts)
     return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
 
@@ -66,7 +94,7 @@ def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     fix="Add RAM.",
 )
 def ram_total(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    return compare(round(float(need(facts, "system.ram_total_mib")) / 1024, 1), threshold)
+    return compare(round(_ram_mib(facts) / 1024, 1), threshold)
 
 
 @check(
@@ -80,7 +108,7 @@ def ram_total(facts: dict[str, Any], threshold: Any) -> CheckResult:
     fix="Add RAM until it matches the total VRAM.",
 )
 def ram_vs_vram(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    ram = float(need(facts, "system.ram_total_mib"))
+    ram = _ram_mib(facts)
     vram = sum(float(d.get("vram_total_mib") or 0) for d in known_devices(facts))
     if vram <= 0:
         return unknown("total VRAM unknown")
@@ -153,10 +181,10 @@ def _os_in(facts: dict[str, Any], threshold: Any) -> Outcome:
     precondition="Apple Silicon Macs only",
 )
 def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    kernel = str(need(facts, "system.os_kernel_name"))
-    arch = str(need(facts, "system.cpu_arch"))
+    kernel = str(need(facts, _KERNEL))
+    arch = cpu_arch(facts)
     measured = f"{kernel} {arch}"
-    return passed(measured) if kernel == "Darwin" and arch in ("arm64", "aarch64") else failed(measured)
+    return passed(measured) if kernel == "Darwin" and arch in APPLE_ARCHES else failed(measured)
 
 
 @check(
@@ -199,7 +227,7 @@ def iommu_enabled(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Use the CPU's integrated graphics or add a small non-NVIDIA card.",
 )
 def non_nvidia_display(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    adapters = need(facts, "gpu.display_adapters")
+    adapters = display_adapters(facts)
     others = [a for a in adapters if a.get("vendor") != "nvidia"]
     return compare(len(others), threshold, ", ".join(str(a.get("vendor")) for a in others))
 
@@ -214,12 +242,12 @@ def non_nvidia_display(facts: dict[str, Any], threshold: Any) -> CheckResult:
     fix="Use a desktop or server chassis for hosting.",
 )
 def not_laptop_chassis(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    chassis = need(facts, "power.chassis_type")
-    battery = lookup(facts, "power.battery_present")
-    if chassis == "laptop" or battery is True:
-        evidence = f"chassis {chassis}" + (", battery present" if battery is True else "")
+    kind = need(facts, _CHASSIS)
+    battery = lookup(facts, _BATTERY)
+    if kind == "laptop" or battery is True:
+        evidence = f"chassis {kind}" + (", battery present" if battery is True else "")
         return failed("laptop", evidence)
-    return passed(str(chassis))
+    return passed(str(kind))
 
 
 @check(
@@ -232,7 +260,7 @@ def not_laptop_chassis(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Plug the machine in.",
 )
 def on_mains(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    if need(facts, "power.battery_present") is False:
+    if need(facts, _BATTERY) is False:
         return passed("no battery")
     return passed("on AC") if need(facts, "power.on_ac") else failed("on battery")
 
@@ -288,9 +316,17 @@ def bare_metal(facts: dict[str, Any], _threshold: Any) -> Outcome:
 def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
     # Not the default target: systemd ships default.target -> graphical.target, so stock Debian
     # and Ubuntu servers boot to it. A desktop is what a desktop installs or runs.
-    manager = lookup(facts, "isolation.display_manager")
-    sessions = lookup(facts, "system.desktop_sessions")
-    running = lookup(facts, "isolation.graphical_session")
+    manager_unknown: Missing | None = None
+    try:
+        manager = display_manager(facts)
+    except Missing as missing:
+        manager, manager_unknown = None, missing
+    sessions_path = "system.desktop_sessions"
+    sessions = lookup(facts, sessions_path)
+    try:
+        running = graphical_session(facts)
+    except Missing:
+        running = None
     evidence = []
     if isinstance(manager, str) and manager:
         evidence.append(f"display manager {manager} installed")
@@ -302,9 +338,9 @@ def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return failed("desktop", "; ".join(evidence))
     if isinstance(sessions, Unknown) or not isinstance(sessions, list):
         reason = sessions.reason if isinstance(sessions, Unknown) else "not a list"
-        raise Missing("system.desktop_sessions", reason)
-    if isinstance(manager, Unknown):
-        raise Missing("isolation.display_manager", manager.reason)
+        raise Missing(sessions_path, reason)
+    if manager_unknown is not None:
+        raise manager_unknown
     target = lookup(facts, "system.default_target")
     boots = f"; boots to {target}" if isinstance(target, str) else ""
     return passed("server", f"no display manager, no desktop session installed or running{boots}")
@@ -322,7 +358,7 @@ def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
     precondition="Linux KVM hosts only",
 )
 def linux_kvm(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    kernel = str(need(facts, "system.os_kernel_name"))
+    kernel = str(need(facts, _KERNEL))
     if kernel != "Linux":
         return failed(kernel, f"{kernel} is not a Linux KVM host")
     kvm = need(facts, "system.kvm_device")

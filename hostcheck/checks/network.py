@@ -5,18 +5,49 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, unknown
+from hostcheck.checks.base import (
+    CheckResult,
+    Missing,
+    Outcome,
+    check,
+    compare,
+    failed,
+    listed_devices,
+    need,
+    passed,
+    unknown,
+)
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.summary import summarise
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
 
+_FIREWALL = "network.firewall"
+_DEFAULT_ROUTE = "network.default_route"
+_IPV6_GLOBAL = "network.ipv6_global"
+_PATH = "network.path"
 
-def firewall_summary(facts: dict[str, Any], path: str = "network.firewall") -> dict[str, Any]:
+
+def recorded_firewall(facts: dict[str, Any]) -> Any:
+    """The firewall's ruleset as recorded (evidence the checks judge), or an :class:`Unknown`."""
+    return lookup(facts, _FIREWALL)
+
+
+def listening_sockets(facts: dict[str, Any]) -> Any:
+    """The sockets listening on this host; :class:`Missing` when they are not known."""
+    return need(facts, "network.listening")
+
+
+def measured_bandwidth(facts: dict[str, Any]) -> Any:
+    """What the speed test measured (``download_mbps``, ``upload_mbps``, ...), or an :class:`Unknown`."""
+    return lookup(facts, "network.bandwidth")
+
+
+def firewall_summary(facts: dict[str, Any], path: str = _FIREWALL) -> dict[str, Any]:
     """``network.firewall`` judged from the recorded ruleset with today's rules;
     :class:`Missing` under ``path`` when the firewall could not be read."""
-    firewall = lookup(facts, "network.firewall")
+    firewall = recorded_firewall(facts)
     if isinstance(firewall, Unknown):
         raise Missing(path, firewall.reason)
     summary = summarise(firewall) if isinstance(firewall, dict) else Unknown("network.firewall is not a mapping")
@@ -62,7 +93,7 @@ def firewall_default_deny(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Connect the host with an Ethernet cable.",
 )
 def wired(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    route = need(facts, "network.default_route")
+    route = need(facts, _DEFAULT_ROUTE)
     if route is None:
         return failed("no default route")
     kind = route.get("kind")
@@ -73,9 +104,9 @@ def wired(facts: dict[str, Any], _threshold: Any) -> Outcome:
 
 def _nat_signals(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Signals judged from the raw evidence (``network.path``) with today's rules."""
-    path = need(facts, "network.path")
+    path = need(facts, _PATH)
     if not isinstance(path, dict):
-        raise Missing("network.path", "not a mapping")
+        raise Missing(_PATH, "not a mapping")
     return cg.signals_from_path(path)
 
 
@@ -153,7 +184,7 @@ def no_double_nat(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "that has it.",
 )
 def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    path = lookup(facts, "network.path")
+    path = lookup(facts, _PATH)
     if isinstance(path, dict):
         local4, local6 = path.get("local_ipv4"), path.get("local_ipv6")
         stun = [a for a in path.get("stun") or [] if isinstance(a, dict) and a.get("mapped")]
@@ -167,13 +198,13 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
             return failed("IPv6-only", f"{why}; global IPv6 address {local6}")
         return failed("no IPv4", str(why))
     # Facts without the reachability evidence (older or --offline): the local routing table.
-    route = lookup(facts, "network.default_route")
+    route = lookup(facts, _DEFAULT_ROUTE)
     if isinstance(route, Unknown):
         return unknown(f"IPv4 route unknown: {route.reason}")
     # default_route falls back to the IPv6 table only when IPv4 has no default route.
     if isinstance(route, dict) and ":" not in str(route.get("gateway") or ""):
         return passed("IPv4", f"IPv4 default route via {route.get('interface')}")
-    v6 = lookup(facts, "network.ipv6_global")
+    v6 = lookup(facts, _IPV6_GLOBAL)
     if v6 is True:
         return failed("IPv6-only", "no IPv4 default route; a global IPv6 address")
     if isinstance(v6, Unknown) or v6 is None:
@@ -204,7 +235,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     for probe in inbound.get("ports") or []:
         by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
     reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
-    devices = lookup(facts, "gpu.devices")
+    devices = listed_devices(facts)
     gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
     detail = f"{reachable} of {len(by_port)} probed ports reachable"
     peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
@@ -250,7 +281,7 @@ def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
     shown=lambda value: {"yes": "a global IPv6 address", "no": "no global IPv6 address"}.get(value, str(value)),
 )
 def ipv6_global(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    return passed("yes") if need(facts, "network.ipv6_global") else failed("no")
+    return passed("yes") if need(facts, _IPV6_GLOBAL) else failed("no")
 
 
 @check(
@@ -296,7 +327,7 @@ def bandwidth_needs(threshold: str, vram_gib: float | None) -> tuple[float, floa
 
 
 def _total_vram_gib(facts: dict[str, Any]) -> float | None:
-    devices = lookup(facts, "gpu.devices")
+    devices = listed_devices(facts)
     if not isinstance(devices, list) or not devices:
         return None
     sizes = [d.get("vram_total_mib") if isinstance(d, dict) else None for d in devices]
@@ -321,7 +352,7 @@ def bandwidth(facts: dict[str, Any], threshold: Any) -> Outcome:
     network = lookup(facts, "network")
     if isinstance(network, dict) and "bandwidth" not in network:
         return unknown(f"no speed test was run (it is opt-in: it sends bulk traffic); {SPEEDTEST_HINT}")
-    bw = lookup(facts, "network.bandwidth")
+    bw = measured_bandwidth(facts)
     if isinstance(bw, Unknown) or not isinstance(bw, dict):
         why = bw.reason if isinstance(bw, Unknown) else "no bandwidth facts"
         return unknown(f"not measured ({why}); {SPEEDTEST_HINT}")

@@ -7,6 +7,12 @@ from typing import Any
 from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of
 
 
+def unattended_upgrades(facts: dict[str, Any]) -> Any:
+    """Whether unattended-upgrades is installed and enabled (``installed``, ``enabled``);
+    :class:`Missing` when that is not known."""
+    return need(facts, "packages.unattended_upgrades")
+
+
 @check(
     "PKG-1010",
     title="Security updates installed automatically",
@@ -20,7 +26,7 @@ from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped,
     shown="unattended-upgrades {}".format,
 )
 def security_updates(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    state = need(facts, "packages.unattended_upgrades")
+    state = unattended_upgrades(facts)
     if not state.get("installed"):
         return failed("not installed")
     return passed("enabled") if state.get("enabled") else failed("installed, not enabled")
@@ -59,7 +65,7 @@ def nvidia_held(facts: dict[str, Any], _threshold: Any) -> Outcome:
     shown=state_of("security source"),
 )
 def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    state = need(facts, "packages.unattended_upgrades")
+    state = unattended_upgrades(facts)
     if not (isinstance(state, dict) and state.get("installed") and state.get("enabled") is True):
         return skipped("automatic updates are off (PKG-1010)")
     apt = need(facts, "packages.apt_sources")

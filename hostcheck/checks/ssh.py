@@ -8,16 +8,26 @@ from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed
 from hostcheck.facts import Unknown, lookup
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
+_SETTINGS = "ssh.settings"
+
+
+def ssh_ports(facts: dict[str, Any]) -> set[str]:
+    """The ports sshd listens on ("22" when they are not known)."""
+    settings = lookup(facts, _SETTINGS)
+    if isinstance(settings, dict) and settings.get("port") is not None:
+        port = settings["port"]
+        return {str(p) for p in (port if isinstance(port, list) else [port])}
+    return {"22"}
 
 
 def _ssh_setting(facts: dict[str, Any], key: str) -> str | None:
     """The effective sshd value, or None when no sshd is installed (nothing to harden)."""
     if lookup(facts, "ssh.installed") is False:
         return None
-    settings = need(facts, "ssh.settings")
+    settings = need(facts, _SETTINGS)
     value = settings.get(key)
     if isinstance(value, Unknown) or value is None:
-        raise Missing(f"ssh.settings.{key}", "not in the effective configuration")
+        raise Missing(f"{_SETTINGS}.{key}", "not in the effective configuration")
     return str(value).lower()
 
 

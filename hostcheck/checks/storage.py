@@ -18,10 +18,12 @@ from hostcheck.checks.base import (
 from hostcheck.checks.machine import gpu_count
 from hostcheck.facts import Unknown, lookup
 
+_DOCKER_ROOT = "storage.docker_root"
+
 
 def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Where container data lands: Docker's data root if it exists, else the root filesystem."""
-    docker = lookup(facts, "storage.docker_root")
+    docker = lookup(facts, _DOCKER_ROOT)
     if isinstance(docker, dict) and docker.get("exists") is True:
         return docker, f"Docker data root {docker.get('path')}"
     root = need(facts, "storage.root")
@@ -94,7 +96,7 @@ def storage_ssd(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix_role="docker_host: docker_host_data_device",
 )
 def docker_xfs_quota(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    docker = need(facts, "storage.docker_root")
+    docker = need(facts, _DOCKER_ROOT)
     if docker.get("exists") is not True:
         return failed("no Docker data root", str(docker.get("path")))
     fstype = docker.get("fstype")
@@ -116,7 +118,7 @@ def docker_xfs_quota(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix_role="docker_host: docker_host_data_device",
 )
 def docker_separate(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    docker = need(facts, "storage.docker_root")
+    docker = need(facts, _DOCKER_ROOT)
     if docker.get("exists") is not True:
         return failed("no Docker data root", str(docker.get("path")))
     separate = docker.get("separate_mount")

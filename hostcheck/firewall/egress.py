@@ -17,6 +17,7 @@ from typing import Any
 
 from hostcheck.facts import Unknown
 from hostcheck.firewall.ruleset import Key, Ruleset
+from hostcheck.models import EgressVerdict
 
 MAX_STEPS = 20_000
 
@@ -286,13 +287,13 @@ def walk(ruleset: Ruleset, probe: Probe, iifname: str) -> dict[str, Any]:
     blocking = [k for k, v in verdicts.items() if v == {"drop"}]
     if blocking:
         family, table, name = blocking[0]
-        return {**result, "verdict": "blocked", "evidence": f"dropped in {family} {table} {name}"}
+        return {**result, "verdict": EgressVerdict.BLOCKED, "evidence": f"dropped in {family} {table} {name}"}
     if all(v == {"accept"} for v in verdicts.values()):
         evidence = (f"accepted by every {probe.hook} chain: " + ", ".join(" ".join(k) for k in chains)
                     if chains else f"no nftables chain filters the {probe.hook} path")
-        return {**result, "verdict": "reachable", "evidence": evidence}
+        return {**result, "verdict": EgressVerdict.REACHABLE, "evidence": evidence}
     unsure = [" ".join(k) for k, v in verdicts.items() if v != {"accept"}]
-    return {**result, "verdict": "undetermined",
+    return {**result, "verdict": EgressVerdict.UNDETERMINED,
             "evidence": f"rules this audit cannot evaluate decide it in: {', '.join(unsure)}"}
 
 
@@ -306,8 +307,8 @@ def evaluate(ruleset: list[Any], bridges: list[str], bridges_v6: list[str],
     for iface in interfaces:
         for probe in PROBES_V4 + (PROBES_V6 if iface in bridges_v6 else ()):
             result = walk(rs, probe, iface)
-            if result["verdict"] != "blocked" and legacy_tables:
-                result = {**result, "verdict": "undetermined",
+            if result["verdict"] != EgressVerdict.BLOCKED and legacy_tables:
+                result = {**result, "verdict": EgressVerdict.UNDETERMINED,
                           "evidence": result["evidence"] + "; legacy iptables tables also filter "
                           f"({', '.join(legacy_tables)}) and are not read"}
             probes.append(result)

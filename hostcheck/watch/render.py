@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from hostcheck.models import InboundResult
 from hostcheck.render.escape import escape_text
 from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.watch.rules import RuleScore
@@ -118,7 +119,7 @@ def forwarded_ports(a: Analysis) -> list[dict[str, Any]]:
             row = ports.setdefault(f"{p.get('port')}/{p.get('proto')}", {"port": f"{p.get('port')}/{p.get('proto')}",
                                                                           "checks": 0, "reachable": 0, "last": None})
             row["checks"] += 1
-            row["reachable"] += p.get("result") == "reachable"
+            row["reachable"] += p.get("result") == InboundResult.REACHABLE
             row["last"] = p.get("result")
     return list(ports.values())
 
