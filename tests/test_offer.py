@@ -226,6 +226,9 @@ def test_interrupted_offer_leaves_no_test_file() -> None:
             [sys.executable, "-m", "hostcheck.cli", "offer", "--offline", "--power-seconds", "0",
              "--disk-dir", str(disk_dir), "--disk-size-mib", "1024"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            # as a terminal's ^C reaches it: a suite started in the background of a
+            # non-interactive shell inherits SIGINT ignored, and Python then keeps it so
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         deadline = time.monotonic() + 30
         seen = False
