@@ -13,6 +13,8 @@ sudo-project/sudo, read 2026-12-03):
 - a Runas_Spec and the tags of one command spec carry to the specs after it in the same rule
   until another is given (``(root) ALL, (nobody) /bin/true`` runs ALL as root);
 - aliases expand wherever they are named; ``#uid``, ``%group`` and ``%#gid`` match by number;
+- a run-as group list lets the command run with that group, even as the account itself
+  (``(:ALL)``); a group that gives root by another name (docker, disk, lxd) counts as root;
 - ``@include``/``#include`` paths may be quoted; a relative one lies in the including file's
   directory; ``%h`` is the short host name; an ``@includedir`` is read in lexical order,
   skipping names that end in '~' or contain '.', at the place of the directive; a missing
@@ -52,6 +54,12 @@ MAX_GAPS = 16
 SUDOERS = "/etc/sudoers"
 
 MYSELF = ""  # a Runas_Spec with no user list: only as the invoking user
+# Groups whose members have root by another name: the Docker daemon's socket (Docker docs,
+# "Docker security": the docker group grants root-level privileges), raw block devices (Debian
+# wiki, SystemGroups: disk is "mostly equivalent to root access"), the LXD daemon (LXD docs,
+# security: access to it is root access). A rule that lets the account run a command with
+# one of these groups, even as itself (``(:docker)``), gives root through that command.
+ROOT_EQUIVALENT_GROUPS = ("docker", "disk", "lxd")
 _ALIAS_KINDS = {"User_Alias": "User_Alias", "Runas_Alias": "Runas_Alias", "Host_Alias": "Host_Alias",
                 "Cmnd_Alias": "Cmnd_Alias", "Cmd_Alias": "Cmnd_Alias"}
 # Tags that change what this reader reports; the others are accepted and carry nothing here.
@@ -721,9 +729,19 @@ class _Matcher:
         return True if (fnmatchcase(target, pattern) if _META.search(pattern) else target == pattern) else None
 
     def runas_root(self, runas: Runas | None) -> bool:
-        """Whether the command may run as root (uid 0, group root)."""
+        """Whether the command may run as root (uid 0), or with a group that gives root."""
         users = runas.users if runas is not None else (Member(self.runas_default),)
-        return self._walk(users, self._runas_one, 0) is True
+        if self._walk(users, self._runas_one, 0) is True:
+            return True
+        return runas is not None and runas.groups is not None and self._walk(runas.groups, self._group_one, 0) is True
+
+    def _group_one(self, name: str, depth: int) -> bool | None:
+        if name == "ALL":
+            return True
+        found, result = self._alias("Runas_Alias", name, self._group_one, depth)
+        if found:
+            return result
+        return True if name in ROOT_EQUIVALENT_GROUPS else None
 
     def _runas_one(self, name: str, depth: int) -> bool | None:
         if name == "ALL":

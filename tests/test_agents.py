@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -86,9 +87,14 @@ RULES: list[tuple[str, str, str, list[str], dict[str, bool]]] = [
     ("runas alias", "Runas_Alias R = root\ntensordock ALL=(R) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
     ("runas uid 0", "tensordock ALL=(#0) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
     ("runas ALL:ALL", "tensordock ALL=(ALL:ALL) NOPASSWD: ALL", "unrestricted", [], {}),
-    # A run-as list that is not root's, and a group-only one (as the account itself).
+    # A run-as list that is not root's.
     ("runas nobody", "tensordock ALL=(nobody) NOPASSWD: ALL", "restricted", [], {"/bin/bash": False}),
-    ("runas group only", "tensordock ALL=(:ALL) NOPASSWD: ALL", "restricted", [], {"/bin/bash": False}),
+    # Group-only run-as lists (as the account itself, with that group): any group, or docker's,
+    # is root by another name (`sudo -g docker docker run -v /:/host ...`); the video group is not.
+    ("runas group ALL", "tensordock ALL=(:ALL) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
+    ("runas group docker", "tensordock ALL=(:docker) NOPASSWD: ALL", "unrestricted", [], {"/bin/bash": True}),
+    ("runas group alias", "Runas_Alias G = disk\ntensordock ALL=(:G) NOPASSWD: ALL", "unrestricted", [], {}),
+    ("runas group video", "tensordock ALL=(:video) NOPASSWD: ALL", "restricted", [], {"/bin/bash": False}),
     # A Runas_Spec holds for the commands after it in the rule until the next one: ALL as root.
     ("runas per command", "tensordock ALL=(root) NOPASSWD: ALL, (nobody) /bin/true", "unrestricted", [],
      {"/bin/bash": True}),
@@ -400,11 +406,12 @@ real_sudo = pytest.mark.skipif(
     reason="asks the real sudo in a private mount namespace: needs root, sudo (with /etc/sudoers.d) and unshare")
 
 
-def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str, str] | None = None) -> dict[str, bool]:
+def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str, str] | None = None,
+               runas: str = "-u root") -> dict[str, bool]:
     """Ask the real sudo, with ``text`` as /etc/sudoers (and ``dropins`` as the files of
     /etc/sudoers.d) and an account ``tensordock`` in the passwd and group files, in a private
-    mount namespace (nothing outside it changes): may the account run each command as root?
-    "*" is a program no rule names."""
+    mount namespace (nothing outside it changes): may the account run each command as root
+    (or as ``runas`` says: ``-g docker``)? "*" is a program no rule names."""
     fresh = tmp_path / "fresh-program"
     fresh.write_text("#!/bin/sh\n")
     fresh.chmod(0o755)
@@ -413,7 +420,9 @@ def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str
     sudoers_file.chmod(0o440)
     passwd, group = tmp_path / "passwd", tmp_path / "group"
     passwd.write_text(Path("/etc/passwd").read_text() + f"{ACCOUNT}:x:{UID}:{GID}::/nonexistent:/bin/sh\n")
-    group.write_text(Path("/etc/group").read_text() + f"{ACCOUNT}:x:{GID}:\ndocker-test:x:{DOCKER_GID}:{ACCOUNT}\n")
+    groups = Path("/etc/group").read_text()
+    docker = "" if re.search(r"^docker:", groups, re.M) else f"docker:x:{DOCKER_GID + 1}:\n"
+    group.write_text(groups + f"{ACCOUNT}:x:{GID}:\ndocker-test:x:{DOCKER_GID}:{ACCOUNT}\n{docker}")
     folder = tmp_path / "sudoers.d"
     folder.mkdir(mode=0o750)
     for name, content in (dropins or {}).items():
@@ -422,7 +431,7 @@ def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str
     asked = [str(fresh) if c == "*" else c for c in commands]
     script = " && ".join(f"mount --bind {src} {dst}" for src, dst in (
         (passwd, "/etc/passwd"), (group, "/etc/group"), (sudoers_file, "/etc/sudoers"), (folder, "/etc/sudoers.d")))
-    script += "".join(f"; sudo -n -U {ACCOUNT} -u root -l {shlex.quote(c)} >/dev/null 2>&1; echo $?" for c in asked)
+    script += "".join(f"; sudo -n -U {ACCOUNT} {runas} -l {shlex.quote(c)} >/dev/null 2>&1; echo $?" for c in asked)
     proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=60)
     codes = proc.stdout.split()
     assert len(codes) == len(commands), proc.stdout + proc.stderr
@@ -435,7 +444,9 @@ def _real_sudo(tmp_path: Path, text: str, commands: list[str], dropins: dict[str
                          [r for r in RULES if "%docker" not in r[1]], ids=[r[0] for r in RULES if "%docker" not in r[1]])
 def test_the_real_sudo_agrees(tmp_path: Path, case: str, text: str, scope: str, giving: list[str],
                               commands: dict[str, bool]) -> None:
-    answers = _real_sudo(tmp_path, text, ["*", *commands])
+    # a group-only rule gives root through the group: ask for that group
+    runas = {"runas group alias": "-g disk"}.get(case, "-g docker" if case.startswith("runas group") else "-u root")
+    answers = _real_sudo(tmp_path, text, ["*", *commands], runas=runas)
     assert answers["*"] == (scope == "unrestricted"), f"sudo says {answers['*']} for a program no rule names"
     assert {c: answers[c] for c in commands} == commands
 

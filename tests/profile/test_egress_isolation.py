@@ -33,7 +33,8 @@ dropped before the profile (a martian), dropped by the firewall under the profil
 passes on the walk), dropped again after rollback, because rollback put each bridge's
 route_localnet back; the runtime snapshot (every interface's sysctls, both firewall
 backends' rules, bridges, addresses, routes) equals the one taken before the profile. The
-same holds for a network created while the profile is on (a bridge the manifest never saw):
+same holds for a network created while the profile is on (a bridge the manifest never saw,
+under a name the network gave it):
 rollback gives it route_localnet 0 and takes dockerd's `--src-type LOCAL` masquerade rule for
 it away. Controls: before the profile, route_localnet=1 set by hand on docker0 lets the same
 SYN get its SYN-ACK (so a timeout means the kernel or a rule dropped it); with
@@ -494,8 +495,11 @@ def egress(lab, tmp_path_factory) -> Iterator[Egress]:
             life.runtime["profiled"] = play.runtime_snapshot(host)
         # a network created while the profile is on: a bridge no record saw
         with added_cost("network created under the profile"):
-            host.sudo("docker network create labnew >/dev/null", check=True, timeout=60)
-            life.bridge_new = bridge_of(host, "labnew")
+            # named by the network itself, as com.docker.network.bridge.name lets any network do:
+            # rollback must find it by what it is (a bridge), not by dockerd's br-<id> names
+            life.bridge_new = "labnew0"
+            host.sudo(f"docker network create -o com.docker.network.bridge.name={life.bridge_new} labnew "
+                      ">/dev/null", check=True, timeout=60)
             life.facts["new_bridge_profiled"] = bridge_state(host, life.bridge_new)
         # egress isolation off (the firewall role alone, re-run): only the 127/8 drop stands
         # between a loopback SYN and a port the input chain accepts for everyone

@@ -241,6 +241,20 @@ def test_sysctl_default_covers_bridges_created_after_the_record(tmp_path: Path, 
     assert json.loads((tmp_path / "state/manifest.json").read_text())["entries"] == []
 
 
+def test_sysctl_default_with_bridges_covers_a_bridge_whatever_its_name(tmp_path: Path, netns: str) -> None:
+    """With ``bridges``, a bridge created after the record under a name of its own (a Docker
+    network's com.docker.network.bridge.name) gets the default too; an interface that is not a
+    bridge and not named by the pattern is still left alone."""
+    rec = manifest(tmp_path, netns=netns, role="t", sysctl_defaults=[{**ROUTE_LOCALNET, "bridges": True}])
+    assert rec["_rc"] == 0, rec
+    inside(netns, "ip link add mynet0 type bridge; ip link add dum0 type dummy; "
+                  "for i in mynet0 dum0; do echo 1 > /proc/sys/net/ipv4/conf/$i/route_localnet; done")
+    rb = manifest(tmp_path, netns=netns, role="t", action="rollback")
+    assert rb["_rc"] == 0 and rb["errors"] == [], rb
+    after = route_localnet(netns)
+    assert (after["mynet0"], after["dum0"]) == ("0", "1"), after
+
+
 def test_sysctl_default_rejects_a_key_without_the_interface_placeholder(tmp_path: Path, netns: str) -> None:
     bad = manifest(tmp_path, netns=netns, role="t",
                    sysctl_defaults=[{**ROUTE_LOCALNET, "key": "net.ipv4.conf.all.route_localnet"}])

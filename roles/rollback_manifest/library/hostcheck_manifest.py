@@ -116,6 +116,10 @@ options:
         description: Regular expression (full match) of the interface names it applies to.
         type: str
         required: true
+      bridges:
+        description: Every bridge present counts as matching too, whatever its name (Docker names a network's bridge after its C(com.docker.network.bridge.name) option when it has one).
+        type: bool
+        default: false
       value:
         description: What an interface that did not exist at the record gets on rollback.
         type: str
@@ -139,6 +143,10 @@ options:
         description: Regular expression (full match) of the interface names it applies to.
         type: str
         required: true
+      bridges:
+        description: Every bridge present counts as matching too, whatever its name (Docker names a network's bridge after its C(com.docker.network.bridge.name) option when it has one).
+        type: bool
+        default: false
       present:
         description: Whether the owner's own configuration would have the rule for an interface created later (it is then kept).
         type: bool
@@ -277,10 +285,10 @@ def main():
             iptables_rules=dict(type="list", elements="str", default=[]),
             sysctl_defaults=dict(type="list", elements="dict", default=[], options=dict(
                 key=dict(type="str", required=True, no_log=False), interfaces=dict(type="str", required=True),
-                value=dict(type="str", required=True))),
+                bridges=dict(type="bool", default=False), value=dict(type="str", required=True))),
             iptables_rule_defaults=dict(type="list", elements="dict", default=[], options=dict(
                 rule=dict(type="str", required=True), interfaces=dict(type="str", required=True),
-                present=dict(type="bool", default=False))),
+                bridges=dict(type="bool", default=False), present=dict(type="bool", default=False))),
             hold_patterns=dict(type="list", elements="str", default=[]),
             remove_empty=dict(type="bool", default=True),
         ),

@@ -288,6 +288,17 @@ def interfaces_now():
         return []
 
 
+def is_bridge(name):
+    return os.path.isdir(os.path.join(SYS_NET, name, "bridge"))
+
+
+def matching_now(pattern, bridges):
+    """Interfaces present now whose name matches ``pattern`` and, with ``bridges``, every
+    bridge whatever its name (Docker names a network's bridge after
+    com.docker.network.bridge.name when the network sets it)."""
+    return [name for name in interfaces_now() if pattern.fullmatch(name) or (bridges and is_bridge(name))]
+
+
 def _interface_template(rec, item, field):
     template, pattern = item[field], item["interfaces"]
     if template.count(INTERFACE) != 1:
@@ -313,16 +324,15 @@ class SysctlDefaultKind(Kind):
             template, pattern = _interface_template(rec, item, "key")
             if rec.manifest.find(self.NAME, template) is not None:
                 continue
-            known = [name for name in interfaces_now() if pattern.fullmatch(name)]
+            known = matching_now(pattern, item["bridges"])
             SYSCTL.record(rec, [template.replace(INTERFACE, name) for name in known])
-            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], value=item["value"], known=known))
+            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], bridges=item["bridges"],
+                              value=item["value"], known=known))
 
     def undo(self, ctx, entry):
-        pattern = re.compile(entry["interfaces"])
-        for name in interfaces_now():
-            if not pattern.fullmatch(name) or name in entry["known"]:
-                continue
-            SYSCTL.undo(ctx, {"key": entry["key"].replace(INTERFACE, name), "value": entry["value"]})
+        for name in matching_now(re.compile(entry["interfaces"]), entry.get("bridges", False)):
+            if name not in entry["known"]:
+                SYSCTL.undo(ctx, {"key": entry["key"].replace(INTERFACE, name), "value": entry["value"]})
         return True
 
 
@@ -533,10 +543,10 @@ class IptablesRuleDefaultKind(Kind):
                 rec.module.fail_json(msg="iptables_rule_defaults rules are 'table chain rule...', got %r" % template)
             if rec.manifest.find(self.NAME, template) is not None:
                 continue
-            known = [name for name in interfaces_now() if pattern.fullmatch(name)]
+            known = matching_now(pattern, item["bridges"])
             IPTABLES_RULE.record(rec, [template.replace(INTERFACE, name) for name in known])
-            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], present=item["present"],
-                              known=known))
+            rec.add(rec.entry(self.NAME, template, interfaces=item["interfaces"], bridges=item["bridges"],
+                              present=item["present"], known=known))
 
     @staticmethod
     def _named_in_chain(ctx, table, chain):
@@ -552,9 +562,11 @@ class IptablesRuleDefaultKind(Kind):
             return True
         pattern = re.compile(entry["interfaces"])
         table, chain = entry["key"].split()[:2]
+        # a bridge already removed is known only by name: the pattern decides for it
+        gone = [name for name in self._named_in_chain(ctx, table, chain) if pattern.fullmatch(name)]
         ok = True
-        for name in sorted(set(interfaces_now()) | set(self._named_in_chain(ctx, table, chain))):
-            if pattern.fullmatch(name) and name not in entry["known"]:
+        for name in sorted(set(matching_now(pattern, entry.get("bridges", False))) | set(gone)):
+            if name not in entry["known"]:
                 ok &= IPTABLES_RULE.undo(ctx, {"key": entry["key"].replace(INTERFACE, name)})
         return ok
 
