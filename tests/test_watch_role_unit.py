@@ -58,7 +58,32 @@ def test_unit_limits_restarts_and_quotes_each_value(tmp_path: Path) -> None:
     assert '--target "tcp:[::1]:22"' in lines["ExecStart"]
 
 
+def test_probe_settings_reach_the_unit_and_the_token_stays_out_of_it(tmp_path: Path) -> None:
+    token = "probe-token-0123456789abcdef"
+    plain = shlex.split(next(line for line in rendered_unit(tmp_path, {}).splitlines() if line.startswith("ExecStart=")))
+    assert not any(a.startswith("--probe") or a == "--token-file" for a in plain)
+    unit = rendered_unit(tmp_path, {"hostcheck_watch_probe_url": "https://probe.example.net:8470",
+                                    "hostcheck_watch_probe_token": token,
+                                    "hostcheck_watch_probe_fingerprint": "AB" * 32,
+                                    "hostcheck_watch_probe_ports": ["40000/tcp", "40001/udp"],
+                                    "hostcheck_watch_probe_every": "30m"})
+    argv = shlex.split(next(line for line in unit.splitlines() if line.startswith("ExecStart=")))
+    pairs = list(zip(argv, argv[1:], strict=False))
+    for pair in [("--probe", "https://probe.example.net:8470"), ("--token-file", "/var/lib/hostcheck-watch/probe-token"),
+                 ("--probe-fingerprint", "AB" * 32), ("--probe-port", "40000/tcp"), ("--probe-port", "40001/udp"),
+                 ("--probe-every", "30m")]:
+        assert pair in pairs, (pair, argv)
+    assert token not in unit  # the unit file is world-readable; the token goes to its own 0600 file
+
+
 @pytest.mark.parametrize("bad", [
+    {"hostcheck_watch_probe_url": "http://probe.example.net:8470", "hostcheck_watch_probe_token": "t" * 20},
+    {"hostcheck_watch_probe_url": "https://probe.example.net:8470"},  # no token
+    {"hostcheck_watch_probe_url": "https://p.example", "hostcheck_watch_probe_token": "t" * 20,
+     "hostcheck_watch_probe_ports": ["22 --db /etc/passwd"]},
+    {"hostcheck_watch_probe_url": "https://p.example", "hostcheck_watch_probe_token": "t" * 20,
+     "hostcheck_watch_probe_fingerprint": "not-hex"},
+
     {"hostcheck_watch_targets": ["tcp:1.1.1.1:443 --db /etc/passwd"]},
     {"hostcheck_watch_targets": ["dns:%H"]},
     {"hostcheck_watch_targets": ["tcp:${HOME}:1"]},

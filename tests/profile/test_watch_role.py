@@ -34,7 +34,14 @@ VARS = {
     "hostcheck_watch_allow_more_traffic": True,  # one sample a second: far above the 4 KiB a minute
     # Targets inside the host itself: the lab has no internet, and these tests need none.
     "hostcheck_watch_targets": ["tcp:127.0.0.1:22", "tcp:[::1]:22", "dns:127.0.0.1"],
+    # A probe server that is not there (a closed port on the host itself): the recorder must
+    # start with the token file the role wrote, and record the failed check, not stop.
+    "hostcheck_watch_probe_url": "https://127.0.0.1:9",
+    "hostcheck_watch_probe_token": "lab-probe-token-0123456789abcdef",
+    "hostcheck_watch_probe_ports": ["22/tcp"],
+    "hostcheck_watch_probe_every": "5m",
 }
+TOKEN_FILE = "/var/lib/hostcheck-watch/probe-token"
 
 
 @dataclass
@@ -73,6 +80,7 @@ def watched(lab, tmp_path_factory) -> Iterator[Watched]:
         life.probes["unit"] = host.sudo("systemctl show -p User,SupplementaryGroups,ActiveState,StartLimitBurst,"
                                         "StartLimitIntervalUSec hostcheck-watch").stdout
         life.probes["groups"] = host.sudo("id -nG hostcheck-watch").stdout.split()
+        life.probes["token_file"] = host.sudo(f"stat -c '%a %U' {TOKEN_FILE}").stdout.strip()
         life.probes["service_log"] = host.sudo("journalctl -u hostcheck-watch -n 20 --no-pager").stdout
         wait_for("samples before the clean reboot", lambda: samples(host) >= 3, 60)
         host.reboot()
@@ -91,7 +99,7 @@ def watched(lab, tmp_path_factory) -> Iterator[Watched]:
         life.plays["rollback"] = play.run_playbook(host.inventory_path, rollback)
         life.probes["after_rollback"] = host.sudo(
             "getent passwd hostcheck-watch; getent group hostcheck-watch; test -e /etc/systemd/system/hostcheck-watch.service;"
-            f" test -e {DB}; test -e /var/lib/hostcheck-watch; systemctl is-active hostcheck-watch"
+            f" test -e {DB}; test -e {TOKEN_FILE}; test -e /var/lib/hostcheck-watch; systemctl is-active hostcheck-watch"
         ).stdout  # fmt: skip
         life.probes["leftovers"] = host.sudo(
             "getent passwd hostcheck-watch || getent group hostcheck-watch || ls /etc/systemd/system/hostcheck-watch.service "
@@ -120,6 +128,14 @@ def test_service_runs_unprivileged_in_the_journal_group(watched: Watched) -> Non
     assert "ActiveState=active" in unit  # the quoted ExecStart started it
     assert "StartLimitBurst=5" in unit and "StartLimitIntervalUSec=10min" in unit
     assert "systemd-journal" in watched.probes["groups"] and "sudo" not in watched.probes["groups"]
+    assert watched.probes["token_file"] == "600 hostcheck-watch"
+
+
+def test_a_probe_server_that_does_not_answer_is_recorded_not_fatal(watched: Watched) -> None:
+    report = watched.probes["report"]
+    assert isinstance(report, dict), report
+    checks = [e for e in report["events"] if e["kind"] == "inbound"]
+    assert checks and all(e["detail"]["probed"] is False and e["detail"]["reason"] for e in checks), checks
 
 
 def test_clean_reboot_and_unclean_stop_are_told_apart(watched: Watched) -> None:
