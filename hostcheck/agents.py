@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hostcheck import yaml_loader
 from hostcheck.models import IsoDate, Text
 
 CATALOG = Path(__file__).resolve().parent / "policies" / "agents" / "agents.yaml"
@@ -153,4 +153,4 @@ class Catalog(_Strict):
 @cache
 def load_catalog(path: Path = CATALOG) -> Catalog:
     text = path.read_text(encoding="utf-8")[:MAX_CATALOG_CHARS]
-    return Catalog.model_validate(yaml.safe_load(text))
+    return Catalog.model_validate(yaml_loader.safe_load(text))

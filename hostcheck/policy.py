@@ -32,6 +32,7 @@ from hostcheck.models import (
     SourceEntry,
     ThresholdKind,
 )
+from hostcheck.yaml_loader import LOADER
 
 __all__ = ["POLICY_FORMAT", "Policy", "PolicyError", "Requirement", "Source", "parse_policy", "resolve_policies"]
 
@@ -56,7 +57,7 @@ def _line_of(mark: Any) -> int:
     return int(mark.line) + 1
 
 
-def refuse_yaml_bombs(text: str, error: type[Exception] = PolicyError, loader: Any = yaml.SafeLoader) -> None:
+def refuse_yaml_bombs(text: str, error: type[Exception] = PolicyError, loader: Any = LOADER) -> None:
     """Count aliases and nesting on the parser's event stream, before any node is built: the
     event parser is iterative, so neither an alias bomb nor 5000 brackets get further. Every
     YAML data file hostcheck reads (policies, the earnings data) goes through this."""
@@ -297,7 +298,7 @@ def parse_policy(text: str, path: str) -> Policy:
     lines = _Lines()
     try:
         refuse_yaml_bombs(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=LOADER)
         data = None if node is None else lines.build(node)
     except PolicyError as exc:
         raise PolicyError(f"{path}: {exc}") from exc

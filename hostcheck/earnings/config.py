@@ -77,11 +77,12 @@ def _read_yaml(text: str, path: Path) -> tuple[Any, dict[str, int]]:
     import yaml
 
     from hostcheck.policy import _Lines, refuse_yaml_bombs
+    from hostcheck.yaml_loader import LOADER
 
     lines = _Lines()
     try:
         refuse_yaml_bombs(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=LOADER)
         data = None if node is None else lines.build(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

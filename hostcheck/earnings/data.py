@@ -21,10 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from hostcheck.models import IsoDate, Text
 from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
-
-# libyaml when PyYAML was built with it: the data files are read on every run, and the pure-Python
-# parser is most of the time `hostcheck earnings` takes.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from hostcheck.yaml_loader import LOADER
 
 CONSTANTS_FILE = "constants"
 
@@ -242,8 +239,8 @@ def _reason(error: Any) -> str:
 def _parse(text: str, path: str, model: type[BaseModel]) -> Any:
     lines = _Lines()
     try:
-        refuse_yaml_bombs(text, EconomicsDataError, _LOADER)
-        node = yaml.compose(text, Loader=_LOADER)
+        refuse_yaml_bombs(text, EconomicsDataError)
+        node = yaml.compose(text, Loader=LOADER)
         data = None if node is None else lines.build(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -7,8 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from hostcheck import yaml_loader
 from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis
 
 RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
@@ -16,7 +15,7 @@ RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
 
 @cache
 def rules() -> dict[str, dict[str, Any]]:
-    data = yaml.safe_load(RULES_PATH.read_text(encoding="utf-8"))
+    data = yaml_loader.safe_load(RULES_PATH.read_text(encoding="utf-8"))
     return dict(data["rules"])
 
 

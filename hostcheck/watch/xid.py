@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from hostcheck import yaml_loader
 
 CATALOG_PATH = Path(__file__).with_name("xid_catalog.yaml")
 EFFECTS = frozenset({"out_of_service", "app", "attention", "none", "by_message"})
@@ -37,7 +37,7 @@ class XidInfo:
 
 @cache
 def catalog() -> dict[str, Any]:
-    data = yaml.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
+    data = yaml_loader.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("codes"), dict) or not isinstance(data.get("buckets"), dict):
         raise ValueError(f"{CATALOG_PATH}: no 'codes' or 'buckets' table")
     for name, bucket in data["buckets"].items():
