@@ -247,12 +247,12 @@ def test_sysctl_default_with_bridges_covers_a_bridge_whatever_its_name(tmp_path:
     bridge and not named by the pattern is still left alone."""
     rec = manifest(tmp_path, netns=netns, role="t", sysctl_defaults=[{**ROUTE_LOCALNET, "bridges": True}])
     assert rec["_rc"] == 0, rec
-    inside(netns, "ip link add mynet0 type bridge; ip link add dum0 type dummy; "
-                  "for i in mynet0 dum0; do echo 1 > /proc/sys/net/ipv4/conf/$i/route_localnet; done")
+    inside(netns, "ip link add mynet0 type bridge; ip link add veth0 type veth peer name veth1; "
+                  "for i in mynet0 veth0; do echo 1 > /proc/sys/net/ipv4/conf/$i/route_localnet; done")
     rb = manifest(tmp_path, netns=netns, role="t", action="rollback")
     assert rb["_rc"] == 0 and rb["errors"] == [], rb
     after = route_localnet(netns)
-    assert (after["mynet0"], after["dum0"]) == ("0", "1"), after
+    assert (after["mynet0"], after["veth0"]) == ("0", "1"), after
 
 
 def test_sysctl_default_rejects_a_key_without_the_interface_placeholder(tmp_path: Path, netns: str) -> None:
