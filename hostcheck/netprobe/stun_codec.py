@@ -13,9 +13,17 @@ import binascii
 import os
 import struct
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
-from aioice import stun as _aioice
+
+def _aioice() -> ModuleType:
+    """aioice.stun, imported when a STUN message is first encoded or decoded: importing aioice
+    brings its ICE and mDNS stack (dnspython), about a tenth of an offline audit's start-up."""
+    from aioice import stun
+
+    return stun
+
 
 MAGIC_COOKIE = 0x2112A442
 HEADER_LENGTH = 20
@@ -112,7 +120,8 @@ def encode_message(
     fingerprint: bool = True,
 ) -> bytes:
     """Encode a Binding message of any class with aioice (requests here, answers in test servers)."""
-    msg = _aioice.Message(_aioice.Method.BINDING, _aioice.Class(msg_class), transaction_id=transaction_id)
+    stun = _aioice()
+    msg = stun.Message(stun.Method.BINDING, stun.Class(msg_class), transaction_id=transaction_id)
     msg.attributes.update(attributes)
     if fingerprint:
         msg.add_fingerprint()
@@ -122,9 +131,9 @@ def encode_message(
 def _address(value: bytes, tid: bytes, xor: bool) -> Address:
     try:
         if xor:
-            host, port = _aioice.unpack_xor_address(value, tid)
+            host, port = _aioice().unpack_xor_address(value, tid)
         else:
-            host, port = _aioice.unpack_address(value)
+            host, port = _aioice().unpack_address(value)
     except (ValueError, struct.error) as exc:
         raise StunDecodeError(f"malformed address attribute: {exc}") from None
     return str(host), int(port)
@@ -241,7 +250,7 @@ def _decode_attribute(
         fields.setdefault("software", value.decode("utf-8", errors="replace")[:128])
     elif (
         attr_type < 0x8000
-        and attr_type not in _aioice.ATTRIBUTES_BY_TYPE
+        and attr_type not in _aioice().ATTRIBUTES_BY_TYPE
         and attr_type != ATTR_UNKNOWN_ATTRIBUTES
     ):
         unknown.append(attr_type)
