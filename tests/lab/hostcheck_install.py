@@ -2,13 +2,16 @@
 
 Wheels are prepared on this machine: the dependencies once per dependency list (cached in
 ``<cache>/wheels-<hash>``, the only step that talks to PyPI), hostcheck itself from the
-working tree on every call (it is what is under test). The host gets them over scp and
+working tree once per test process (it is what is under test; a pure-Python wheel, the same
+for every host Python). The host gets them over scp and
 installs with ``pip --no-index`` into ``/opt/hostcheck`` (Debian's python3 -m venv): no
 PyPI traffic from the lab network, ~10 s.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import shutil
 import sys
@@ -70,16 +73,25 @@ def build_wheelhouse(into: Path, python: str = "3.11") -> Path:
     """``into`` filled with the dependency wheels (for the hosts' CPython ``python``: see
     ``Rootfs.python``) plus a fresh wheel of this tree."""
     into.mkdir(parents=True, exist_ok=True)
-    for wheel in dependency_wheels(python).glob("*.whl"):
+    for wheel in [*dependency_wheels(python).glob("*.whl"), _tree_wheel(python)]:
         shutil.copy2(wheel, into / wheel.name)
+    return into
+
+
+@functools.cache
+def _tree_wheel(python: str) -> Path:
+    """A wheel of this tree, built once per process (pure Python: any host Python takes it)."""
+    out = Path(tempfile.mkdtemp(prefix="hcl-tree-wheel-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="hcl-build-") as build:
         # a copy, so building never leaves build/ or *.egg-info in the shared working tree
         src = Path(build) / "src"
         shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info",
                                                                  "__pycache__", ".pytest_cache", "tests"))
         run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
-             "--find-links", str(dependency_wheels(python) / "build"), "--wheel-dir", str(into), str(src)], timeout=300)
-    return into
+             "--find-links", str(dependency_wheels(python) / "build"), "--wheel-dir", str(out), str(src)], timeout=300)
+    (wheel,) = out.glob("hostcheck-*.whl")
+    return wheel
 
 
 def install_hostcheck(host: RemoteHost, wheelhouse: Path) -> dict[str, float]:
