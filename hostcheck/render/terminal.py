@@ -1,0 +1,39 @@
+"""The terminal as it is: its width, and text wrapped to it.
+
+Every plain-text command (audit, explain, policies, earnings, offer, fleet, watch report) lays
+its lines out with these two functions, so none pads to a fixed width, leaves trailing spaces
+or cuts a word where a wrap would do.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+DEFAULT_WIDTH = 80  # when the width cannot be known (a pipe, a file, no COLUMNS)
+MIN_WIDTH = 40  # narrower than this, no layout reads; wrap as if it were this wide
+MAX_WIDTH = 160  # wider than this, lines are too long to read
+
+
+def terminal_width() -> int:
+    """COLUMNS when set, else the terminal's own width, else 80; held to 40-160."""
+    columns = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    if columns <= 0:
+        columns = DEFAULT_WIDTH
+    return max(MIN_WIDTH, min(MAX_WIDTH, columns))
+
+
+def wrap(text: str, width: int, *, indent: str = "", first: str | None = None) -> list[str]:
+    """``text`` as lines of at most ``width`` characters: words wrapped, a word longer than a
+    line broken, no trailing spaces. ``first`` prefixes the first line (``indent`` the rest);
+    an empty text is one line holding the prefix alone."""
+    head = indent if first is None else first
+    lines = textwrap.wrap(
+        text,
+        width=max(width, len(head) + 10, len(indent) + 10),
+        initial_indent=head,
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+    return [line.rstrip() for line in lines] or [head.rstrip()]
