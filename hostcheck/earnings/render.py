@@ -115,7 +115,8 @@ def _platform_lines(p: dict[str, Any], currency: str, md: bool, width: int, with
     if seasons:
         out.append(("", 0))
         for name, season in seasons.items():
-            out.append((f"{SEASON_TITLES[name]} ({season['months']} months): net {span_text(season['net_per_month'], currency)}; "
+            months = "" if name == "year" else f" ({season['months']} months)"
+            out.append((f"{SEASON_TITLES[name]}{months}: net {span_text(season['net_per_month'], currency)}; "
                         f"break-even {span_text(season['break_even_price'], currency, 3, none='no price')} per GPU-hour, "
                         f"or {span_text(season['break_even_occupancy_pct'], currency, 1, ' %', none='not reached')} "
                         "occupancy", 0))
