@@ -568,6 +568,8 @@ def test_rules_carry_sources_dates_and_status() -> None:
     assert "2026-03-31" in r["runpod"]["status"] and "2026-02-25" in r["runpod"]["status"]
     assert r["vast"]["start"] == 0.60 and r["vast"]["verification"] == 0.90 and "disagree" in r["vast"]["disagreement"]
     assert r["ionet"]["min_hours"] == 5
+    # Vast publishes no window: the minimum hostcheck follows is data, with why, and never under a day.
+    assert r["vast"]["min_days"] >= 1 and "24 h" in r["vast"]["applied"] and "publishes no window" in r["vast"]["applied"]
     assert all(rule["sources"] for rule in r.values())
 
 
