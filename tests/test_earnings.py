@@ -555,29 +555,30 @@ def test_a_bad_platform_file_names_file_and_field(change: tuple[str, str], named
     assert path in str(err.value) and named in str(err.value)
 
 
-# ------------------------------------------------------------------ the README and --help examples
+# ------------------------------------------------------------------ the docs and --help examples
 
 
-def _readme_examples() -> list[tuple[str, list[str]]]:
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Will it earn?", 1)[1].split("\n## ", 1)[0]
+def _doc_examples() -> list[tuple[str, list[str]]]:
+    """docs/earnings.md's output examples (the marker format every doc example uses)."""
+    text = (REPO / "docs" / "earnings.md").read_text()
     examples = []
-    for block in section.split("```console\n")[1:]:
-        lines = block.split("```", 1)[0].splitlines()
-        assert lines[0].startswith("$ hostcheck earnings ")
-        examples.append((lines[0][2:], lines[1:]))
+    for block in text.split("<!-- example: ")[1:]:
+        command, body = block.split(" -->\n", 1)
+        lines = body.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+        assert lines[0] == f"$ {command}"
+        examples.append((command, lines[1:]))
     return examples
 
 
-@pytest.mark.parametrize(("command", "shown"), _readme_examples(), ids=lambda v: v[:60] if isinstance(v, str) else "")
-def test_the_readme_examples_run_as_shown(command: str, shown: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("command", "shown"), _doc_examples(), ids=lambda v: v[:60] if isinstance(v, str) else "")
+def test_the_doc_examples_are_what_the_command_prints(command: str, shown: list[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import shlex
 
     monkeypatch.chdir(REPO)
-    code, output = _cli(shlex.split(command)[1:])
-    printed = [line.rstrip() for line in output.splitlines()]
-    for line in shown:
-        assert line.rstrip() in printed, f"README shows a line the command does not print:\n{line}"
+    code, output = _cli(shlex.split(command)[1:], env={"COLUMNS": "80"})
+    printed = output.splitlines()
+    assert printed == shown, "docs/earnings.md shows other output than the command prints"
     assert code == (4 if printed[2].startswith("Do not host") else 0)
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hostcheck.watch.store import DEFAULT_DB
+from hostcheck.watch.store import default_report_db
 
 SECTION = "watch"
 TIMEOUT = 5
@@ -66,4 +66,4 @@ def summarise(path: Path) -> dict[str, Any]:
 
 def collect(ctx: Any) -> dict[str, Any]:
     path = getattr(ctx, "watch_db", None)
-    return summarise(Path(path) if path else DEFAULT_DB)
+    return summarise(Path(path) if path else default_report_db())

@@ -12,7 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_timeout, collect_live, die, emit
+from hostcheck.cli_common import (
+    FormatOpt,
+    OutputFormat,
+    OutputOpt,
+    UsageError,
+    check_output,
+    check_timeout,
+    collect_live,
+    die,
+    emit,
+)
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.earnings.exits import help_text
 from hostcheck.earnings.inputs import CONFIG_SHOWN
@@ -63,8 +73,8 @@ def earnings(
     electricity: Annotated[str | None, typer.Option("--electricity", help="Price per kWh (0.30) or a schedule HH-HH=PRICE,... covering 24 h (07-23=0.32,23-07=0.18).")] = None,
     price: Annotated[float | None, typer.Option("--price", help="Your price per GPU-hour (every platform), or the rate the platform shows you.")] = None,
     platform_price: Annotated[list[str], typer.Option("--platform-price", help="PLATFORM=PRICE for one platform (repeatable).")] = [],  # noqa: B006
-    occupancy: Annotated[float | None, typer.Option("--occupancy", help="Share of hours rented, 0-100 %.")] = None,
-    fee: Annotated[float | None, typer.Option("--fee", help="Platform fee 0-100 %, replacing the data file's (published or range).")] = None,
+    occupancy: Annotated[str | None, typer.Option("--occupancy", help="Share of hours rented, 0-100 % (40 and 40% both mean 40 %).")] = None,
+    fee: Annotated[str | None, typer.Option("--fee", help="Platform fee 0-100 % (5 or 5%), replacing the data file's (published or range).")] = None,
     platform: Annotated[list[str], typer.Option("--platform", help="Platform to show (repeatable); default: all that can apply.")] = [],  # noqa: B006
     facts_file: Annotated[Path | None, typer.Option("--facts", help="A facts snapshot (hostcheck facts) instead of this machine.")] = None,
     wall_idle_w: Annotated[float | None, typer.Option("--wall-idle-w", help="Your wall-socket reading while idle, W.")] = None,
@@ -95,7 +105,7 @@ def earnings(
 ) -> None:
     from hostcheck.earnings.command import EconomicsDataError, merged_values, run
     from hostcheck.earnings.data import load_constants
-    from hostcheck.earnings.inputs import build, parse_platform_prices
+    from hostcheck.earnings.inputs import build, parse_percent, parse_platform_prices
     from hostcheck.exit_codes import EXIT_INTERNAL
     from hostcheck.facts import load_snapshot
 
@@ -111,13 +121,19 @@ def earnings(
     if not math.isfinite(sample_seconds) or not 0 <= sample_seconds <= MAX_SAMPLE_SECONDS:
         raise UsageError(f"--sample-seconds: must be 0-{MAX_SAMPLE_SECONDS:g}, not {sample_seconds}")
     check_timeout(timeout)
+    check_output(output)
     try:
+        for key, where in (("occupancy", "--occupancy"), ("fee", "--fee")):
+            if flags[key] is not None:
+                flags[key] = parse_percent(flags[key], where)
         if platform_price:
             flags["platform_price"] = parse_platform_prices(platform_price)
         values, path = merged_values(flags, config, use_config=not no_config)
         if "platform_price" in values and "platform_price" in flags and path is not None:
             values["platform_price"] = {**load_platform_prices(path), **flags["platform_price"]}
-        build(values, load_constants(), path)  # bad input fails before any collecting or sampling
+        given = build(values, load_constants(), path)  # bad input fails before any collecting or sampling
+        for warning in given.warnings:
+            typer.echo(f"hostcheck earnings: warning: {warning}", err=True)
         facts = None
         source = "flags"
         if facts_file is not None:

@@ -11,7 +11,7 @@ from hostcheck.earnings.config import load_config
 from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.exits import exit_code
 from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path
-from hostcheck.earnings.report import Machine, PowerOut, audit_feasible, build_earnings, span_text
+from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut, audit_feasible, build_earnings, span_text
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
 __all__ = ["EarningsInputError", "EarningsMissingError", "audit_lines", "audit_values", "merged_values", "run"]
@@ -49,6 +49,27 @@ def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple
         notes.append("GPU count not known from facts: 1 assumed (give --gpus)")
         return 1, None
     return given.gpus, None
+
+
+def accepts(doc: PlatformDocument) -> list[str]:
+    """What the platform's audit policies say it takes (one of ACCEPTS per policy, in that
+    order): closed to new hosts (PLAT-1010), Apple Silicon (SYS-1060), Windows (an OS list of
+    Windows releases only), else NVIDIA on Linux. Read from the policies, so each fact about a
+    platform stays declared once, with its source."""
+    from hostcheck.policy import load_shipped
+
+    found = set()
+    for policy_id in doc.policies:
+        checks = {r.check: r.threshold for r in load_shipped(policy_id).requirements}
+        if "PLAT-1010" in checks:
+            found.add(ACCEPTS[3])
+        elif "SYS-1060" in checks:
+            found.add(ACCEPTS[2])
+        elif checks.get("SYS-1050") and all(str(t).lower().startswith("windows") for t in checks["SYS-1050"]):
+            found.add(ACCEPTS[1])
+        else:
+            found.add(ACCEPTS[0])
+    return [a for a in ACCEPTS if a in found]
 
 
 def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[str],
@@ -95,10 +116,14 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
         audit_report = build_report(facts, resolve_policies([]))
     estimate = _power(facts, given, sample_seconds)
     gpus, gpu_name = _gpus(facts, given, notes)
+    # The parts (GPU, CPU, the rest) only explain a whole-machine figure that is estimated from
+    # them: beside two wall readings the owner gave they would be guesses at what was measured.
+    both_given = given.wall_idle_w is not None and given.wall_load_w is not None
+    names = ("wall_idle", "wall_load") if both_given else \
+        ("wall_idle", "wall_load", "gpu_idle", "gpu_load", "cpu_package", "rest_of_system")
     power = {name: PowerOut.model_validate({"watts": None if fig.watts is None else round(fig.watts, 2),
                                             "provenance": str(fig.provenance), "how": fig.how})
-             for name in ("wall_idle", "wall_load", "gpu_idle", "gpu_load", "cpu_package", "rest_of_system")
-             for fig in [getattr(estimate, name)]}
+             for name in names for fig in [getattr(estimate, name)]}
     load, idle = estimate.wall_load.watts, estimate.wall_idle.watts
     powers = None
     if load is not None:
@@ -141,8 +166,9 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     else:
         machine = Machine.model_validate({"from": source, "gpus": gpus, "gpu_name": gpu_name,
                                           "audit_headline": None, "owner_risk": None})
-    report = build_earnings(given=given, constants=constants, platforms=_verdicts(audit_report, docs, notes, asked=bool(platforms)),
-                            power=power, powers=powers, machine=machine, notes=notes)
+    shown = [(doc, verdict, accepts(doc)) for doc, verdict in _verdicts(audit_report, docs, notes, asked=bool(platforms))]
+    report = build_earnings(given=given, constants=constants, platforms=shown, power=power, powers=powers,
+                            machine=machine, notes=notes, price_closed=bool(platforms))
     return report, exit_code(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)
 
 

@@ -130,6 +130,18 @@ def check_number(key: str, value: Any, where: str | None = None, money: Money = 
     return number
 
 
+PERCENT_KEYS = frozenset(key for key, bounds in BOUNDS.items() if bounds[1] == 100.0 and "%" in bounds[3])
+
+
+def parse_percent(text: str, where: str) -> float:
+    """``40`` or ``40%`` (a trailing percent sign, spaces allowed): 40 %."""
+    number = text.strip().removesuffix("%").strip()
+    try:
+        return check_number_shape(float(number), where)
+    except ValueError:
+        raise EarningsInputError(f"{where}: a percentage such as 40 or 40%, not {_clip(text)}") from None
+
+
 def currency_money(label: Any, constants: Any, where: str = "--currency") -> Money:
     """The checked currency label and its bounds' factor from the constants' table."""
     if not isinstance(label, str) or not re.fullmatch(r"[A-Za-z$€£¥]{1,8}", label):
@@ -235,6 +247,7 @@ class Given:
     gpus: int | None
     defaults_used: tuple[str, ...]
     config: Path | None
+    warnings: tuple[str, ...] = ()  # said on stderr: a value that is valid but likely not what was meant
 
 
 def build(values: dict[str, Any], constants: Any, config: Path | None = None) -> Given:
@@ -250,6 +263,8 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
 
     def num(key: str) -> float | None:
         value = values.get(key)
+        if isinstance(value, str) and key in PERCENT_KEYS:
+            value = parse_percent(value, where(key))
         return None if value is None else check_number(key, value, where(key), money)
 
     used: list[str] = []
@@ -272,6 +287,10 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
     else:
         tariff = parse_tariff(values["electricity"], where("electricity"), money)
     occupancy = num("occupancy")
+    warnings = []
+    if occupancy is not None and 0 < occupancy < 1:
+        warnings.append(f"{where('occupancy')} {occupancy:g} is {occupancy:g} % of the hours rented: did you mean "
+                        f"{occupancy * 100:g} %? (occupancy is in %: 40 and 40% both mean 40 %)")
     if occupancy is None:
         missing.append(("--occupancy", "the share of hours you expect it rented, 0-100; Vast's market page "
                                        "shows '% rented' per GPU model"))
@@ -341,7 +360,7 @@ def build(values: dict[str, Any], constants: Any, config: Path | None = None) ->
     return Given(owner=owner, currency=money.label, money_bounded=money.scale is not None,
                  platform_price=platform_price, fee=None if fee is None else fee / 100, min_bid=num("min_bid"),
                  wall_idle_w=wall_idle, wall_load_w=wall_load, gpus=gpus, defaults_used=tuple(dict.fromkeys(used)),
-                 config=config)
+                 config=config, warnings=tuple(warnings))
 
 
 def parse_platform_prices(specs: list[str]) -> dict[str, float]:

@@ -117,6 +117,9 @@ class FeeOut(_Out):
 class PlatformOut(_Out):
     platform: str
     title: str
+    accepts: list[str] = Field(description="what the platform takes, from its audit policies: NVIDIA on Linux, "
+                                           "NVIDIA on Windows, Apple Silicon, or closed to new hosts")
+    priced: bool = Field(description="false: closed to new hosts and not asked for by name, so no figures")
     audit_verdict: str | None = Field(description="the audit's verdict for this platform; null without facts")
     price_per_gpu_hour: float | None
     price_from: str
@@ -304,8 +307,11 @@ def _payout(doc: PlatformDocument) -> Payout:
 
 
 def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.Power] | None,
-                 verdict: str | None) -> PlatformOut:
-    """``powers``: (worst, best) machine power, or None when the draw under load is unknown."""
+                 verdict: str | None, accepts: list[str], priced: bool = True) -> PlatformOut:
+    """``powers``: (worst, best) machine power, or None when the draw under load is unknown;
+    ``priced`` False: no figures at all (a platform closed to new hosts)."""
+    if not priced:
+        powers = None
     fee = _fee(doc, given)
     fee_hi, fee_lo = fee.high_pct / 100, fee.low_pct / 100
     price = given.platform_price.get(doc.platform, given.owner.price)
@@ -365,15 +371,28 @@ def platform_out(doc: PlatformDocument, given: Given, powers: tuple[m.Power, m.P
             min_bid = MinBidCheck(
                 floor_per_gpu_hour=round(floor, 4), min_bid=bid, covers=None if bid is None else bid >= floor,
                 note=doc.min_bid.note, source=_src(doc, doc.min_bid.source))
-    return PlatformOut(platform=doc.platform, title=doc.title, audit_verdict=verdict, price_per_gpu_hour=price,
+    return PlatformOut(platform=doc.platform, title=doc.title, accepts=accepts, priced=priced,
+                       audit_verdict=verdict, price_per_gpu_hour=price,
                        price_from=price_from, price_set_by=doc.pricing.set_by, rate=doc.pricing.rate, pricing_note=doc.pricing.note, fee=fee, at_given=at_given, seasons=seasons, year_total=year_total,
                        sensitivity=sensitivity, chart=chart, min_bid=min_bid, payout=_payout(doc))
 
 
-def build_earnings(*, given: Given, constants: ConstantsDocument, platforms: list[tuple[PlatformDocument, str | None]],
+ACCEPTS = ("NVIDIA on Linux", "NVIDIA on Windows", "Apple Silicon", "closed to new hosts")
+"""What a platform takes, in the order earnings lists the platforms without an audit."""
+CLOSED = ACCEPTS[3]
+
+
+def build_earnings(*, given: Given, constants: ConstantsDocument,
+                   platforms: list[tuple[PlatformDocument, str | None, list[str]]],
                    power: dict[str, PowerOut], powers: tuple[m.Power, m.Power] | None, machine: Machine,
-                   notes: list[str]) -> dict[str, Any]:
-    outs = [platform_out(doc, given, powers, verdict) for doc, verdict in platforms]
+                   notes: list[str], price_closed: bool = False) -> dict[str, Any]:
+    """``price_closed``: the owner named the platforms, so one closed to new hosts is priced too
+    (for a host already on it)."""
+    outs = [platform_out(doc, given, powers, verdict, what, priced=price_closed or CLOSED not in what)
+            for doc, verdict, what in platforms]
+    if not machine.audit_headline:
+        order = {a: i for i, a in enumerate(ACCEPTS)}
+        outs.sort(key=lambda p: min(order[a] for a in p.accepts))  # stable: by name within a group
     headline = earnings_headline(machine, outs, powers is not None, given.currency)
     report = EarningsReport(
         earnings_version=EARNINGS_VERSION, tool={"name": "hostcheck", "version": __version__},
@@ -416,17 +435,26 @@ def audit_feasible(verdict: str | None) -> bool | None:
 
 def earnings_headline(machine: Machine, platforms: list[PlatformOut], power_known: bool, currency: str) -> str:
     """The audit's headline leads (earnings never override an owner-risk warning); then one
-    sentence on money, quoting only a platform the audit finds feasible (or, without an audit,
-    any platform: none was judged)."""
-    lead = machine.audit_headline or "Not audited (no facts): whether a platform accepts this machine was not judged."
+    sentence on money, quoting only a platform the audit finds feasible. Without an audit no
+    platform is singled out: the best of each group of machines the platforms take is quoted."""
+    lead = machine.audit_headline or ("Not audited (no facts): whether a platform takes this machine was not judged, "
+                                      "so the platforms are grouped by the machines they take.")
     if not power_known:
         return f"{lead} Earnings unknown: the machine's draw under load is unknown; give --wall-load-w (a smart-plug reading)."
-    eligible = [p for p in platforms if audit_feasible(p.audit_verdict) is not False]
-    if platforms and not eligible:
+    eligible = [p for p in platforms if audit_feasible(p.audit_verdict) is not False and p.priced]
+    if platforms and not eligible and machine.audit_headline:
         return (f"{lead} Money: no platform shown is feasible for this machine as it is, so none is quoted here; "
                 "the figures below are what each would earn once it accepts the machine.")
     best = [(p.seasons["year"].net_per_month, p) for p in eligible if p.seasons and p.price_per_gpu_hour is not None]
     if not best:
         return f"{lead} Break-even prices are listed per platform (no --price given)."
-    span, top = max(best, key=lambda item: item[0].best if item[0].best is not None else float("-inf"))
-    return f"{lead} Money: {top.title} nets {span_text(span, currency)} a month over the year at the given price."
+
+    def top(items: list[tuple[Span, PlatformOut]]) -> str:
+        span, p = max(items, key=lambda item: item[0].best if item[0].best is not None else float("-inf"))
+        return f"{p.title} nets {span_text(span, currency)} a month"
+
+    if machine.audit_headline:
+        return f"{lead} Money: {top(best)} over the year at the given price."
+    groups = [f"{group}: {top(items)}" for group in ACCEPTS[:3]
+              if (items := [(s, p) for s, p in best if group in p.accepts])]
+    return f"{lead} Best per group over the year at the given price: {'; '.join(groups)}."

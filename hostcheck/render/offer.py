@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.measure.offer import Label, Offer
+from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
+from hostcheck.render.terminal import terminal_width, wrap
 from hostcheck.safeio import dumps
 
 POWER_ROWS = (
     ("gpu_idle", "GPU, idle"), ("gpu_load", "GPU, under load"), ("cpu_package", "CPU package"),
     ("rest_of_system", "rest of the system"), ("wall_idle", "at the wall, idle"), ("wall_load", "at the wall, under load"),
 )  # fmt: skip
-
-
-VALUE_WIDTH = 24
 
 
 def _value(value: Any, unit: str) -> str:
@@ -27,19 +26,9 @@ def _value(value: Any, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
-def fit(text: str, width: int) -> str:
-    """``text`` escaped, cut to ``width`` characters with an ellipsis when longer. It is cut
-    between escapes, never inside one, so a control character never reaches the terminal."""
-    pieces = [escape_text(char) for char in text]
-    if sum(len(piece) for piece in pieces) <= width:
-        return "".join(pieces)
-    out, used = [], 0
-    for piece in pieces:
-        if used + len(piece) > width - 1:
-            break
-        out.append(piece)
-        used += len(piece)
-    return "".join(out) + "…"
+def _entry(text: str, width: int) -> list[str]:
+    """One entry of a list, wrapped to the terminal, its continuation lines indented under it."""
+    return wrap(text, width, first="  ", indent="      ")
 
 
 def _sources(offer: Offer) -> list[str]:
@@ -52,7 +41,7 @@ def _sources(offer: Offer) -> list[str]:
     return seen
 
 
-def _power_lines(offer: Offer, markdown: bool) -> list[str]:
+def _power_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     if offer.power is None:
         return []
     data = offer.power.as_dict()
@@ -66,7 +55,8 @@ def _power_lines(offer: Offer, markdown: bool) -> list[str]:
         if markdown:
             lines.append(f"| {title} | {watts} | {fig['provenance']} | {how.replace('|', '/')} |")
         else:
-            lines.append(f"  {title:24} {watts:>9}  {fig['provenance']:9}  {how}")
+            said = how if how.startswith(fig["provenance"]) else f"{fig['provenance']}: {how}"
+            lines += _entry(f"{title}: {watts}, {said}", width)
     return lines
 
 
@@ -74,20 +64,22 @@ def _plain(number: float) -> str:
     return f"{number:.2f}".rstrip("0").rstrip(".")
 
 
-def _self_test_lines(offer: Offer, markdown: bool) -> list[str]:
+def _self_test_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     if not offer.self_test:
         return []
     title = "Vast's self-test preflight (vast-cli machine_diagnostics.py): would the offer qualify?"
-    lines = ["", f"## {title}" if markdown else title]
+    lines = ["", f"## {title}"] if markdown else ["", *wrap(title, width)]
     if markdown:
         lines += ["", "| field | actual | required | result |", "|---|---|---|---|"]
+    rows = []
     for c in offer.self_test:
         actual = "-" if c.actual is None else f"{_plain(c.actual)} {c.unit}"
         need = f"{c.operator} {_plain(c.required)} {c.unit}"
         if markdown:
             lines.append(f"| `{c.field}` | {actual} | {need} | {c.status} |")
-        else:
-            lines.append(f"  {c.field:20} {actual:>16}  {need:>18}  {c.status}")
+        rows.append((c.field, actual, need, c.status))
+    if not markdown:
+        lines += ["  " + line for line in columns(("field", "actual", "required", "result"), rows, width - 2, right=(1, 2))]
     return lines
 
 
@@ -95,32 +87,37 @@ def render_offer(offer: Offer, fmt: str) -> str:
     if fmt == "json":
         return dumps(offer.as_dict(), indent=2) + "\n"
     markdown = fmt == "markdown"
+    width = terminal_width()
     lines: list[str] = []
     if markdown:
         lines += ["# The offer a Vast renter would see", "", "| field | value | label | how |", "|---|---|---|---|"]
     else:
-        lines += ["The offer a Vast renter would see (Vast's field names)", ""]
-        lines.append(f"  {'field':20} {'value':{VALUE_WIDTH}} {'label':30} how")
+        lines += [*wrap("The offer a Vast renter would see (Vast's field names: value, label, how)", width), ""]
     for f in offer.fields:
-        value = _value(f.value, f.unit)
+        value = escape_text(_value(f.value, f.unit))
         how = escape_text(f.how)
-        if markdown:  # the whole value: a Markdown table needs no alignment
-            lines.append(f"| `{f.name}` | {escape_text(value).replace('|', '/')} | {f.label} | {how.replace('|', '/')} |")
-        else:  # cut to its column, so a long CPU name does not push the rest out of line (JSON has it whole)
-            lines.append(f"  {f.name:20} {fit(value, VALUE_WIDTH):{VALUE_WIDTH}} {str(f.label):30} {how}")
+        if markdown:
+            lines.append(f"| `{f.name}` | {value.replace('|', '/')} | {f.label} | {how.replace('|', '/')} |")
+        else:  # the whole value, wrapped (JSON has it as it is)
+            said = how if how.startswith(str(f.label)) else f"{f.label}: {how}"
+            lines += _entry(f"{f.name}: {value} ({said})", width)
     later = [f.name for f in offer.fields if f.label is Label.NOT_BEFORE_LISTING]
-    lines += ["", ("Not measurable before listing: " + ", ".join(later) + " (Vast computes or observes them "
-                   "once the machine is listed).")]
-    lines += _power_lines(offer, markdown)
-    lines += _self_test_lines(offer, markdown)
+    note = ("Not measurable before listing: " + ", ".join(later) + " (Vast computes or observes them once the "
+            "machine is listed).")
+    lines += ["", note] if markdown else ["", *wrap(note, width)]
+    lines += _power_lines(offer, markdown, width)
+    lines += _self_test_lines(offer, markdown, width)
     lines += ["", "## Definitions" if markdown else "Definitions (Vast's own words)"]
     if markdown:
         lines.append("")
     for f in offer.fields:
-        lines.append(f"- `{f.name}`: {escape_text(f.definition)}" if markdown else f"  {f.name:20} {escape_text(f.definition)}")
+        text = f"{f.name}: {escape_text(f.definition)}"
+        lines += [f"- `{f.name}`: {escape_text(f.definition)}"] if markdown else _entry(text, width)
     lines += ["", "## Sources" if markdown else "Sources"]
     if markdown:
         lines.append("")
-    lines += [f"- {s}" if markdown else f"  {s}" for s in _sources(offer)]
-    lines += ["", *[escape_text(n) for n in offer.notes]]
+    for source in _sources(offer):
+        lines += [f"- {source}"] if markdown else _entry(source, width)
+    notes = [escape_text(n) for n in offer.notes]
+    lines += ["", *(notes if markdown else [line for n in notes for line in wrap(n, width)])]
     return "\n".join(lines) + "\n"

@@ -84,6 +84,7 @@ class Analysis:
     boots: list[Boot]
     per_day: list[dict[str, Any]] = field(default_factory=list)
     gpu_health: list[GpuHealth] = field(default_factory=list)
+    interval_s: float | None = None  # the longest sampling interval in the window: a shorter outage can go unseen
 
     @property
     def observed_s(self) -> float:
@@ -185,9 +186,21 @@ def _kernel(boot_id: str) -> str:
     return boot_id.split(".", 1)[0]
 
 
+def _covered_until(a: Placed, b: Placed | None, events: list[Event]) -> float:
+    """Where sample a stops covering time: its interval's end, or the recorder's stop after it
+    when that came sooner (one sample and a stop 0.45 s later cover 0.45 s, not the interval)."""
+    end = a.at + a.s.interval_s
+    stops = _seen_between(events, "recorder_stop", a.s, b.s if b is not None else None, 0.0)
+    if stops:
+        e = stops[0]
+        stopped = a.at + (e.boottime - a.s.boottime) if e.boottime is not None else a.at + (e.t - a.s.t)
+        end = min(end, max(a.at, stopped))
+    return end
+
+
 def _gap_state(a: Placed, b: Placed, boots: dict[str, Boot], events: list[Event]) -> tuple[float, float, str, str]:
     """(where the gap starts, where it ends, its state, a note) for the time between samples a and b."""
-    start = a.at + a.s.interval_s
+    start = _covered_until(a, b, events)
     end = b.at
     if b.s.boot_id != a.s.boot_id:
         if _kernel(b.s.boot_id) == _kernel(a.s.boot_id) and b.s.boottime >= a.s.boottime:
@@ -204,7 +217,8 @@ def _gap_state(a: Placed, b: Placed, boots: dict[str, Boot], events: list[Event]
             suffix = ""
         boot = boots.get(a.s.boot_id)
         if boot is not None and boot.last_t is not None and a.s.t <= boot.last_t < a.s.t + a.s.interval_s:
-            start = a.at + (boot.last_t - a.s.t)  # the journal saw the boot end before the sample's interval did
+            # The journal saw the boot end before the sample's interval did.
+            start = min(start, a.at + (boot.last_t - a.s.t))
         if boot is None or boot.clean is None:
             # No journal record either way (a volatile journal keeps no earlier boots): the
             # recorder's own stop says more. systemd stops it with SIGTERM on a shutdown.
@@ -229,7 +243,9 @@ def _gap_state(a: Placed, b: Placed, boots: dict[str, Boot], events: list[Event]
     return start, end, NOT_RECORDED, "the recorder was not running (killed or stalled)"
 
 
-def segments_of(recording: Recording) -> list[Segment]:
+def segments_of(recording: Recording, now: float | None = None) -> list[Segment]:
+    """The window as segments. ``now`` (calendar time): a recording still running covers no time
+    after it."""
     placed = place(recording.samples)
     boots = {b.boot_id: b for b in recording.boots}
     out: list[Segment] = []
@@ -239,7 +255,10 @@ def segments_of(recording: Recording) -> list[Segment]:
         state, note = sample_state(a.s)
         limit = a.at + a.s.interval_s * GRACE + GRACE_EXTRA_S
         if b is None:
-            out.append(Segment(a.at, a.at + a.s.interval_s, state, note))
+            end = _covered_until(a, None, recording.events)
+            if now is not None and now >= a.at:  # (a clock behind the recording's cannot clip it)
+                end = min(end, now)
+            out.append(Segment(a.at, end, state, note))
             continue
         b = Placed(b.at + shift, b.s)
         if b.at <= limit and b.s.boot_id == a.s.boot_id:  # a new boot is a stop, however quick
@@ -317,8 +336,8 @@ def gpu_health(recording: Recording) -> list[GpuHealth]:
     ]  # fmt: skip
 
 
-def analyse(recording: Recording) -> Analysis:
-    segments = segments_of(recording)
+def analyse(recording: Recording, now: float | None = None) -> Analysis:
+    segments = segments_of(recording, now)
     anchors = boot_anchors(recording.samples)
     up = sum(s.seconds for s in segments if s.state == UP)
     down = sum(s.seconds for s in segments if s.state in DOWN_CAUSES)
@@ -356,4 +375,5 @@ def analyse(recording: Recording) -> Analysis:
         boots=recording.boots,
         per_day=per_day,
         gpu_health=gpu_health(recording),
+        interval_s=max((s.interval_s for s in recording.samples), default=None),
     )

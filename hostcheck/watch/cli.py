@@ -23,7 +23,14 @@ from hostcheck.watch.recorder import (
     Recorder,
     WatchConfig,
 )
-from hostcheck.watch.store import DEFAULT_DB, DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES
+from hostcheck.watch.store import (
+    DEFAULT_DB,
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_BYTES,
+    USER_DB_SHOWN,
+    default_record_db,
+    default_report_db,
+)
 
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[smhd]?)$")
 UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -59,13 +66,13 @@ def parse_probe_port(text: str) -> tuple[int, str]:
     return int(number), proto
 
 
-DbOpt = Annotated[Path, typer.Option("--db", help="The watch database (SQLite).")]
+DbOpt = Annotated[Path | None, typer.Option("--db", help=f"The watch database (SQLite); default: {DEFAULT_DB}, or {USER_DB_SHOWN} where this user cannot write that one.", show_default=False)]
 
 
 @watch_app.callback()
 def record(
     ctx: typer.Context,
-    db: DbOpt = DEFAULT_DB,
+    db: DbOpt = None,
     interval: Annotated[float, typer.Option("--interval", help=f"Seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}).")] = DEFAULT_INTERVAL_S,
     duration: Annotated[str | None, typer.Option("--for", help="Stop after this long (90, 30m, 12h, 7d); default: until stopped.")] = None,
     target: Annotated[list[str], typer.Option("--target", help="tcp:HOST:PORT or dns:SERVER[:PORT] (repeatable); default: " + ", ".join(DEFAULT_TARGETS) + ".")] = [],  # noqa: B006
@@ -111,6 +118,9 @@ def record(
         raise UsageError(f"--probe-timeout must be {MIN_PROBE_TIMEOUT_S:g}-{MAX_PROBE_TIMEOUT_S:g} seconds")
     if not (math.isfinite(max_age_days) and max_age_days > 0 and math.isfinite(max_mb) and max_mb >= 1):
         raise UsageError("--max-age-days must be above 0 and --max-mb at least 1")
+    said = None
+    if db is None:
+        db, said = default_record_db()
     command = None
     if journal_file:
         command = ["journalctl", *[arg for f in journal_file for arg in ("--file", str(f))]]
@@ -122,6 +132,8 @@ def record(
     )  # fmt: skip
     recorder = Recorder(config)
     recorder.install_signal_handlers()
+    if said:
+        typer.echo(f"hostcheck watch: {said}", err=True)
     typer.echo(f"hostcheck watch: recording into {db} every {interval:g}s (about {per_minute / 1024:.1f} KiB a minute "
                "on the network); stop with Ctrl-C", err=True)
     written = recorder.run()
@@ -131,7 +143,7 @@ def record(
 
 @watch_app.command("report")
 def report(
-    db: DbOpt = DEFAULT_DB,
+    db: DbOpt = None,
     fmt: FormatOpt = OutputFormat.TABLE,
     days: Annotated[float | None, typer.Option("--days", help="Only the last N days.")] = None,
     output: OutputOpt = None,
@@ -144,7 +156,8 @@ def report(
 
     if days is not None and not (math.isfinite(days) and days > 0):
         raise UsageError("--days must be above 0")
+    db = db if db is not None else default_report_db()
     recording = read_recording(db, since=None if days is None else time.time() - days * 86400)
-    analysis = analyse(recording)
+    analysis = analyse(recording, now=time.time())
     text = render(analysis, score_all(analysis), str(db), fmt)
     emit(text, output)

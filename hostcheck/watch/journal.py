@@ -62,6 +62,14 @@ class Journal:
                 continue
         return boots
 
+    def newest_boot(self) -> str | None:
+        """The id of the newest boot this journal holds (on a running system, the running boot
+        as journald stamps it); None when the journal cannot be read."""
+        boots = self.boots()
+        if isinstance(boots, Unknown) or not boots:
+            return None
+        return max(boots, key=lambda b: b.last_t).boot_id
+
     def shutdown_record(self, boot_id: str) -> tuple[bool | None, str]:
         """Whether the boot's last journal entries include a shutdown record, and the evidence."""
         result = self._run(["-b", boot_id, "-o", "json", "-n", str(TAIL_ENTRIES)])

@@ -58,23 +58,43 @@ PROBE_TIMEOUT_S = 10.0
 
 
 CONTAINER_MARK = Path("/run/systemd/container")
+# Container managers that give each container boot a boot id of its own, over the kernel's
+# (systemd-nspawn's setup_boot_id(), LXC's lxc_setup_boot_id()): the container's journal tells
+# its boots apart by it, so the recorder keys boots the same way.
+OWN_BOOT_ID_MANAGERS = frozenset({"systemd-nspawn", "lxc", "lxc-libvirt"})
 
 
-def read_boot_id(path: Path = BOOT_ID_PATH, container_mark: Path = CONTAINER_MARK) -> str:
-    """The kernel's boot id. A container shares its kernel's boot id across its own reboots,
-    so there the start time of its PID 1 is added: each container boot gets a key of its own
-    (its journal cannot tell those boots apart; the recorder's own stop records then do)."""
+def read_boot_id(path: Path = BOOT_ID_PATH, container_mark: Path = CONTAINER_MARK,
+                 journal_boot: str | None = None) -> str:
+    """The running boot's id as the journal has it (journald stamps each entry with the
+    ``_BOOT_ID`` it reads from ``/proc/sys/kernel/random/boot_id`` in its own, unsandboxed view).
+
+    On a machine that is not a container that file is the kernel's and reads the same in any
+    unit. In a container it can differ: the manager mounts the container's own id over it, and a
+    unit under ``ProtectKernelTunables=yes`` gets ``/proc/sys`` mounted afresh without that
+    mount, so it reads the host kernel's id. ``journal_boot`` is the newest boot in the system
+    journal: where it differs from what this process reads, this process's view is the hidden
+    one, and the journal's is taken. A container whose manager gives no boot id of its own shares
+    the kernel's across its reboots, so there the start time of its PID 1 is added: each
+    container boot gets a key of its own (its journal cannot tell those boots apart; the
+    recorder's own stop records then do)."""
     try:
         boot_id = path.read_text(encoding="ascii").strip().replace("-", "")
     except OSError:
-        return "unknown"
-    if container_mark.exists():
-        try:
-            fields = Path("/proc/1/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
-            return f"{boot_id}.{fields[19]}"  # field 22 of stat: start time after the kernel booted
-        except (OSError, IndexError):
-            pass
-    return boot_id
+        return journal_boot or "unknown"
+    try:
+        manager = container_mark.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return boot_id  # not a container
+    if journal_boot and journal_boot != boot_id:
+        return journal_boot
+    if manager in OWN_BOOT_ID_MANAGERS:
+        return boot_id
+    try:
+        fields = Path("/proc/1/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        return f"{boot_id}.{fields[19]}"  # field 22 of stat: start time after the kernel booted
+    except (OSError, IndexError):
+        return boot_id
 
 
 @dataclass
@@ -134,7 +154,8 @@ class Recorder:
         self.stop_reason = "duration reached"
         self.writer = WatchWriter(config.db, max_age_days=config.max_age_days, max_bytes=config.max_bytes)
         self.journal = Journal(config.journal_command)
-        self.boot_id = read_boot_id(config.boot_id_path, config.container_mark)
+        self.boot_id = read_boot_id(config.boot_id_path, config.container_mark,
+                                    None if config.journal_command else self.journal.newest_boot())
         self.prober = NetworkProber(self.targets, config.probe_timeout_s, config.dns_name)
         self.nvml = config.nvml
         self.nvml_seen = False

@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 from hostcheck.models import InboundResult
+from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
+from hostcheck.render.terminal import terminal_width, wrap
 from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.watch.rules import RuleScore
 
@@ -24,6 +26,8 @@ def _ts(t: float | None) -> str:
 
 
 def _dur(seconds: float) -> str:
+    if 0 < seconds < 10:
+        return f"{seconds:.2f}s"  # a few seconds are shown as they are, not rounded to none
     seconds = round(seconds)
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
@@ -179,6 +183,7 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     md = fmt == "markdown"
+    width = terminal_width()
     out: list[str] = []
     head = "# " if md else ""
     sub = "\n## " if md else "\n"
@@ -234,7 +239,24 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
                                                           "power_source", "ups", "cgnat", "inbound", "retention")]
     out.append(f"{sub}Events\n" if md else f"{sub}Events")
     out += [f"- {e['t']} {escape_text(_event_line(e))}" for e in _changes_only(notable)[-200:]] or ["none"]
-    return "\n".join(out) + "\n"
+    if md:
+        return "\n".join(out) + "\n"
+    return "\n".join(_fit(out, width)) + "\n"
+
+
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Terminal lines wrapped to ``width``, continuations indented under their text; table rows
+    (already laid out to the width by :func:`_table`) and the timeline's cells are left whole."""
+    out: list[str] = []
+    for line in lines:
+        for part in line.split("\n"):
+            if len(part) <= width or "|" in part:
+                out.append(part.rstrip())
+                continue
+            lead = part[: len(part) - len(part.lstrip())]
+            hang = lead + ("  " if part.lstrip().startswith("- ") or lead else "")
+            out += wrap(part.strip(), width, first=lead, indent=hang or "  ")
+    return out
 
 
 STATE_KINDS = ("throttle", "power_source", "ups", "cgnat", "journal", "ecc")
@@ -262,9 +284,7 @@ def _table(header: list[str], rows: list[list[str]], md: bool) -> list[str]:
     if md:
         esc = [[c.replace("|", "\\|") for c in r] for r in rows]
         return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in esc]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    fmt_row = lambda r: "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()  # noqa: E731
-    return [fmt_row(header), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+    return columns(header, rows, terminal_width(), rule=True)
 
 
 __all__ = ["DOWN_CAUSES", "render", "timeline", "to_json"]

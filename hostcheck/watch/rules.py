@@ -93,21 +93,51 @@ def score_runpod(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
     )  # fmt: skip
 
 
+def level_needs_s(level: float, interval_s: float | None, min_s: float) -> float:
+    """How long a recording must be before its uptime can be compared with ``level``: at least
+    ``min_s``, and long enough that one unseen outage of a sampling interval would take it below
+    the level (interval / (1 - level))."""
+    if level >= 1 or not interval_s:
+        return min_s
+    return max(min_s, interval_s / (1 - level))
+
+
 def score_vast(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
     uptime = a.uptime
     if uptime is None:
         return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
-    if uptime >= rule["favoured"]:
-        verdict, words = "meets", f"at or above the favoured {rule['favoured'] * 100:g} %"
-    elif uptime >= rule["verification"]:
-        verdict, words = "meets", f"above verification's {rule['verification'] * 100:g} %, below the favoured {rule['favoured'] * 100:g} %"
+    min_s = rule["min_days"] * 86400.0
+    observed = a.observed_s
+    numbers = {"uptime": uptime, "observed_s": round(observed, 1), "min_s": min_s}
+    so_far = f"measured uptime {uptime * 100:.2f} % over {_hours(observed)}"
+    unpublished = "a new listing still starts at {:g} % (Vast's own score is not published)".format(rule["start"] * 100)
+    if observed < min_s:
+        return RuleScore(rule_id, rule["platform"], None, "unknown",
+                         f"not enough data: {so_far}; hostcheck compares with Vast's levels from "
+                         f"{rule['min_days']:g} day of samples (Vast publishes no window); {unpublished}",
+                         rule, numbers)  # fmt: skip
+    favoured, verification = rule["favoured"], rule["verification"]
+    favoured_s = level_needs_s(favoured, a.interval_s, min_s)
+    if uptime >= favoured and observed >= favoured_s:
+        verdict, words = "meets", f"at or above the favoured {favoured * 100:g} %"
+    elif uptime >= verification:
+        verdict, words = "meets", f"above verification's {verification * 100:g} %"
+        if uptime >= favoured:
+            words += (f"; the favoured {favoured * 100:g} % needs {_hours(favoured_s)} of samples every "
+                      f"{a.interval_s:g} s to tell apart")
+        else:
+            words += f", below the favoured {favoured * 100:g} %"
     else:
-        verdict, words = "below", f"below verification's {rule['verification'] * 100:g} %"
-    return RuleScore(
-        rule_id, rule["platform"], uptime, verdict,
-        f"measured uptime {uptime * 100:.2f} %: {words}; a new listing still starts at {rule['start'] * 100:g} % (Vast's own score is not published)",
-        rule, {"uptime": uptime},
-    )  # fmt: skip
+        verdict, words = "below", f"below verification's {verification * 100:g} %"
+    return RuleScore(rule_id, rule["platform"], uptime, verdict, f"{so_far}: {words}; {unpublished}", rule, numbers)
+
+
+def _hours(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.2f} s"
 
 
 def score_continuous(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:

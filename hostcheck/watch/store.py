@@ -32,6 +32,48 @@ from hostcheck.errors import InputError
 
 DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
 """Where `hostcheck watch` records, and where the audit looks for a recording, by default."""
+USER_DB_SHOWN = "$XDG_STATE_HOME/hostcheck/watch.db"
+"""The per-user database as help texts name it (XDG_STATE_HOME defaults to ~/.local/state)."""
+
+
+def user_db() -> Path:
+    """``$XDG_STATE_HOME/hostcheck/watch.db`` (the XDG base directory spec's state directory:
+    ``~/.local/state`` when the variable is unset, empty or not an absolute path)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local" / "state"
+    return base / "hostcheck" / "watch.db"
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user could record into ``path``: the file is writable, or it does not exist
+    yet and its directory is."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+    return path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def default_record_db(system: Path = DEFAULT_DB) -> tuple[Path, str | None]:
+    """The database `hostcheck watch` records into when no --db is given: the system one where
+    this user can write it, else the per-user one (its folder created, private), and the line
+    that says so (None for the system database)."""
+    if _writable(system):
+        return system, None
+    user = user_db()
+    try:
+        user.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise WatchDbError(f"{system} is not writable by this user and {user.parent} cannot be created "
+                           f"({exc.strerror or exc}): give --db PATH") from None
+    return user, (f"{system} is not writable by this user, so the recording goes to {user} "
+                  "(the role's service records into the system one; --db PATH chooses another)")
+
+
+def default_report_db(system: Path = DEFAULT_DB) -> Path:
+    """The database `hostcheck watch report` reads when no --db is given: the system one where it
+    exists, else this user's where that exists, else the system one (whose absence is then said)."""
+    if not system.exists() and user_db().exists():
+        return user_db()
+    return system
 APPLICATION_ID = 0x68637761  # "hcwa": marks the file as a hostcheck watch database
 SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"

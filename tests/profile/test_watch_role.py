@@ -1,12 +1,14 @@
 """The hostcheck_watch role on a real systemd host: check mode changes nothing, the service runs
-as the unprivileged journal-group account, a rerun changes nothing; a clean reboot and an
+as the unprivileged journal-group account and is started once (no restart on the first run), a
+rerun changes nothing; under the unit's own ProtectKernelTunables=yes the recorder keys the
+running boot as the container's journal does (not by the host kernel's id it reads); a clean reboot and an
 unclean stop (``systemctl reboot -ff``: reboot(2) at once, no service stopped, no journal
 flushed, as a power cut or hard reset looks from inside) are told apart in the report; rollback
 removes the service, the account and the recording.
 
 hostcheck is installed from this tree into the host (wheels built here, installed offline).
 The host's journal is made persistent first, so the boot list has the earlier boots.
-Cost: one nspawn host, ~10 s install, four plays of 20-35 s, two reboots: ~200 s cold.
+Cost: one nspawn host, ~10 s install, four plays of 20-35 s, two reboots: ~230 s cold.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from tests.lab.nspawn import LabHost
 from tests.lab.util import wait_for
 from tests.profile import play
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(200)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(230)]
 
 DB = "/var/lib/hostcheck-watch/watch.db"
 VARS = {
@@ -57,6 +59,13 @@ def samples(host: LabHost) -> int:
     return int(out.stdout.strip() or 0) if out.rc == 0 else 0
 
 
+def query(host: LabHost, sql: str) -> list[list[Any]]:
+    """Rows of a read-only query on the recorder's database."""
+    script = f"import json, sqlite3; print(json.dumps(sqlite3.connect('file:{DB}?mode=ro', uri=True).execute({sql!r}).fetchall()))"
+    out = host.sudo(f"{VENV}/bin/python -c {json.dumps(script)}")
+    return json.loads(out.stdout) if out.rc == 0 and out.stdout.strip() else []
+
+
 @pytest.fixture(scope="module")
 def watched(lab, tmp_path_factory) -> Iterator[Watched]:
     host = lab.start_hosts(1)[0]
@@ -83,6 +92,17 @@ def watched(lab, tmp_path_factory) -> Iterator[Watched]:
         life.probes["token_file"] = host.sudo(f"stat -c '%a %U' {TOKEN_FILE}").stdout.strip()
         life.probes["service_log"] = host.sudo("journalctl -u hostcheck-watch -n 20 --no-pager").stdout
         wait_for("samples before the clean reboot", lambda: samples(host) >= 3, 60)
+        life.probes["runs_before_reboot"] = query(host, "select kind, count(*) from events where kind like 'recorder_%' group by kind")
+        life.probes["boot_ids"] = {
+            "recorder": query(host, "select boot_id from samples order by rowid desc limit 1"),
+            "current_boot": query(host, "select boot_id from boots where last_t is null"),
+            # The journal's own view, read by root outside any sandbox.
+            "journal": json.loads(host.sudo("journalctl --list-boots -o json --no-pager").stdout or "[]"),
+            "proc": host.sudo("cat /proc/sys/kernel/random/boot_id").stdout.strip().replace("-", ""),
+            # What a unit under the role's own ProtectKernelTunables=yes reads from /proc.
+            "sandboxed": host.sudo("systemd-run --wait --pipe -q -p ProtectKernelTunables=yes -p User=hostcheck-watch "
+                                   "cat /proc/sys/kernel/random/boot_id").stdout.strip().replace("-", ""),
+        }
         host.reboot()
         wait_for("samples after the clean reboot", lambda: samples(host) >= 3 + 3, 60)
         # Unclean: reboot(2) straight away, nothing stopped, nothing flushed.
@@ -138,14 +158,30 @@ def test_a_probe_server_that_does_not_answer_is_recorded_not_fatal(watched: Watc
     assert checks and all(e["detail"]["probed"] is False and e["detail"]["reason"] for e in checks), checks
 
 
+def test_role_starts_the_recorder_once(watched: Watched) -> None:
+    # Converge and rerun: one start, no stop (a restart right after the first start would add
+    # a recorder_stop and a second recorder_start).
+    assert sorted(map(tuple, watched.probes["runs_before_reboot"])) == [("recorder_start", 1)], watched.probes
+
+
+def test_boot_id_is_the_journals_under_the_units_sandbox(watched: Watched) -> None:
+    ids = watched.probes["boot_ids"]
+    newest = max(ids["journal"], key=lambda b: b["last_entry"])["boot_id"] if ids["journal"] else None
+    # nspawn gives the container a boot id of its own; the role's ProtectKernelTunables=yes
+    # hides it from the unit, which reads the host kernel's (what the recorder must not use).
+    assert ids["proc"] == newest and ids["sandboxed"] != newest, ids
+    assert ids["recorder"] == [[newest]] and ids["current_boot"] == [[newest]], ids
+
+
 def test_clean_reboot_and_unclean_stop_are_told_apart(watched: Watched) -> None:
     report = watched.probes["report"]
     assert isinstance(report, dict), report
     causes = [o["cause"] for o in report["outages"]]
     assert causes == ["reboot", "power"], report["outages"]
-    # A container shares its kernel's boot id, so its journal sees one boot: here the recorder's
-    # own stop record (SIGTERM from systemd's shutdown, or none) is what tells the two apart.
-    assert "SIGTERM" in report["outages"][0]["note"] and "never stopped" in report["outages"][1]["note"]
+    # The container's journal keeps each boot under the id the recorder keys it by, so the
+    # journal's own records tell the two apart: a shutdown record, and none.
+    assert "shutdown record in the journal" in report["outages"][0]["note"], report["outages"]
+    assert "no shutdown record" in report["outages"][1]["note"], report["outages"]
 
 
 def test_rollback_removes_service_account_and_data(watched: Watched) -> None:
