@@ -13,8 +13,9 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     report = escape_tree(report)
     if fmt == "markdown":
         from hostcheck.render.markdown import render_markdown
+        from hostcheck.render.markdown_escape import markdown_tree
 
-        return render_markdown(report, verbose=verbose)
+        return render_markdown(markdown_tree(report), verbose=verbose)
     from hostcheck.render.table import render_table
 
     return render_table(report, verbose=verbose, color=color)
