@@ -37,9 +37,10 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
-from hostcheck.fact_paths import DECLARED, KINDS, declared_child
+from hostcheck.fact_paths import DECLARED, KINDS, TABLE, declared_child
 from hostcheck.facts import hostname
 from hostcheck.models import Finding, Host, Policy, Report
 
@@ -54,6 +55,12 @@ MIN_HYPHEN_LABEL = 4
 UNIVERSAL_USERS = frozenset({"root"})
 # Domains that name no organisation (the default of home routers and mDNS).
 COMMON_DOMAINS = frozenset({"lan", "local", "home", "localdomain", "internal", "home.arpa", "localhost", "intranet"})
+
+# Public distribution and registry hosts: a URL naming one (an APT mirror, Docker Hub) says
+# nothing about this machine; every other URL's host is another machine's name and goes.
+PUBLIC_DOMAINS = ("debian.org", "ubuntu.com", "canonical.com", "launchpad.net", "launchpadcontent.net", "nvidia.com",
+                  "docker.com", "docker.io", "ghcr.io", "quay.io", "github.com", "githubusercontent.com", "pypi.org",
+                  "pythonhosted.org", "vast.ai", "salad.com", "kernel.org", "fedoraproject.org")
 
 # What firmware and drivers write where they have no serial: the same on every machine.
 NON_VALUES = frozenset({"n/a", "[n/a]", "na", "none", "null", "unknown", "not specified", "not available", "default string",
@@ -74,12 +81,14 @@ _OTHER_V6_BLOCK = ipaddress.ip_network("100::/64")
 _HEX4 = "[0-9A-Fa-f]{1,4}"
 _V4 = r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _V6 = rf"(?:{_HEX4})?(?::(?:{_HEX4})?){{2,7}}(?::?{_V4})?"
+_V4_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_V4_HYPHENS = rf"{_V4_OCTET}(?:-{_V4_OCTET}){{3}}"
 _HOME = r"(?:/home|/Users|/var/home|/export/home|/usr/home)"
 _USER = r"[A-Za-z0-9_][A-Za-z0-9._-]*\$?"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 # systemd.net-naming-scheme(7): en/ib/sl/wl/ww + "x" + the 12 hex digits of the MAC.
 _MAC_IFACE = r"(?P<mac_iface_prefix>en|ib|sl|wl|ww)x(?P<mac_iface_hex>[0-9A-Fa-f]{12})"
-_VERSION_BEFORE = re.compile(r"(?i)(?:version|ver\.?|release|driver|kernel|v)\s*[:=]?\s*$")
+_VERSION_BEFORE = re.compile(r"(?i)(?<![a-z])(?:version|ver\.?|release|driver|kernel|v)\s*[:=]?\s*$")
 
 # One left-to-right pass; earlier alternatives win.
 _PATTERNS = [
@@ -90,6 +99,10 @@ _PATTERNS = [
     ("uuid", r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}(?![0-9A-Fa-f])"),
     ("mac_iface", rf"(?<![A-Za-z0-9]){_MAC_IFACE}(?![A-Za-z0-9])"),
     ("mac", r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?::[0-9A-Fa-f]{2}){5}|(?:-[0-9A-Fa-f]{2}){5})(?![\w:-])"),
+    # Twelve hex digits with a letter among them (a byte count has none), or Cisco's 0011.2233.4455.
+    ("mac_bare", r"(?<![\w.:-])(?:(?=[0-9]*[A-Fa-f])[0-9A-Fa-f]{12}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![\w:-]|\.\w)"),
+    # An address inside a reverse-DNS style host name: ip-10-44-3-21.ec2.internal, 203-0-113-5.isp.example.
+    ("rdns", rf"(?:(?<=[A-Za-z]-)|(?<![\w-])){_V4_HYPHENS}(?![\w-])"),
     ("home", rf"(?<![\w.-]){_HOME}/(?P<home_user>[^/\s:'\"]+)"),
     ("userhost", rf"(?<![\w.+%-])(?P<uh_user>{_USER})@(?P<uh_host>\[[0-9A-Fa-f:.]+\]|{_V4}|{_LABEL}(?:\.{_LABEL})*)(?![\w-])"),
     ("ipv6", rf"(?<![\w:.]){_V6}(?:%[\w.-]+)?(?:/\d{{1,3}})?(?![\w:]|\.\d)"),
@@ -97,6 +110,8 @@ _PATTERNS = [
 ]
 _PATTERN_RE = re.compile("|".join(f"(?P<{kind}>{regex})" for kind, regex in _PATTERNS))
 _LABELS = re.compile(rf"(?<![\w-]){_LABEL}(?:\.{_LABEL})*(?![\w-])")
+_REMOTE_PATH = re.compile(rf"(?<![\w.@/:-])(?P<host>{_LABEL}(?:\.{_LABEL})*):/(?!/)")
+_PATH_SEGMENT = re.compile(r"(?<=/)[^/\s:'\"\[\]]+(?=/|$|[\s:'\",;)])")
 _HOSTPORT = re.compile(rf"(?<![\w.@/-])(?P<host>{_LABEL}(?:\.{_LABEL})+):\d{{1,5}}(?!\d)")
 
 
@@ -133,6 +148,7 @@ class Redactor:
         self.addresses: dict[IPAddress, IPAddress] = {}
         self.exact: dict[str, str] = {}  # value -> kind, replaced wherever it occurs
         self.hosts: dict[str, str] = {}  # lower-case label sequence -> kind ("host", "domain")
+        self.users: set[str] = set()  # user names the facts name: replaced as a segment of any path
         self.public_ranges: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         self.substitute_blocks: set[str] = set()  # documentation blocks handed out as public addresses
         self._exact_re: re.Pattern[str] | None = None
@@ -146,7 +162,16 @@ class Redactor:
         return self.placeholders[key]
 
     def user(self, name: str) -> str:
-        return name if not name or name in UNIVERSAL_USERS or name.startswith("[user-") else self.placeholder("user", name)
+        if not name or name in UNIVERSAL_USERS or name.startswith("[user-"):
+            return name
+        self.users.add(name)
+        return self.placeholder("user", name)
+
+    def _path_users(self, text: str) -> str:
+        """A known user name as a segment of any path (``/mnt/alice/``, ``nas:/export/alice``)."""
+        if not self.users or "/" not in text:
+            return text
+        return _PATH_SEGMENT.sub(lambda m: self.user(m.group()) if m.group() in self.users else m.group(), text)
 
     def mac(self, value: str) -> str:
         hexdigits = re.sub(r"[^0-9A-Fa-f]", "", value).lower()
@@ -324,7 +349,7 @@ class Redactor:
             if kind == "url":
                 host = match.group("url_host")
                 host = self.address_text(host) if _address(host) is not None else (
-                    self.host(host) if names and url_hosts else self._replace_hosts(host, dotted=not names))
+                    self._replace_hosts(host, dotted=not names) if _public_host(host) else self.host(host))
                 path = self.scrub(match.group("url_path") or "", names=names)
                 return f"{match.group('url_scheme')}{host}{match.group('url_port') or ''}{path}"
             if kind == "home":
@@ -336,8 +361,10 @@ class Redactor:
                 return f"{self.user(match.group('uh_user'))}@{host}"
             if kind == "mac_iface":
                 return f"{match.group('mac_iface_prefix')}x{self.mac(match.group('mac_iface_hex'))}"
-            if kind == "mac":
+            if kind in ("mac", "mac_bare"):
                 return self.mac(value)
+            if kind == "rdns":
+                return "-".join(self.address_text(value.replace("-", ".")).split("."))
             if kind in ("ipv4", "ipv6"):
                 if _address(value.split("/", 1)[0]) is None:
                     return value
@@ -347,7 +374,7 @@ class Redactor:
             return self.placeholder(kind, value)
 
         out = _PATTERN_RE.sub(replace, text)
-        out = self._replace_exact(out)
+        out = self._path_users(self._replace_exact(out))
         return self._replace_hosts(out, dotted=not names)
 
     def learn_server(self, text: str) -> None:
@@ -357,16 +384,23 @@ class Redactor:
         self.learn_host(host)
 
     def learn_text(self, text: str) -> None:
-        """Host names written as ``host:port`` or in a URL of free text are host names."""
-        for match in _HOSTPORT.finditer(text):
-            self.learn_host(match.group("host"))
+        """Host names written as ``host:port``, ``host:/path`` or in a URL of free text are host
+        names; the user after ``/home/`` or before ``@host`` is a user name."""
+        for match in (*_HOSTPORT.finditer(text), *_REMOTE_PATH.finditer(text)):
+            host = match.group("host")
+            if "." in host or (len(host) >= MIN_WORD_LABEL and host.lower() not in URL_SCHEMES):
+                self.learn_host(host)
         for match in _PATTERN_RE.finditer(text):
             if match.lastgroup == "url" and _address(match.group("url_host")) is None:
-                self.learn_host(match.group("url_host"))
+                if not _public_host(match.group("url_host")):
+                    self.learn_host(match.group("url_host"))
+            elif match.lastgroup in ("home", "userhost"):
+                self.user(match.group("home_user" if match.lastgroup == "home" else "uh_user"))
 
     # ---------------------------------------------------------------- by kind
-    def value(self, kind: str, text: str, keyword: str = "") -> str:
-        """One string of kind ``kind``; ``keyword``: the key the data chose above it (an sshd keyword)."""
+    def value(self, kind: str, text: str, keyword: str = "", path: str = "") -> str:
+        """One string of kind ``kind`` at fact ``path``; ``keyword``: the key the data chose above
+        it (an sshd keyword)."""
         if kind == "host" and "://" in text:
             return self.scrub(text)
         if kind == "host":
@@ -397,6 +431,9 @@ class Redactor:
         if kind == "path":
             return self._path(text)
         if kind == "value":
+            whole = text.strip().lower()
+            if whole not in vocabulary(path) and (whole in self.hosts or text.strip() in self.users):
+                return self.user(text.strip()) if text.strip() in self.users else self.host(text)
             return self.scrub(text, names=False)
         if kind == "uri":
             return self.scrub(text, url_hosts=False)
@@ -453,6 +490,9 @@ class Redactor:
                 self.learn_host(host)
         elif kind in ("serial", "uuid", "container"):
             self.learn_exact(kind, text)
+        elif kind in ("user", "users"):
+            for word in text.split(" "):
+                self.user(word.partition("@")[0].strip("*?!"))
         elif kind in ("text", "path"):
             self.learn_text(text)
             remote = re.match(r"^//([^/]+)/|^([^/:\s][^:/\s]*):/", text)
@@ -494,8 +534,35 @@ class Redactor:
         if isinstance(value, list):
             return [self.redact(item, f"{path}.*", keyword) for item in value]
         if isinstance(value, str):
-            return self.value(kind_of(path), value, keyword)
+            return self.value(kind_of(path), value, keyword, path)
         return value
+
+
+def _public_host(name: str) -> bool:
+    name = name.lower().rstrip(".")
+    return any(name == domain or name.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+
+
+URL_SCHEMES = frozenset({"http", "https", "ftp", "file", "ssh", "git", "tcp", "udp", "unix"})
+
+
+@cache
+def vocabulary(path: str) -> frozenset[str]:
+    """The words a declared fact holds by its declaration (its choices and the quoted examples
+    of its meaning): a value among them is the field's own word, never a learned name."""
+    fact = TABLE.get(_declared_leaf(path))
+    if fact is None:
+        return frozenset()
+    return frozenset(w.lower() for w in (*fact.choices, *re.findall(r'"([^"]+)"', fact.meaning)))
+
+
+def _declared_leaf(path: str) -> str:
+    parts = path.strip(".").split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in DECLARED:
+            return prefix
+    return ""
 
 
 def kind_of(path: str) -> str:
