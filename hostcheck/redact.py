@@ -431,13 +431,22 @@ class Redactor:
         if kind == "path":
             return self._path(text)
         if kind == "value":
-            whole = text.strip().lower()
-            if whole not in vocabulary(path) and (whole in self.hosts or text.strip() in self.users):
-                return self.user(text.strip()) if text.strip() in self.users else self.host(text)
-            return self.scrub(text, names=False)
+            return self.compared(text, path)
         if kind == "uri":
             return self.scrub(text, url_hosts=False)
         return self.scrub(text, versions="version" in keyword)
+
+    def compared(self, text: str, path: str) -> str:
+        """A value the checks may compare: what is shaped like an identifier goes, and a value
+        that is wholly a learned host or user name, unless it is one of the field's own words
+        (a user called ubuntu leaves ``os_id: ubuntu`` alone)."""
+        whole = text.strip()
+        if whole.lower() not in vocabulary(path):
+            if whole in self.users:
+                return self.user(whole)
+            if whole.lower() in self.hosts:
+                return self.host(whole)
+        return self.scrub(text, names=False)
 
     def host_port(self, text: str) -> str:
         if text.count(":") == 1 and text.partition(":")[2].isdigit():
@@ -525,7 +534,9 @@ class Redactor:
             out: dict[str, Any] = {}
             for key, item in value.items():
                 child, is_data = declared_child(path, str(key))
-                name = self.scrub(str(key), names=kind_of(child) == "text") if is_data else str(key)
+                name = str(key)
+                if is_data:
+                    name = self.scrub(name) if kind_of(child) == "text" else self.compared(name, child)
                 if child == "network.path.public_ranges":
                     out[name] = []  # filled in once every address is replaced: see redact_facts
                     continue
