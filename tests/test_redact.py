@@ -149,6 +149,34 @@ def test_type_not_word_redaction(tmp_path: Path) -> None:
     assert facts["system"]["[host-1]"] == {"/home/[user-2]": "ok"}
 
 
+def test_each_class_by_what_it_is_in_free_text() -> None:
+    """The values real machines' facts carry in free text, each replaced by its class; ordinary
+    words and versions stay."""
+    facts = json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    facts["isolation"]["human_accounts"] = [{"name": "carol", "uid": 1000, "home": "/home/carol", "shell": "/bin/sh"}]
+    facts["power"]["batteries"] = [{"name": "BAT0", "capacity_pct": 80, "status": "carol"}]
+    facts["system"]["log"] = [
+        "default via 192.168.1.1 dev 203.0.113.77 proto static", "srv=198.51.100.23 answered",
+        "lladdr 00e04c680a1b and 00e0.4c68.0a1b", "peer ip-10-44-3-21.ec2.internal",
+        "mounted /mnt/carol/models from nas.example.net:/export/carol",
+        "HTTPS_PROXY=http://proxy.acme.internal:3128", "registry mirror https://mirror.acme-corp.example/v2",
+        "deb http://apt.acme-corp.example/debian and http://deb.debian.org/debian bookworm main",
+        "kernel 6.1.0 driver version 550.54.15 status Discharging",
+    ]
+    out = json.dumps(redact_facts(facts))
+    for secret in ("203.0.113.77", "198.51.100.23", "00e04c680a1b", "00e0.4c68.0a1b", "10-44-3-21", "carol",
+                   "nas.example.net", "proxy.acme.internal", "acme-corp"):
+        assert secret not in out, secret
+    log = redact_facts(facts)["system"]["log"]
+    assert log[4].startswith("mounted /mnt/[user-1]/models from [host-") and log[4].endswith(":/export/[user-1]")
+    assert re.fullmatch(r"peer ip-10-\d+-\d+-\d+\.ec2\.internal", log[3])  # a private address stays in 10/8
+    assert "http://deb.debian.org/debian bookworm main" in log[7]  # a public mirror names nobody
+    assert log[8] == "kernel 6.1.0 driver version 550.54.15 status Discharging"
+    assert redact_facts(facts)["power"]["batteries"][0]["status"] == "[user-1]"
+    assert redact_facts(json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json")))["power"]["batteries"] == \
+        json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json"))["power"]["batteries"]  # "Charging" is a word
+
+
 def test_facts_redact_and_every_format(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(_case_facts()))
