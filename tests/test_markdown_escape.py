@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 from itertools import cycle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from hostcheck.policy import resolve_policies
 from hostcheck.render import render
 from hostcheck.render.markdown_escape import markdown_text
 from hostcheck.report import build_report
-from tests.helpers import SNAPSHOTS
+from tests.helpers import SNAPSHOTS, hostcheck
 
 HOSTILE = [
     '<script>alert("PLANT1")</script>',
@@ -110,13 +111,16 @@ def _planted(facts: Any, payloads: Any) -> Any:
     return facts
 
 
-def test_no_planted_markup_survives_a_markdown_report() -> None:
-    facts = _planted(json.loads((SNAPSHOTS / "reference-laptop.json").read_text()), cycle(HOSTILE))
-    report = build_report(from_jsonable(facts), resolve_policies([]))
-    rendered = page(markdown_to_html(render(report, "markdown", verbose=True)))
-    # Only the layout's own elements; no attribute and no comment from a value.
+def _hostile_facts() -> Any:
+    return _planted(json.loads((SNAPSHOTS / "reference-laptop.json").read_text()), cycle(HOSTILE))
+
+
+def _assert_no_planted_markup(markdown: str) -> Page:
+    rendered = page(markdown_to_html(markdown))
+    # Only the layout's own elements (the offer writes field names as code); no attribute and
+    # no comment from a value.
     assert set(rendered.tags) <= {"h1", "h2", "p", "strong", "em", "ul", "li", "table", "thead", "tbody", "tr", "th",
-                                  "td", "a"}, set(rendered.tags)
+                                  "td", "a", "code"}, set(rendered.tags)
     assert not any("PLANT" in a or "evil.example" in a for a in rendered.attributes)
     assert rendered.comments == []
     # Planted text reaches the page as text, never as emphasis, code or a link.
@@ -124,6 +128,22 @@ def test_no_planted_markup_survives_a_markdown_report() -> None:
     assert planted, "no planted value reached the report: the test would prove nothing"
     made = [(text, inside) for text, inside in planted if set(inside) & {"em", "code", "a", "s", "del"}]
     assert made == [], made[:5]
+    return rendered
+
+
+def test_no_planted_markup_survives_a_markdown_report() -> None:
+    report = build_report(from_jsonable(_hostile_facts()), resolve_policies([]))
+    rendered = _assert_no_planted_markup(render(report, "markdown", verbose=True))
     whole = "".join(text for text, _ in rendered.texts)
     reached = [value for value in HOSTILE if value in whole]
     assert len(reached) >= len(HOSTILE) // 2, reached  # most values appear whole, as they were written
+
+
+def test_no_planted_markup_survives_the_markdown_offer(tmp_path: Path) -> None:
+    facts = _hostile_facts()
+    facts["meta"] = json.loads((SNAPSHOTS / "reference-laptop.json").read_text())["meta"]  # `offer` checks its times
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    proc = hostcheck("offer", "--format", "markdown", "--facts", str(path))
+    assert proc.returncode == 0, proc.stderr
+    _assert_no_planted_markup(proc.stdout)

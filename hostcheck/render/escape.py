@@ -8,6 +8,7 @@ it out (JSON needs nothing: json.dumps escapes control characters itself).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from enum import Enum
@@ -34,12 +35,15 @@ def escape_text(text: str) -> str:
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    """A copy of a model or JSON-like tree with ``change`` applied to every string (keys too);
+    """A copy of a model, dataclass or JSON-like tree with ``change`` applied to every string (keys too);
     enum members are hostcheck's own words and stay members."""
     if isinstance(value, Enum):
         return value
     if isinstance(value, BaseModel):
         return value.model_copy(update={name: map_strings(item, change) for name, item in value})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: map_strings(getattr(value, f.name), change)
+                                             for f in dataclasses.fields(value) if f.init})
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):

@@ -6,6 +6,7 @@ from typing import Any
 
 from hostcheck.measure.offer import Label, Offer
 from hostcheck.render.escape import escape_text
+from hostcheck.render.markdown_escape import markdown_tree
 from hostcheck.safeio import dumps
 
 POWER_ROWS = (
@@ -95,6 +96,8 @@ def render_offer(offer: Offer, fmt: str) -> str:
     if fmt == "json":
         return dumps(offer.as_dict(), indent=2) + "\n"
     markdown = fmt == "markdown"
+    if markdown:
+        offer = markdown_tree(offer)
     lines: list[str] = []
     if markdown:
         lines += ["# The offer a Vast renter would see", "", "| field | value | label | how |", "|---|---|---|---|"]
