@@ -147,3 +147,13 @@ def test_no_planted_markup_survives_the_markdown_offer(tmp_path: Path) -> None:
     proc = hostcheck("offer", "--format", "markdown", "--facts", str(path))
     assert proc.returncode == 0, proc.stderr
     _assert_no_planted_markup(proc.stdout)
+
+
+def test_no_planted_markup_survives_the_markdown_fleet_view(tmp_path: Path) -> None:
+    report = build_report(from_jsonable(_hostile_facts()), resolve_policies([]))
+    (tmp_path / "gpu-box.json").write_text(json.dumps(report.as_dict()))
+    (tmp_path / "index.json").write_text(json.dumps(
+        [{"host": value, "status": "unreachable", "message": value} for value in HOSTILE[:8]]))
+    proc = hostcheck("fleet", str(tmp_path), "-f", "markdown")
+    assert proc.returncode in (0, 3, 4), proc.stderr
+    _assert_no_planted_markup(proc.stdout)
