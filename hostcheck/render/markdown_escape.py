@@ -3,8 +3,8 @@
 A Markdown report is pasted where it is rendered (a forum post, a ticket), and Markdown
 carries inline HTML: a host name or a reason holding ``<script>``, ``<img onerror=...>``,
 ``[a link](...)``, ``*emphasis*`` or a ``|`` that splits a table cell would become markup
-there. Every string of the report is escaped once, before the layout (like
-:func:`hostcheck.render.escape.escape_tree`, after it): HTML's special characters become
+there. Every string of the report is escaped once, before the layout (in the same pass as
+:func:`hostcheck.render.escape.escape_tree`'s control characters): HTML's special characters become
 entities (no renderer reads ``&lt;script&gt;`` as a tag), the table delimiter ``|`` an entity
 (rows are split before entities are read), and what starts Markdown markup is escaped with a
 backslash, which CommonMark reads as the character itself.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.render.escape import map_strings
+from hostcheck.render.escape import escape_text, map_strings
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;"}
 # Emphasis, code spans, links and images, strikethrough, and the backslash itself. An
@@ -44,5 +44,6 @@ def markdown_text(text: str) -> str:
 
 
 def markdown_tree(value: Any) -> Any:
-    """A copy of a model or JSON-like tree with every string (keys too) escaped for Markdown."""
-    return map_strings(value, markdown_text)
+    """A copy of a model, dataclass or JSON-like tree with every string (keys too) escaped for
+    Markdown, control characters first (:func:`hostcheck.render.escape.escape_text`)."""
+    return map_strings(value, lambda text: markdown_text(escape_text(text)))
