@@ -43,8 +43,8 @@ def readable_copy(*modules: str) -> Path:
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     stdlib = _stdlib_dirs()
     for name, file in json.loads(loaded.stdout).items():
-        if file is None:
-            continue  # built in
+        if file is None or name.startswith(("__editable__", "_distutils_hack")):
+            continue  # built in, or the virtualenv's own import hooks
         source = Path(file).resolve()
         installed = "site-packages" in source.parts or "dist-packages" in source.parts
         if not installed and any(source.is_relative_to(d) for d in stdlib):
