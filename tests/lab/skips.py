@@ -3,8 +3,9 @@ tests/allowed_skips.toml allows it.
 
 scripts/test sets ``HOSTCHECK_STRICT_SKIPS=1``: a skip reason the allow-list does not name
 then fails the run (a skip that depends on what happens to be installed hides coverage).
-Under pytest-xdist the workers' reports reach the controller's ``pytest_runtest_logreport``,
-so the controller alone counts and decides.
+Under pytest-xdist the workers' reports reach the controller's ``pytest_runtest_logreport``
+(and a module skipped whole its ``pytest_collectreport``), so the controller alone counts and
+decides.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def allowed_reasons(path: Path = ALLOW_LIST) -> dict[str, str]:
     return out
 
 
-def skip_reason(report: pytest.TestReport) -> str | None:
+def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str | None:
     """The reason of a skipped report (not of an xfail), as the test gave it."""
     if not report.skipped or hasattr(report, "wasxfail"):
         return None
@@ -49,11 +50,19 @@ class SkipSummary:
         self.strict = strict
         self.counts: Counter[str] = Counter()
 
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def _count(self, report: pytest.TestReport | pytest.CollectReport) -> None:
         reason = skip_reason(report)
         if reason is not None:
             self.counts[reason] += 1
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._count(report)
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module skipped as a whole (xdist hands the controller each such report once)."""
+        self._count(report)
 
     def unexpected(self) -> list[str]:
         return sorted(reason for reason in self.counts if reason not in self.allowed)
