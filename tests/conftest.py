@@ -3,12 +3,13 @@
 - tests.lab.fixtures: the lab fixtures (tests/lab/README.md)
 - tests.lab.lanes: which tests run side by side under pytest-xdist, and in what order
 - tests.lab.report: where the time went, printed at the end of the run
+- tests.lab.skips: every skip reason with its count; unexpected ones fail scripts/test
 - pytester: for the tests of those plugins
 """
 
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.lab.fixtures", "tests.lab.lanes", "tests.lab.report", "pytester"]
+pytest_plugins = ["tests.lab.fixtures", "tests.lab.lanes", "tests.lab.report", "tests.lab.skips", "pytester"]
 
 
 # Property tests judge behaviour, never speed: on a loaded 2-core CI machine one example of a

@@ -28,6 +28,7 @@ from hostcheck.collectors.disk_bw import (
     target_directory,
 )
 from hostcheck.facts import Unknown
+from tests.unprivileged import python_as_nobody
 
 FIO = shutil.which("fio")
 needs_fio = pytest.mark.skipif(FIO is None, reason="fio is not installed (scripts/test installs it)")
@@ -125,15 +126,8 @@ print(r.mib_s.reason if hasattr(r.mib_s, "reason") else r.mib_s)
 
 def test_unwritable_directory_is_unknown(disk_dir: Path) -> None:
     os.chmod(disk_dir, 0o555)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    cmd = [sys.executable, "-c", PROBE, str(disk_dir)]
-    if os.geteuid() == 0:  # root writes anywhere: ask as an unprivileged user
-        import pwd
-
-        nobody = pwd.getpwnam("nobody")
-        cmd = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups", *cmd]
     os.chmod(disk_dir.parent, os.stat(disk_dir.parent).st_mode)  # /var/tmp is world-traversable
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, cwd="/")
+    out = python_as_nobody(PROBE, str(disk_dir), imports=("hostcheck.collectors.disk_bw",))  # root writes anywhere: ask as an unprivileged user
     os.chmod(disk_dir, 0o755)
     assert out.returncode == 0, out.stderr
     if shutil.which("fio") is None:

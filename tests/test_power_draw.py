@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from hostcheck.measure.power import (
     Provenance,
     estimate_power,
 )
+from tests.unprivileged import python_as_nobody
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -218,16 +218,7 @@ def test_rapl_energy_readable_by_root_only() -> None:
         os.chmod(root / "intel-rapl:0" / "energy_uj", 0o400)
         os.chmod(root / "intel-rapl:0" / "name", 0o444)
         os.chmod(root / "intel-rapl:0" / "max_energy_range_uj", 0o444)
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        if os.geteuid() == 0:
-            import pwd
-
-            nobody = pwd.getpwnam("nobody")
-            cmd = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
-                   sys.executable, "-c", UNREADABLE_PROBE, str(root)]
-        else:
-            cmd = [sys.executable, "-c", UNREADABLE_PROBE, str(root)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, cwd="/")
+        out = python_as_nobody(UNREADABLE_PROBE, str(root), imports=("hostcheck.collectors.power_draw",))
         assert out.returncode == 0, out.stderr
         assert "readable by root only" in out.stdout and "CVE-2020-8694" in out.stdout
     finally:

@@ -431,6 +431,27 @@ def test_table_caps_per_address_and_per_prefix() -> None:
     assert table.by_address["203.0.113.5"] == 2 and table.slots == 5
 
 
+def test_a_full_prefix_is_shared_fairly_before_the_patient_rule() -> None:
+    """Two addresses hold a /24's four slots, two each, all fresh. A newcomer from a third
+    address of the /24 takes the oldest of the heaviest at once; the attacker's shed address,
+    reconnecting, finds the prefix balanced and must wait for the patient rule, so it cannot
+    take the newcomer's slot back; nor can the newcomer's own second connection."""
+    lim = Limits(max_connections=64, max_connections_per_source=8, max_connections_per_prefix=4, shed_after_s=1.0)
+    table = ConnectionTable(lim)
+    held = [Conn() for _ in range(4)]
+    for i, conn in enumerate(held):
+        table.open(f"198.51.100.{1 + i % 2}", conn.abort, now=i * 0.01)
+    owner = Conn()
+    slot, shed = table.open("198.51.100.200", owner.abort, now=0.05)
+    assert slot is not None and shed == 1 and held[0].aborted and table.by_prefix == {"198.51.100.0/24": 4}
+    # 198.51.100.1 now holds one, .2 two, the owner one: nobody holds two more than .1
+    assert table.open("198.51.100.1", Conn().abort, now=0.06) == (None, 0)
+    assert table.open("198.51.100.200", Conn().abort, now=0.07) == (None, 0) and not owner.aborted
+    # an address holding none takes from the heaviest (.2), never from the owner
+    slot, shed = table.open("198.51.100.3", Conn().abort, now=0.08)
+    assert slot is not None and shed == 1 and held[1].aborted and not owner.aborted
+
+
 def test_table_caps_handshakes_and_stays_bounded() -> None:
     """IPv6 rotation through a whole /48, 10 000 addresses a second apart: the table never
     holds more than its caps, and what a shed connection held is given back."""

@@ -8,6 +8,7 @@ vanishes mid-request, and a token that would show in ``ps``.
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import json
 import os
@@ -466,6 +467,52 @@ def test_slot_filling_does_not_keep_the_token_holder_out(sources: list[str], hel
         assert served == 20
         if held == 64:  # every slot was the attacker's: each request displaced one
             assert srv.service.stats["connections_shed"] >= 20
+    finally:
+        srv.stop()
+
+
+def _served_from(port: int, source: str) -> bool:
+    """One authenticated probe request from ``source`` (a fresh connection): answered?"""
+    body = json.dumps({"ports": [{"port": free_port(), "proto": "tcp", "nonce": NONCE}]})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5, source_address=(source, 0))
+    try:
+        conn.request("POST", "/probe", body=body, headers={"Authorization": f"Bearer {TOKEN}",
+                                                          "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status == 200 and json.loads(resp.read())["results"][0]["detail"] == "refused"
+    except (OSError, http.client.HTTPException, ValueError):
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("addresses", [8, 2], ids=["eight-addresses", "two-addresses"])
+def test_an_owner_who_shares_the_attackers_prefix_is_served(addresses: int) -> None:
+    """Behind carrier-grade NAT an owner shares its public /24 with strangers. An attacker
+    holds the /24's slots (16) from a few of its addresses, reopening whatever the server
+    closes; the owner (another address of the same /24) and a caller from another /24 take
+    turns, in one run: each request of either is served."""
+    limits = Limits(rate_per_min=100, max_connections=64, max_connections_per_source=8,
+                    max_connections_per_prefix=16, shed_after_s=0.3)
+    srv = start_in_thread(limits)
+    port = int(srv.url.rsplit(":", 1)[1])
+    table = srv.service.table
+    callers = {"same /24": "127.1.0.200", "other /24": "127.2.0.200"}
+    served = dict.fromkeys(callers, 0)
+    rounds = 10
+    try:
+        with Occupier(port, [f"127.1.0.{n}" for n in range(1, addresses + 1)], per_source=12,
+                      opening=b"POST /probe HTTP/1.1\r\nHost: x\r\n"):
+            assert _wait(lambda: srv.call(lambda: table.by_prefix.get("127.1.0.0/24")) == 16)
+            time.sleep(limits.shed_after_s)  # an attacker holds its slots for the whole deadline
+            for _ in range(rounds):
+                for name, source in callers.items():
+                    # each request meets the attack at full strength: the /24 full again
+                    assert _wait(lambda: srv.call(lambda: table.by_prefix.get("127.1.0.0/24")) == 16)
+                    served[name] += _served_from(port, source)
+        print(f"{addresses} attacker addresses holding the /24's 16 slots: served "
+              + ", ".join(f"{name} {n} of {rounds}" for name, n in served.items()))
+        assert served == dict.fromkeys(callers, rounds)
     finally:
         srv.stop()
 

@@ -149,6 +149,34 @@ def test_type_not_word_redaction(tmp_path: Path) -> None:
     assert facts["system"]["[host-1]"] == {"/home/[user-2]": "ok"}
 
 
+def test_each_class_by_what_it_is_in_free_text() -> None:
+    """The values real machines' facts carry in free text, each replaced by its class; ordinary
+    words and versions stay."""
+    facts = json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json"))
+    facts["isolation"]["human_accounts"] = [{"name": "carol", "uid": 1000, "home": "/home/carol", "shell": "/bin/sh"}]
+    facts["power"]["batteries"] = [{"name": "BAT0", "capacity_pct": 80, "status": "carol"}]
+    facts["system"]["log"] = [
+        "default via 192.168.1.1 dev 203.0.113.77 proto static", "srv=198.51.100.23 answered",
+        "lladdr 00e04c680a1b and 00e0.4c68.0a1b", "peer ip-10-44-3-21.ec2.internal",
+        "mounted /mnt/carol/models from nas.example.net:/export/carol",
+        "HTTPS_PROXY=http://proxy.acme.internal:3128", "registry mirror https://mirror.acme-corp.example/v2",
+        "deb http://apt.acme-corp.example/debian and http://deb.debian.org/debian bookworm main",
+        "kernel 6.1.0 driver version 550.54.15 status Discharging",
+    ]
+    out = json.dumps(redact_facts(facts))
+    for secret in ("203.0.113.77", "198.51.100.23", "00e04c680a1b", "00e0.4c68.0a1b", "10-44-3-21", "carol",
+                   "nas.example.net", "proxy.acme.internal", "acme-corp"):
+        assert secret not in out, secret
+    log = redact_facts(facts)["system"]["log"]
+    assert log[4].startswith("mounted /mnt/[user-1]/models from [host-") and log[4].endswith(":/export/[user-1]")
+    assert re.fullmatch(r"peer ip-10-\d+-\d+-\d+\.ec2\.internal", log[3])  # a private address stays in 10/8
+    assert "http://deb.debian.org/debian bookworm main" in log[7]  # a public mirror names nobody
+    assert log[8] == "kernel 6.1.0 driver version 550.54.15 status Discharging"
+    assert redact_facts(facts)["power"]["batteries"][0]["status"] == "[user-1]"
+    assert redact_facts(json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json")))["power"]["batteries"] == \
+        json.loads(_snapshot(SNAPSHOTS / "reference-laptop.json"))["power"]["batteries"]  # "Charging" is a word
+
+
 def test_facts_redact_and_every_format(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(_case_facts()))
@@ -222,7 +250,7 @@ def identities(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "short": short, "domain": f"{domain_label}.{tld}", "fqdn": f"{short}.{domain_label}.{tld}",
         "user": draw(TOKEN), "common_user": draw(COMMON_USERS), "password": draw(TOKEN), "query": draw(TOKEN),
-        "server": f"{draw(TOKEN)}.{draw(TOKEN)}.org",
+        "server": f"{draw(TOKEN)}.{draw(TOKEN)}.org", "mirror": f"{draw(TOKEN)}.{draw(TOKEN)}.internal",
         "v4": draw(_public(4)), "v4b": draw(_public(4)), "private": draw(PRIVATE_V4), "v6": draw(_public(6)),
         "v6how": draw(st.integers(0, 4)), "mac": mac, "link_local": link_local, "serial": "S" + draw(TOKEN).upper(),
         "uuid": str(draw(st.uuids())),
@@ -251,7 +279,24 @@ def _text_plants(ids: dict[str, Any]) -> list[str]:
         f"range {ids['v4']}-{ids['v4b']} and {_mapped_v6(ids['v4'])} and {ids['private']}/24",
         f"mac {ids['mac'].upper()} on enx{hexmac} / wlx{hexmac}",
         f"gpu serial {ids['serial']} uuid {ids['uuid']}" if ids.get("serial_field") else f"uuid {ids['uuid']}",
+        # Each class again where real machines write it in free text: a route line, key=value,
+        # a bare or dotted MAC, an address inside a reverse-DNS name, a user in any path, URL
+        # hosts without credentials (a proxy, a registry mirror, an APT source).
+        f"default via {ids['private']} dev {ids['v4']} proto static; srv={ids['v4b']}",
+        f"lladdr {_cisco_mac(ids['mac'])} {hexmac if re.search('[a-f]', hexmac) else ''} seen",
+        f"peer ip-{_hyphens(ids['private'])}.ec2.internal via {_hyphens(ids['v4'])}.isp.example",
+        f"/mnt/{c}/models and /srv/{u}/cache and nas.{ids['domain']}:/export/{u}",
+        f"HTTPS_PROXY=http://{ids['server']}:3128 mirrors [\"https://{ids['mirror']}/v2\"] deb http://{ids['mirror']}/debian",
     ]
+
+
+def _cisco_mac(mac: str) -> str:
+    hexdigits = mac.replace(":", "")
+    return ".".join(hexdigits[i:i + 4] for i in range(0, 12, 4))
+
+
+def _hyphens(address: ipaddress.IPv4Address) -> str:
+    return str(address).replace(".", "-")
 
 
 def _value_for(kind: str, ids: dict[str, Any], n: int) -> str:
@@ -268,8 +313,8 @@ def _value_for(kind: str, ids: dict[str, Any], n: int) -> str:
     if kind in by_kind:
         return by_kind[kind]
     plants = _text_plants(ids)
-    if kind == "value":  # values the checks compare: only what is shaped like an identifier goes there
-        plants = plants[1:]
+    if kind == "value":  # values the checks compare: identifiers, and a learned name as the whole value
+        plants = [ids["short"], ids["user"], *plants[1:]]
     return plants[n % len(plants)]
 
 
@@ -309,6 +354,7 @@ def _plant(facts: Any, ids: dict[str, Any], values: bool = True) -> Any:
     planted = walk(facts, "")
     planted["meta"]["hostname"] = ids["fqdn"]
     planted["meta"]["description"] = f"probe {ids['server']}:8443 for {ids['short']}"  # free text names the server
+    planted["meta"]["notes"] = _text_plants(ids)  # every class in free text at least once, whatever the cycle hit
     planted["isolation"]["human_accounts"] = [
         {"name": ids["user"], "uid": 1000, "home": f"/home/{ids['user']}", "shell": "/bin/sh"},
         {"name": ids["common_user"], "uid": 1001, "home": f"/home/{ids['common_user']}", "shell": "/bin/sh"},
@@ -335,11 +381,15 @@ def _searches(ids: dict[str, Any]) -> list[tuple[str, str]]:
         ("common user before @", rf"(?<![\w.-]){re.escape(c)}@"), ("common user in URL", rf"//{re.escape(c)}:"),
         ("mac", re.escape(ids["mac"])), ("mac-", re.escape(ids["mac"].replace(":", "-"))), ("mac hex", re.escape(hexmac)),
         ("private", bare(str(ids["private"]))),
+        ("mac dotted", re.escape(_cisco_mac(ids["mac"]))), ("mirror", bare(ids["mirror"])),
+        ("common user in a path", rf"/mnt/{re.escape(c)}(?![\w.-])"),
+        ("private in a host name", rf"(?<!\d)(?<!\d-){re.escape(_hyphens(ids['private']))}(?!-?\d)"),
     ]
     if ids.get("serial_field"):
         found.append(("serial", re.escape(ids["serial"])))
     for key in ("v4", "v4b"):
         found.append((key, rf"(?<![\d.]){re.escape(str(ids[key]))}(?![\d])"))
+        found.append((f"{key} in a host name", rf"(?<!\d)(?<!\d-){re.escape(_hyphens(ids[key]))}(?!-?\d)"))
     for form in {v6.compressed, v6.exploded, ids["link_local"].compressed, ids["link_local"].exploded}:
         found.append(("v6", rf"(?<![\w:]){re.escape(form)}(?![\w:])"))
     return found
@@ -356,7 +406,8 @@ def test_planted_values_never_reach_any_format(ids: dict[str, Any], path: Path) 
     original = build_report(from_jsonable(facts), _policies())
     # The plants are there to find (each class in at least one field of the unredacted report).
     assert {"fqdn", "short name", "user", "password", "query", "mac", "mac hex", "v4", "v6", "uuid",
-            "common user in a home path"} | ({"serial"} if ids["serial_field"] else set()) <= set(_leaks(json.dumps(original.as_dict()), ids))
+            "common user in a home path", "mac dotted", "mirror", "common user in a path", "private in a host name",
+            "v4 in a host name"} | ({"serial"} if ids["serial_field"] else set()) <= set(_leaks(json.dumps(original.as_dict()), ids))
     report, _ = redacted_report(from_jsonable(facts), _policies(), original)
     for fmt in ("json", "table", "markdown"):
         assert _leaks(render(report, fmt, verbose=True), ids) == [], fmt

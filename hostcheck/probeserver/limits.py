@@ -138,6 +138,13 @@ class ConnectionTable:
     request follows its connection at once, is served. Only the server marks a slot
     authenticated, once a parsed request's token matched (:meth:`authenticate`).
 
+    A full prefix is shared fairly first: a newcomer from an address holding fewer of its slots
+    than another address of the prefix (by two or more) takes that address's oldest connection
+    without the token at once (:meth:`_fair_share_victim`). An owner behind carrier-grade NAT,
+    whose public /24 is shared with a stranger who holds its slots from a few addresses, is
+    served; only a prefix held by as many addresses as it has slots, one each, leaves a newcomer
+    to the patient rule.
+
     Memory is bounded by the caps: the table holds the open connections and nothing else (an
     address or prefix leaves the counts with its last connection).
     """
@@ -171,12 +178,14 @@ class ConnectionTable:
         ]
         if handshaking:
             scopes.append((lambda: self.handshakes >= lim.max_handshakes, lambda s: s.handshaking, False))
-        for full, in_scope, patient in scopes:
+        for scope, (full, in_scope, patient) in enumerate(scopes):
             while full():
-                # Oldest first: the first in scope is the only candidate.
-                victim = next((s for s in self._unauthenticated.values() if in_scope(s)), None)
-                if victim is None or (patient and victim.since > idle_since):
-                    return None, shed
+                victim = self._fair_share_victim(address, prefix) if scope == 1 else None
+                if victim is None:
+                    # Oldest first: the first in scope is the only candidate.
+                    victim = next((s for s in self._unauthenticated.values() if in_scope(s)), None)
+                    if victim is None or (patient and victim.since > idle_since):
+                        return None, shed
                 self.close(victim)
                 victim.abort()
                 shed += 1
@@ -187,6 +196,21 @@ class ConnectionTable:
         self.by_prefix[prefix] = self.by_prefix.get(prefix, 0) + 1
         self._unauthenticated[id(slot)] = slot
         return slot, shed
+
+    def _fair_share_victim(self, address: str, prefix: str) -> Slot | None:
+        """In a full prefix, the oldest connection without the token of the address that holds
+        the most of the prefix's slots, when that address holds at least two more than
+        ``address`` does: a newcomer from an address with fewer connections takes it at once.
+        Addresses that hold the prefix alike (an attacker's own, shed and reconnecting) find
+        none and wait for the patient rule, so they cannot churn through each other, nor
+        through a connection that has just arrived from another address."""
+        own = self.by_address.get(address, 0)
+        victim, most = None, own + 1
+        for slot in self._unauthenticated.values():  # oldest first: the oldest of the heaviest wins a tie
+            held = self.by_address.get(slot.address, 0)
+            if slot.prefix == prefix and held > most:
+                victim, most = slot, held
+        return victim
 
     def handshake_done(self, slot: Slot) -> None:
         if slot.open and slot.handshaking:

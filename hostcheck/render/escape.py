@@ -8,7 +8,9 @@ it out (JSON needs nothing: json.dumps escapes control characters itself).
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -32,17 +34,25 @@ def escape_text(text: str) -> str:
     return _CONTROL.sub(_one, text)
 
 
-def escape_tree(value: Any) -> Any:
-    """A copy of a model or JSON-like tree with every string (keys too) escaped; enum members
-    are hostcheck's own words and stay members."""
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A copy of a model, dataclass or JSON-like tree with ``change`` applied to every string (keys too);
+    enum members are hostcheck's own words and stay members."""
     if isinstance(value, Enum):
         return value
     if isinstance(value, BaseModel):
-        return value.model_copy(update={name: escape_tree(item) for name, item in value})
+        return value.model_copy(update={name: map_strings(item, change) for name, item in value})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: map_strings(getattr(value, f.name), change)
+                                             for f in dataclasses.fields(value) if f.init})
     if isinstance(value, str):
-        return escape_text(value)
+        return change(value)
     if isinstance(value, dict):
-        return {escape_tree(k): escape_tree(v) for k, v in value.items()}
+        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [escape_tree(v) for v in value]
+        return [map_strings(v, change) for v in value]
     return value
+
+
+def escape_tree(value: Any) -> Any:
+    """A copy of a model or JSON-like tree with every string (keys too) escaped."""
+    return map_strings(value, escape_text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hostcheck.fleet import Bandwidth, FleetRow, HostDrift
 from hostcheck.models import Verdict
 from hostcheck.render.escape import escape_tree
+from hostcheck.render.markdown_escape import markdown_tree
 
 SHORT: dict[Verdict, str] = {Verdict.FEASIBLE: "ok", Verdict.FEASIBLE_WITH_RISKS: "risks", Verdict.NOT_FEASIBLE: "NO", Verdict.UNDETERMINED: "??"}
 
@@ -42,7 +43,8 @@ def _bandwidth_cell(bw: Bandwidth | None) -> str:
 
 
 def fleet_table(rows: list[FleetRow], policy_ids: list[str], markdown: bool = False) -> str:
-    rows, policy_ids = escape_tree(rows), escape_tree(policy_ids)
+    escape = markdown_tree if markdown else escape_tree
+    rows, policy_ids = escape(rows), escape(policy_ids)
     headers = HEADERS + policy_ids
     body = [[str(c) for c in _cells(row, policy_ids)] for row in rows]
     if markdown:
@@ -58,7 +60,7 @@ def fleet_table(rows: list[FleetRow], policy_ids: list[str], markdown: bool = Fa
 
 
 def drift_text(changes: list[HostDrift], markdown: bool = False) -> str:
-    changes = escape_tree(changes)
+    changes = markdown_tree(changes) if markdown else escape_tree(changes)
     if not changes:
         return "No drift: every host's verdicts, findings and listening sockets are unchanged.\n"
     lines = []

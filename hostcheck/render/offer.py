@@ -7,6 +7,7 @@ from typing import Any
 from hostcheck.measure.offer import Label, Offer
 from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
+from hostcheck.render.markdown_escape import markdown_tree
 from hostcheck.render.terminal import terminal_width, wrap
 from hostcheck.safeio import dumps
 
@@ -88,6 +89,8 @@ def render_offer(offer: Offer, fmt: str) -> str:
         return dumps(offer.as_dict(), indent=2) + "\n"
     markdown = fmt == "markdown"
     width = terminal_width()
+    if markdown:
+        offer = markdown_tree(offer)
     lines: list[str] = []
     if markdown:
         lines += ["# The offer a Vast renter would see", "", "| field | value | label | how |", "|---|---|---|---|"]
