@@ -35,7 +35,8 @@ def policies(
             {
                 "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
                 "follows": p.follows,
-                "sources": sorted({(r.source.title, r.source.url, r.source.checked) for r in p.requirements}),
+                "sources": sorted({(r.source.title, r.source.url, r.source.checked, r.source.status, r.source.quote)
+                                   for r in p.requirements}),
             }
             for p in loaded
         ]
@@ -48,6 +49,8 @@ def policies(
             if r.source.url not in seen:
                 seen.add(r.source.url)
                 typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
+                for line in _source_lines(r.source, "", f"{'':16}     "):
+                    typer.echo(line)
 
 
 def _explain_agent(agent_id: str) -> None:
@@ -127,6 +130,20 @@ def explain(check_id: Annotated[str, typer.Argument(
                 typer.echo(f"  {'':16} <{req.source.url}>")
                 if req.note:
                     typer.echo(f"  {'':16} {req.note}")
+                for line in _source_lines(req.source, req.own_choice, f"  {'':16} "):
+                    typer.echo(line)
+
+
+def _source_lines(source: Any, own_choice: str, indent: str) -> list[str]:
+    """A source's status and the sentence it is cited for (and, where hostcheck chose the
+    threshold itself, why), wrapped to the terminal."""
+    from hostcheck.render.terminal import terminal_width, wrap
+
+    width = terminal_width()
+    lines = wrap(f'{source.status_text}: "{source.quote}"', width, indent=indent + "  ", first=indent)
+    if own_choice:
+        lines += wrap(f"threshold: hostcheck's own choice. {own_choice}", width, indent=indent + "  ", first=indent)
+    return lines
 
 
 def _agent_checks() -> list[Any]:
