@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hostcheck import yaml_loader
-from hostcheck.models import IsoDate, SourceEntry, Text
+from hostcheck.models import SourceEntry, Text
 
 CATALOG = Path(__file__).resolve().parent / "policies" / "agents" / "agents.yaml"
 MAX_CATALOG_CHARS = 256 << 10

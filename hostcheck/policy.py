@@ -21,13 +21,13 @@ from hostcheck.checks import load_registry
 from hostcheck.errors import InputError
 from hostcheck.models import (
     POLICY_FORMAT,
+    STATUS_SEVERITIES,
+    STATUS_WORDS,
     Level,
     Policy,
     PolicyDocument,
     PolicyKind,
     Requirement,
-    STATUS_SEVERITIES,
-    STATUS_WORDS,
     RequirementEntry,
     Severity,
     Source,

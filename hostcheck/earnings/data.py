@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from hostcheck.models import IsoDate, SourceEntry, Text
+from hostcheck.models import SourceEntry, Text
 from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 from hostcheck.yaml_loader import LOADER
 
