@@ -108,6 +108,19 @@ def test_net_1040_explained_shows_its_quotes_and_status() -> None:
     assert 'published: "An open port range mapped to each machine."' in listing
 
 
+def test_a_threshold_no_source_gives_is_shown_as_hostchecks_own_choice() -> None:
+    from typer.testing import CliRunner
+
+    from hostcheck.cli import app
+
+    policies_with_it = [name for name in shipped_policy_names()
+                        if any(r.check == "GPU-1050" for r in load_shipped(name).requirements)]
+    assert all(r.own_choice for name in policies_with_it for r in load_shipped(name).requirements
+               if r.check == "GPU-1050")
+    out = CliRunner().invoke(app, ["explain", "GPU-1050"], env={"COLUMNS": "200"}).output
+    assert out.count("threshold: hostcheck's own choice.") == len(policies_with_it) >= 4
+
+
 def test_docs_sources_md_is_what_the_sources_generate() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_sources_doc.py"), "--check"],
                           capture_output=True, text=True, timeout=120, check=False)

@@ -44,12 +44,14 @@ def policies(
         return
     for p in loaded:
         typer.echo(f"{p.id:16} {p.title}  [{len(p.requirements)} requirements, {p.kind}]")
-        seen = set()
+        quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
-            if r.source.url not in seen:
-                seen.add(r.source.url)
-                typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
-                for line in _source_lines(r.source, "", f"{'':16}     "):
+            quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
+        for url, by_key in quoted.items():
+            first = next(iter(by_key.values()))
+            typer.echo(f"{'':16}   source: {first.title} <{url}> (checked {first.checked})")
+            for source in by_key.values():
+                for line in _source_lines(source, "", f"{'':16}     "):
                     typer.echo(line)
 
 
