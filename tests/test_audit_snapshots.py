@@ -69,7 +69,7 @@ def test_laptop_power_cap_finding_says_what_was_measured() -> None:
     assert "45 W of 125 W" in finding["detail"]
     assert "Degraded" in finding["why"]
     assert finding["source"]["url"].startswith("https://github.com/SaladTechnologies/")
-    assert finding["source"]["checked"] == "2026-11-29"
+    assert finding["source"]["checked"] == "2026-12-03"
     assert finding["fix_role"] == "nvidia_host: nvidia_host_power_limit_w"
 
 
@@ -166,7 +166,7 @@ SHAPES = [
     ("rtx2080ti-cuda117", "vast", "not feasible", ["GPU-1030"], [], [], VAST_PREFLIGHT),  # CUDA >= 11.8
     ("salad-debian-3080-300w", "salad-linux", "feasible with risks", [], ["GPU-1160"], [], SALAD_POWER),
     ("salad-debian-3080-stock", "salad-linux", "feasible", [], [], [], SALAD_POWER),
-    ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST_DRAFT),
+    ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST),
     ("ubuntu-2004-server", "vast", "feasible with risks", [], ["SYS-1130"], [], VAST_DRAFT),
     ("tensordock-4x4090-server", "tensordock", "feasible", [], [], [], TENSORDOCK),
     ("tensordock-vtx-off", "tensordock", "not feasible", ["SYS-1080", "SYS-1140"], [], [], TENSORDOCK),

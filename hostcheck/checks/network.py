@@ -212,20 +212,6 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("no IPv4", "no IPv4 default route")
 
 
-@check(
-    "NET-1040",
-    title="Inbound ports reachable from outside over IPv4, per GPU",
-    op=">=",
-    unit="ports/GPU",
-    threshold="number",
-    why="Renters connect to SSH/Jupyter/service ports on the host; only a connection from "
-    "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
-    "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
-    fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
-    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
-    fix_role="firewall: firewall_provider_ports",
-)
 def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     """How many probed ports were reached from outside over IPv4 (and what was probed), or the
     outcome that settles it first: no probe run, or the probe reached over IPv6."""
@@ -244,6 +230,20 @@ def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     return reachable, detail
 
 
+@check(
+    "NET-1040",
+    title="Inbound ports reachable from outside over IPv4, per GPU",
+    op=">=",
+    unit="ports/GPU",
+    threshold="number",
+    why="Renters connect to SSH/Jupyter/service ports on the host; only a connection from "
+    "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
+    "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
+    fix="Forward a TCP+UDP port range on the router to this host, then verify with "
+    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
+    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
+    fix_role="firewall: firewall_provider_ports",
+)
 def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     counted = _reachable_ports(facts)
     if isinstance(counted, Outcome):
