@@ -212,6 +212,13 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("no IPv4", "no IPv4 default route")
 
 
+FORWARD_PORTS_FIX = (
+    "Forward a TCP+UDP port range on the router to this host, then verify with "
+    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
+    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port)."
+)
+
+
 def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     """How many probed ports were reached from outside over IPv4 (and what was probed), or the
     outcome that settles it first: no probe run, or the probe reached over IPv6."""
@@ -239,9 +246,7 @@ def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     why="Renters connect to SSH/Jupyter/service ports on the host; only a connection from "
     "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
     "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
-    fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
-    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
+    fix=FORWARD_PORTS_FIX,
     fix_role="firewall: firewall_provider_ports",
 )
 def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
@@ -263,16 +268,12 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     why="A platform that connects renters to the host needs at least one port forwarded to it; "
     "only a connection from outside proves one is (tests from inside the LAN are fooled by hairpin "
     "NAT), and a port reached only over IPv6 does not count.",
-    fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
-    "`hostcheck probe-server` outside your network (reached over IPv4).",
+    fix=FORWARD_PORTS_FIX,
     fix_role="firewall: firewall_provider_ports",
 )
 def inbound_port_any(facts: dict[str, Any], threshold: Any) -> CheckResult:
     counted = _reachable_ports(facts)
-    if isinstance(counted, Outcome):
-        return counted
-    return compare(counted[0], threshold, counted[1])
+    return counted if isinstance(counted, Outcome) else compare(counted[0], threshold, counted[1])
 
 
 @check(
