@@ -190,10 +190,9 @@ def source_of(key: str, entry: SourceEntry) -> Source:
 
 
 def status_problem(source: Source, severity: Severity | None, note: str) -> tuple[str, str]:
-    """The field and why a requirement's severity or note does not fit its source's status
-    (two empty strings when it does): only
-    a published page makes a blocker, and a requirement resting on a draft or a withdrawn page
-    says so in its note."""
+    """The field and why a requirement's severity or note does not fit its source's status (two
+    empty strings when it does): only a published page makes a blocker, and a requirement resting
+    on a draft or a withdrawn page says so in its note."""
     if severity is not None and severity not in STATUS_SEVERITIES[source.status]:
         allowed = ", ".join(STATUS_SEVERITIES[source.status])
         return "severity", f"source {source.key!r} is {source.status}: the severity must be {allowed}, not {severity}"
