@@ -130,7 +130,7 @@ SALAD_POWER = "https://github.com/SaladTechnologies/salad-kitchen-docs/blob/a6f5
 RUNPOD_PARTNER = "https://github.com/runpod/docs/blob/7ac75242b4dae59584574c2d3d2a6184cff89d7c/hosting/partner-requirements.mdx"
 RUNPOD_CLOSED = "https://github.com/runpod/docs/blob/a900806e253c4f8c16da27d1a4370e72456da4cb/pods/choose-a-pod.mdx"
 QUICKPOD = "https://web.archive.org/web/20261129000000/https://docs.quickpod.io/hosting/overview"
-NVIDIA_ECC = "https://web.archive.org/web/20261129000000/https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+NVIDIA_ECC = "https://web.archive.org/web/20261203000000/https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/supported-gpus.html"
 
 SHAPES = [
     # (machine, policy, verdict, exact blockers, findings that must be RISK, must be UNKNOWN, the page)
