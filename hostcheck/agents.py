@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hostcheck import yaml_loader
-from hostcheck.models import IsoDate, Text
+from hostcheck.models import SourceEntry, Text
 
 CATALOG = Path(__file__).resolve().parent / "policies" / "agents" / "agents.yaml"
 MAX_CATALOG_CHARS = 256 << 10
@@ -25,11 +25,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class AgentSource(_Strict):
-    title: Text
-    url: Text
-    checked: IsoDate
-    note: Text | None = None
+AgentSource = SourceEntry
+"""A cited page: the one source format of policies and data files (hostcheck.models.SourceEntry)."""
 
 
 class UpdateChannel(_Strict):

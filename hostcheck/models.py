@@ -20,7 +20,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema, model_validator
 
 
 class Status(StrEnum):
@@ -233,13 +233,59 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SourceEntry(_Strict):
-    """One page a policy cites, as written under ``sources:``."""
+class SourceStatus(StrEnum):
+    """What a cited page is: the platform's published word, a draft not yet published (an open
+    pull request), a page the platform removed, or someone else's page."""
 
-    url: Text
-    title: Text = absent("defaults to the source's key")
+    PUBLISHED = "published"
+    DRAFT = "draft"
+    WITHDRAWN = "withdrawn"
+    THIRD_PARTY = "third-party"
+
+
+PINNED_URL_PATTERN = (
+    r"^https://(github\.com/[\w.-]+/[\w.-]+/(blob|tree|commit)/[0-9a-f]{7,40}([/?#][^\s]*)?"
+    r"|web\.archive\.org/web/[0-9]{8,14}/https?://[^\s]+)$"
+)
+"""A page pinned to what was read: a file, folder or commit of a GitHub repository at a commit
+(7 to 40 hex digits, never a branch name), or an archived copy (web.archive.org/web/TIMESTAMP/URL)."""
+PULL_URL_PATTERN = r"^https://github\.com/[\w.-]+/[\w.-]+/pull/[0-9]+$"
+PinnedUrl = Annotated[str, StringConstraints(strict=True, pattern=PINNED_URL_PATTERN)]
+PullUrl = Annotated[str, StringConstraints(strict=True, pattern=PULL_URL_PATTERN)]
+STATUS_SEVERITIES: dict[SourceStatus, tuple[Severity, ...]] = {
+    SourceStatus.PUBLISHED: (Severity.BLOCKER, Severity.RISK, Severity.ADVICE),
+    SourceStatus.DRAFT: (Severity.RISK, Severity.ADVICE),
+    SourceStatus.WITHDRAWN: (Severity.RISK, Severity.ADVICE),
+    SourceStatus.THIRD_PARTY: (Severity.RISK, Severity.ADVICE),
+}
+"""The severities a requirement may have, by its source's status: only a published page makes a
+blocker."""
+STATUS_WORDS = {SourceStatus.DRAFT: "draft rule", SourceStatus.WITHDRAWN: "withdrawn rule"}
+"""What a requirement's note says when it rests on a page that is not (or no longer) published."""
+
+
+class SourceEntry(_Strict):
+    """One page cited by a policy or a data file (platform economics, agents, reliability rules,
+    the Xid catalogue): pinned to what was read, dated, with its status and the sentence it is
+    cited for."""
+
+    title: Text
+    url: PinnedUrl = Field(description="pinned to a commit (github.com/OWNER/REPO/blob|tree|commit/HEX...) "
+                                       "or an archived copy (web.archive.org/web/TIMESTAMP/URL)")
     checked: IsoDate = Field(description="the date the page was read")
+    status: SourceStatus
+    pull: PullUrl = absent("draft: the pull request that holds the page (required for a draft, only for one)")
+    withdrawn: IsoDate = absent("withdrawn: the date the page was removed (required for withdrawn, only for it)")
+    quote: Text = Field(description="the exact sentence (or table row) the source is cited for, as the page has it")
     note: Text = absent()
+
+    @model_validator(mode="after")
+    def _status_fields(self) -> SourceEntry:
+        for field, status in (("pull", SourceStatus.DRAFT), ("withdrawn", SourceStatus.WITHDRAWN)):
+            given = getattr(self, field) is not None
+            if given != (self.status == status):
+                raise ValueError(f"'{field}' is required for status {status} and only for it")
+        return self
 
 
 class RequirementEntry(_Strict):
@@ -253,6 +299,7 @@ class RequirementEntry(_Strict):
     threshold: Any = absent("type given by the check (hostcheck explain ID)")
     source: str = absent("a key of 'sources' (required)")
     note: Text = absent()
+    own_choice: Text = absent("where no source gives the threshold: hostcheck's reason for its own choice")
 
 
 class PolicyDocument(_Strict):
@@ -279,7 +326,20 @@ class Source(_Strict):
     url: str
     title: str
     checked: str
+    status: SourceStatus
+    quote: str
+    pull: str = ""
+    withdrawn: str = ""
     note: str = ""
+
+    @property
+    def status_text(self) -> str:
+        """The status as a reader needs it: a draft names its pull request, a withdrawn page its date."""
+        if self.status == SourceStatus.DRAFT:
+            return f"draft, not published (pull request {self.pull})"
+        if self.status == SourceStatus.WITHDRAWN:
+            return f"withdrawn {self.withdrawn}"
+        return str(self.status)
 
 
 class Requirement(_Strict):
@@ -289,6 +349,7 @@ class Requirement(_Strict):
     source: Source
     note: str = ""
     level: Level | None = None  # owner-risk policies only
+    own_choice: str = ""  # where hostcheck, not the source, chose the threshold: why
 
 
 class Policy(_Strict):

@@ -21,6 +21,8 @@ from hostcheck.checks import load_registry
 from hostcheck.errors import InputError
 from hostcheck.models import (
     POLICY_FORMAT,
+    STATUS_SEVERITIES,
+    STATUS_WORDS,
     Level,
     Policy,
     PolicyDocument,
@@ -173,12 +175,41 @@ def _type_name(value: Any) -> str:
     return {dict: "mapping", list: "list", str: "str", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+PINNED_WORDS = {
+    "url": "must be pinned to what was read: a GitHub blob/tree/commit address at a commit (7-40 hex digits) "
+           "or an archived copy (https://web.archive.org/web/TIMESTAMP/URL)",
+    "pull": "must be a pull request's address (https://github.com/OWNER/REPO/pull/N)",
+}
+
+
+def source_of(key: str, entry: SourceEntry) -> Source:
+    """The resolved source of a ``sources:`` entry (policies and data files alike)."""
+    return Source(key=key, url=entry.url, title=entry.title, checked=entry.checked.isoformat(),
+                  status=entry.status, quote=" ".join(entry.quote.split()), pull=entry.pull or "",
+                  withdrawn=entry.withdrawn.isoformat() if entry.withdrawn else "", note=entry.note or "")
+
+
+def status_problem(source: Source, severity: Severity | None, note: str) -> tuple[str, str]:
+    """The field and why a requirement's severity or note does not fit its source's status (two
+    empty strings when it does): only a published page makes a blocker, and a requirement resting
+    on a draft or a withdrawn page says so in its note."""
+    if severity is not None and severity not in STATUS_SEVERITIES[source.status]:
+        allowed = ", ".join(STATUS_SEVERITIES[source.status])
+        return "severity", f"source {source.key!r} is {source.status}: the severity must be {allowed}, not {severity}"
+    words = STATUS_WORDS.get(source.status)
+    if words and words not in note:
+        return "note", f"source {source.key!r} is {source.status}: the note must say {words!r}"
+    return "", ""
+
+
 def _reason(error: Any) -> str:
     """A pydantic error in the words a policy author reads (the field and line go in front)."""
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "extra_forbidden":
         allowed = ", ".join(sorted(_model_at(tuple(error["loc"][:-1])).model_fields))
         return f"unknown key (allowed: {allowed})"
+    if kind == "string_pattern_mismatch" and error["loc"][-1] in PINNED_WORDS:
+        return f"{PINNED_WORDS[error['loc'][-1]]}, not {_clip(repr(value))}"
     if kind in ("string_type", "string_too_short", "string_pattern_mismatch") and error["loc"][-1] != "check":
         return f"must be a non-empty string, not {_type_name(value)}"
     if kind == "string_pattern_mismatch":
@@ -240,11 +271,7 @@ def _resolve(doc: PolicyDocument, lines: _Lines, path: str) -> tuple[Policy | No
     def fail(loc: Loc, reason: str, line_loc: Loc | None = None) -> None:
         errors.append(f"line {lines.at(loc if line_loc is None else line_loc)}: {_field(loc)}: {reason}")
 
-    sources = {
-        key: Source(key=key, url=entry.url, title=entry.title or key, checked=entry.checked.isoformat(),
-                    note=entry.note or "")
-        for key, entry in doc.sources.items()
-    }
+    sources = {key: source_of(key, entry) for key, entry in doc.sources.items()}
     registry = load_registry()
     owner_risk = doc.kind == PolicyKind.OWNER_RISK
     requirements = []
@@ -277,12 +304,17 @@ def _resolve(doc: PolicyDocument, lines: _Lines, path: str) -> tuple[Policy | No
             fail((*at, "source"), "missing: every requirement cites its source (a key of 'sources')", (*at, "check"))
         elif entry.source not in sources:
             fail((*at, "source"), f"{entry.source!r} is not a key of 'sources'")
+        else:
+            field, problem = status_problem(sources[entry.source], None if owner_risk else severity, entry.note or "")
+            if problem:
+                fail((*at, field), problem, (*at, "check"))
         if errors:
             continue
         assert entry.source is not None
         requirements.append(Requirement(
             check=entry.check, severity=severity, threshold=threshold, source=sources[entry.source],
             note=entry.note or "", level=Level(entry.level) if entry.level else None,
+            own_choice=" ".join((entry.own_choice or "").split()),
         ))
     if errors:
         return None, errors

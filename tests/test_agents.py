@@ -801,7 +801,7 @@ def test_explain_agents_covers_every_platform() -> None:
 
 
 def test_catalog_refuses_a_claim_without_a_source() -> None:
-    raw = load_catalog().model_dump(mode="json")
+    raw = load_catalog().model_dump(mode="json", exclude_none=True)
     raw["agents"][0]["takes"][0]["source"] = "nowhere"
     with pytest.raises(ValueError, match="unknown source key"):
         Catalog.model_validate(raw)

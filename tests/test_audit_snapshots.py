@@ -69,7 +69,7 @@ def test_laptop_power_cap_finding_says_what_was_measured() -> None:
     assert "45 W of 125 W" in finding["detail"]
     assert "Degraded" in finding["why"]
     assert finding["source"]["url"].startswith("https://github.com/SaladTechnologies/")
-    assert finding["source"]["checked"] == "2026-11-29"
+    assert finding["source"]["checked"] == "2026-12-03"
     assert finding["fix_role"] == "nvidia_host: nvidia_host_power_limit_w"
 
 
@@ -118,19 +118,19 @@ def test_every_finding_says_measured_threshold_source_why_and_fix() -> None:
 # --------------------------------------------------------------------------------------
 # Host shapes derived from the platforms' own pages: each expectation cites the page.
 
-VAST = "https://github.com/vast-ai/docs/blob/c6246226/host/verification-stages.mdx"
-VAST_DRAFT = "https://github.com/vast-ai/docs/commit/0160600"
-VAST_PREFLIGHT = "https://github.com/vast-ai/vast-cli/blob/master/vastai/cli/self_test/machine_diagnostics.py"
-VAST_SELFTEST = "https://github.com/vast-ai/docs/pulls"
-DARKBLOOM = "https://github.com/Layr-Labs/d-inference/blob/0575f3bd/docs/provider/hardware-requirements.md"
-TENSORDOCK = "https://github.com/tensordock/hosting-install/blob/1bb11edb/install.sh"
-TENSORDOCK_DOWNTIME = "https://docs.tensordock.com/legal-information/downtime-compensation"
-IONET = "https://docs.io.net/docs/device-onboarding"
-SALAD_POWER = "https://github.com/SaladTechnologies/salad-kitchen-docs/blob/a6f581c/content/docs/faq/jobs/pc-power-limiting-faq.md"
-RUNPOD_PARTNER = "https://github.com/runpod/docs/commits/main/hosting/partner-requirements.mdx"
-RUNPOD_CLOSED = "https://github.com/runpod/docs/blob/a900806e/pods/choose-a-pod.mdx"
-QUICKPOD = "https://docs.quickpod.io/hosting/overview"
-NVIDIA_ECC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+VAST = "https://github.com/vast-ai/docs/blob/c624622622496828c1ae58edec481bba1f5d675d/host/verification-stages.mdx"
+VAST_DRAFT = "https://github.com/vast-ai/docs/blob/f16f886dda0a8867b7e65907b397dad08a18ce99/host/verification-stages.mdx"
+VAST_PREFLIGHT = "https://github.com/vast-ai/vast-cli/blob/55679830a2c2adcf5c7fad08bf08717a9591062a/vastai/cli/self_test/machine_diagnostics.py"
+VAST_SELFTEST = "https://github.com/vast-ai/docs/blob/f16f886dda0a8867b7e65907b397dad08a18ce99/host/how-to-self-test.mdx"
+DARKBLOOM = "https://github.com/Layr-Labs/d-inference/blob/a2d8e012d2d41749fee762e14dcc23d1fd637e21/docs/provider/hardware-requirements.md"
+TENSORDOCK = "https://github.com/tensordock/marketplace-install/blob/edc5117e17e22d16ba59f2ba9ee2a095f9f23a85/install.sh"
+TENSORDOCK_DOWNTIME = "https://web.archive.org/web/20261203000000/https://docs.tensordock.com/legal-information/downtime-compensation"
+IONET = "https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding"
+SALAD_POWER = "https://github.com/SaladTechnologies/salad-kitchen-docs/blob/a6f581ce352bad9e43f11eb2fc0107940c68968b/content/docs/faq/jobs/pc-power-limiting-faq.md"
+RUNPOD_PARTNER = "https://github.com/runpod/docs/blob/7ac75242b4dae59584574c2d3d2a6184cff89d7c/hosting/partner-requirements.mdx"
+RUNPOD_CLOSED = "https://github.com/runpod/docs/blob/a900806e253c4f8c16da27d1a4370e72456da4cb/pods/choose-a-pod.mdx"
+QUICKPOD = "https://web.archive.org/web/20261129000000/https://docs.quickpod.io/hosting/overview"
+NVIDIA_ECC = "https://web.archive.org/web/20261203000000/https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/supported-gpus.html"
 
 SHAPES = [
     # (machine, policy, verdict, exact blockers, findings that must be RISK, must be UNKNOWN, the page)
@@ -146,9 +146,9 @@ SHAPES = [
     ("rtx2080-server", "vast", "feasible", [], [], [], VAST),  # 10-series or newer
     ("gtx980-server", "vast", "not feasible", ["GPU-1120"], [], [], VAST),
     ("gtx1080ti-8x-rig", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),
-    ("gtx1080ti-8x-rig", "runpod", "not feasible", ["GPU-1030", "GPU-1040", "GPU-1120", "PLAT-1010", "SYS-1010"], [], [], RUNPOD_PARTNER),
+    ("gtx1080ti-8x-rig", "runpod", "not feasible", ["PLAT-1010"], ["GPU-1030", "GPU-1040", "GPU-1120", "SYS-1010"], [], RUNPOD_PARTNER),
     ("dgx-a100-8x-ecc", "tensordock", "feasible", [], [], [], TENSORDOCK),  # IOMMU, KVM, BMC display
-    ("dgx-a100-8x-ecc", "runpod", "not feasible", ["GPU-1030", "GPU-1040", "PLAT-1010"], [], [], RUNPOD_PARTNER),
+    ("dgx-a100-8x-ecc", "runpod", "not feasible", ["PLAT-1010"], ["GPU-1030", "GPU-1040"], [], RUNPOD_PARTNER),
     ("a100-pcie-ecc-off", "dedicated-host", "feasible with risks", [], ["GPU-1130"], [], NVIDIA_ECC),
     ("a100-pcie-ecc-off", "runpod", "not feasible", ["PLAT-1010"], ["GPU-1130"], [], RUNPOD_CLOSED),
     ("hgx-h100-8x", "runpod", "not feasible", ["PLAT-1010"], [], [], RUNPOD_CLOSED),  # meets the partner rules, closed
@@ -166,7 +166,7 @@ SHAPES = [
     ("rtx2080ti-cuda117", "vast", "not feasible", ["GPU-1030"], [], [], VAST_PREFLIGHT),  # CUDA >= 11.8
     ("salad-debian-3080-300w", "salad-linux", "feasible with risks", [], ["GPU-1160"], [], SALAD_POWER),
     ("salad-debian-3080-stock", "salad-linux", "feasible", [], [], [], SALAD_POWER),
-    ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST_DRAFT),
+    ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST),
     ("ubuntu-2004-server", "vast", "feasible with risks", [], ["SYS-1130"], [], VAST_DRAFT),
     ("tensordock-4x4090-server", "tensordock", "feasible", [], [], [], TENSORDOCK),
     ("tensordock-vtx-off", "tensordock", "not feasible", ["SYS-1080", "SYS-1140"], [], [], TENSORDOCK),

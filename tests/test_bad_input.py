@@ -26,8 +26,11 @@ kind: platform
 summary: Example policy.
 sources:
   doc:
-    url: https://example.org/requirements
+    url: https://github.com/example/docs/blob/0123abc/requirements.md
     checked: 2026-11-29
+    title: Requirements
+    status: published
+    quote: "At least 12 GiB of VRAM."
 requirements:
   - check: GPU-1020
     severity: blocker
@@ -42,29 +45,29 @@ OWNER_RISK = GOOD.replace("kind: platform", "kind: owner-risk").replace(
 BAD_POLICIES = [
     # (libyaml says "did not find expected ...", PyYAML's own parser "expected ..., but got ':'")
     ("bad YAML", GOOD.replace("kind: platform", "kind: [platform"), "line 6 column 8: invalid YAML: "),
-    ("unknown top key", GOOD + "colour: red\n", "line 16: colour: unknown key"),
-    ("unknown requirement key", GOOD + "    treshold: 3\n", "line 16: requirements[0].treshold: unknown key"),
-    ("threshold of the wrong type", GOOD.replace("threshold: 12", "threshold: twelve"), "line 14: requirements[0].threshold: must be a number, not str 'twelve'"),
+    ("unknown top key", GOOD + "colour: red\n", "line 19: colour: unknown key"),
+    ("unknown requirement key", GOOD + "    treshold: 3\n", "line 19: requirements[0].treshold: unknown key"),
+    ("threshold of the wrong type", GOOD.replace("threshold: 12", "threshold: twelve"), "line 17: requirements[0].threshold: must be a number, not str 'twelve'"),
     ("boolean is not a number", GOOD.replace("threshold: 12", "threshold: true"), "requirements[0].threshold: must be a number, not bool True"),
-    ("threshold without source", GOOD.replace("    source: doc\n", ""), "line 12: requirements[0].source: missing: every requirement cites its source"),
-    ("source not declared", GOOD.replace("    source: doc\n", "    source: blog\n"), "line 15: requirements[0].source: 'blog' is not a key of 'sources'"),
-    ("unknown check id", GOOD.replace("GPU-1020", "GPU-9999"), "line 12: requirements[0].check: unknown check id 'GPU-9999'"),
-    ("bad severity", GOOD.replace("severity: blocker", "severity: fatal"), "line 13: requirements[0].severity: must be one of blocker, risk, advice"),
-    ("threshold on a check without one", GOOD.replace("GPU-1020", "GPU-1060"), "line 14: requirements[0].threshold: this check takes no threshold"),
-    ("missing threshold", GOOD.replace("    threshold: 12\n", ""), "line 12: requirements[0].threshold: missing: check GPU-1020 needs a number threshold"),
+    ("threshold without source", GOOD.replace("    source: doc\n", ""), "line 15: requirements[0].source: missing: every requirement cites its source"),
+    ("source not declared", GOOD.replace("    source: doc\n", "    source: blog\n"), "line 18: requirements[0].source: 'blog' is not a key of 'sources'"),
+    ("unknown check id", GOOD.replace("GPU-1020", "GPU-9999"), "line 15: requirements[0].check: unknown check id 'GPU-9999'"),
+    ("bad severity", GOOD.replace("severity: blocker", "severity: fatal"), "line 16: requirements[0].severity: must be one of blocker, risk, advice"),
+    ("threshold on a check without one", GOOD.replace("GPU-1020", "GPU-1060"), "line 17: requirements[0].threshold: this check takes no threshold"),
+    ("missing threshold", GOOD.replace("    threshold: 12\n", ""), "line 15: requirements[0].threshold: missing: check GPU-1020 needs a number threshold"),
     ("bad date", GOOD.replace("checked: 2026-11-29", "checked: last week"), "line 10: sources.doc.checked: must be a date YYYY-MM-DD"),
-    ("source without url", GOOD.replace("    url: https://example.org/requirements\n", ""), "sources.doc: missing required key 'url'"),
+    ("source without url", GOOD.replace("    url: https://github.com/example/docs/blob/0123abc/requirements.md\n", ""), "sources.doc: missing required key 'url'"),
     ("missing title", GOOD.replace("title: My policy\n", ""), "policy: missing required key 'title'"),
     ("wrong format", GOOD.replace("format: 1", "format: 2"), "line 1: format: must be 1, not 2"),
     ("empty file", "", "empty policy file"),
     ("not a mapping", "- just\n- a list\n", "line 1: policy: must be a mapping, not list"),
     ("duplicate key", GOOD.replace("kind: platform", "kind: platform\nkind: hygiene"), "line 6: duplicate key 'kind'"),
-    ("duplicate check", GOOD + "  - {check: GPU-1020, severity: risk, threshold: 8, source: doc}\n", "line 16: requirements[1].check: GPU-1020 listed twice"),
+    ("duplicate check", GOOD + "  - {check: GPU-1020, severity: risk, threshold: 8, source: doc}\n", "line 19: requirements[1].check: GPU-1020 listed twice"),
     ("empty requirements", GOOD.split("requirements:")[0] + "requirements: []\n", "requirements: must be a non-empty list"),
-    ("level outside owner-risk", GOOD.replace("severity: blocker", "severity: blocker\n    level: high"), "line 14: requirements[0].level: only owner-risk policies give a level"),
-    ("owner-risk item with a severity", OWNER_RISK.replace("level: high", "level: high\n    severity: blocker"), "line 14: requirements[0].severity: an owner-risk item has a level"),
+    ("level outside owner-risk", GOOD.replace("severity: blocker", "severity: blocker\n    level: high"), "line 17: requirements[0].level: only owner-risk policies give a level"),
+    ("owner-risk item with a severity", OWNER_RISK.replace("level: high", "level: high\n    severity: blocker"), "line 17: requirements[0].severity: an owner-risk item has a level"),
     ("owner-risk item without a level", OWNER_RISK.replace("    level: high\n", ""), "requirements[0]: missing required key 'level'"),
-    ("owner-risk bad level", OWNER_RISK.replace("level: high", "level: severe"), "line 13: requirements[0].level: must be one of low, medium, high, not 'severe'"),
+    ("owner-risk bad level", OWNER_RISK.replace("level: high", "level: severe"), "line 16: requirements[0].level: must be one of low, medium, high, not 'severe'"),
 ]
 
 
@@ -90,7 +93,7 @@ def test_cli_rejects_a_malformed_policy_with_exit_2(tmp_path: Path) -> None:
     proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(bad))
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert f"hostcheck: error: {bad}: line 14: requirements[0].threshold: must be a number" in proc.stderr
+    assert f"hostcheck: error: {bad}: line 17: requirements[0].threshold: must be a number" in proc.stderr
 
 
 def test_cli_runs_a_user_policy_file(tmp_path: Path) -> None:
@@ -124,7 +127,7 @@ def test_explain_shows_owner_risk_level_and_new_checks_with_sources() -> None:
     assert "owner-risk       high risk" in own
     gen = hostcheck("explain", "GPU-1120").stdout
     assert "ionet" in gen and "['nvidia ampere+', 'apple m1', 'apple m2', 'apple m3']" in gen
-    assert "<https://docs.io.net/docs/device-onboarding>" in gen
+    assert "<https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding>" in gen
     kvm = hostcheck("explain", "SYS-1140").stdout
     assert "tensordock" in kvm and "install.sh" in kvm
 
@@ -214,10 +217,10 @@ def test_a_few_yaml_aliases_still_work() -> None:
 
 def test_deeply_nested_yaml_is_refused() -> None:
     # 200 levels: past hostcheck's limit, under libyaml's own (1000)
-    with pytest.raises(PolicyError, match="line 16: nested deeper than 64 levels"):
+    with pytest.raises(PolicyError, match="line 19: nested deeper than 64 levels"):
         parse_policy(GOOD + "note: " + "[" * 200 + "]" * 200 + "\n", "mine.yaml")
     # 5000 on one line: libyaml, where PyYAML has it, scans the brackets ahead and refuses first
-    with pytest.raises(PolicyError, match="line 16.*(nested deeper than 64 levels|exceeded maximum nesting depth)"):
+    with pytest.raises(PolicyError, match="line 19.*(nested deeper than 64 levels|exceeded maximum nesting depth)"):
         parse_policy(GOOD + "note: " + "[" * 5000 + "]" * 5000 + "\n", "mine.yaml")
 
 

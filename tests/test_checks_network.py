@@ -137,6 +137,11 @@ CASES = [
     ("NET-1040", inbound("::ffff:198.51.100.2", THREE), 3, "pass", 3.0),  # IPv4 seen by a dual-stack server
     ("NET-1040", {"network": {"inbound": {"probed": False, "ports": [], "reason": "no outside probe"}}}, 3, "unknown", None),
     ("NET-1040", {"network": {"inbound": OFFLINE}}, 3, "unknown", None),
+    # NET-1045 a port reached from outside, per machine: the GPU count does not divide it
+    ("NET-1045", inbound("198.51.100.2", THREE, gpus=2), 1, "pass", 3),
+    ("NET-1045", inbound("198.51.100.2", {(40001, "tcp"): "reachable", (40001, "udp"): "unreachable"}), 1, "fail", 0),
+    ("NET-1045", inbound("2001:db8:1::10", THREE), 1, "fail", 0.0),  # reached over IPv6 only
+    ("NET-1045", {"network": {"inbound": {"probed": False, "ports": [], "reason": "no outside probe"}}}, 1, "unknown", None),
     # NET-1050 mapping behaviour
     ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent"}}}, None, "pass", "endpoint-independent"),
     ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent", "mapping_method": "two-servers"}}}, None, "pass", "endpoint-independent"),

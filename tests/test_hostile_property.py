@@ -130,7 +130,7 @@ def test_hostile_policy_never_crashes(data: st.DataObject, field: str, check: st
     value = data.draw(st.one_of(HOSTILE, st.just("*a"), st.just("[*a, *a, *a]"), st.just("&b [1, *b]")))
     text = (
         "format: 1\nid: mine\ntitle: t\nplatform: p\nkind: platform\nsummary: s\n"
-        "sources: {doc: {url: 'https://example.org', checked: 2026-11-29}}\n"
+        "sources: {doc: {url: 'https://github.com/o/r/blob/0123abc/p.md', checked: 2026-11-29, title: t, status: published, quote: q}}\n"
         "anchors: &a [1, 2]\n"
         f"requirements:\n  - check: {check}\n    severity: blocker\n    threshold: 12\n    source: doc\n"
     )

@@ -53,7 +53,7 @@ def test_policy_schema_and_loader_refuse_the_same_unknown_key(tmp_path: Path) ->
     bad.write_text(GOOD + "colour: red\n")
     with pytest.raises(jsonschema.ValidationError, match="colour"):
         jsonschema.validate(_policy_json(bad), json.loads((SCHEMAS / "policy-v1.json").read_text()))
-    with pytest.raises(PolicyError, match="line 16: colour: unknown key"):
+    with pytest.raises(PolicyError, match="line 19: colour: unknown key"):
         parse_policy(bad.read_text(), "bad.yaml")
 
 
@@ -63,7 +63,7 @@ def test_every_problem_of_a_policy_is_reported_with_its_line() -> None:
         parse_policy(text, "mine.yaml")
     assert str(caught.value).splitlines() == [
         "mine.yaml: line 5: kind: must be one of platform, hygiene, owner-risk, not 'platfrom'",
-        "mine.yaml: line 13: requirements[0].severity: must be one of blocker, risk, advice, not 'fatal'",
+        "mine.yaml: line 16: requirements[0].severity: must be one of blocker, risk, advice, not 'fatal'",
     ]
 
 

@@ -36,8 +36,9 @@ MODELS = "hostcheck/models.py"
 DEFINERS = frozenset({"check", "SshRule", "DaemonFlagCheck"})
 """Calls whose first argument defines a check id."""
 
-SHARED_WORDS = frozenset({"yes", "no", "unknown", "pass", "fail", "high", "low", "risk", "none"})
-"""Enum values other vocabularies share (an sshd setting, a NAT verdict, a finding's status):
+SHARED_WORDS = frozenset({"yes", "no", "unknown", "pass", "fail", "high", "low", "risk", "none", "published"})
+"""Enum values other vocabularies share (an sshd setting, a NAT verdict, a finding's status, a
+platform fee's status and a cited page's):
 never counted as a spelling of the enum."""
 
 EXEMPT: dict[tuple[str, str], str] = {

@@ -33,16 +33,16 @@ BAD_VALUES = [
      "must be a date YYYY-MM-DD, not '2026-02-30'"),
     ("a time is not a date", "checked: 2026-11-29", "checked: 2026-11-29 10:00:00", 10, "sources.doc.checked",
      "must be a date YYYY-MM-DD"),
-    ("5000-digit threshold", "threshold: 12", f"threshold: {BIG}", 14, "requirements[0].threshold",
+    ("5000-digit threshold", "threshold: 12", f"threshold: {BIG}", 17, "requirements[0].threshold",
      f"the integer '{'9' * 40}... (5000 characters)' is out of range (at most {MAX_NUMBER} in magnitude)"),
-    ("30-digit threshold", "threshold: 12", "threshold: " + "9" * 30, 14, "requirements[0].threshold",
+    ("30-digit threshold", "threshold: 12", "threshold: " + "9" * 30, 17, "requirements[0].threshold",
      "is out of range"),
-    ("negative 5000 digits", "threshold: 12", f"threshold: -{BIG}", 14, "requirements[0].threshold", "is out of range"),
-    ("NaN threshold", "threshold: 12", "threshold: .nan", 14, "requirements[0].threshold",
+    ("negative 5000 digits", "threshold: 12", f"threshold: -{BIG}", 17, "requirements[0].threshold", "is out of range"),
+    ("NaN threshold", "threshold: 12", "threshold: .nan", 17, "requirements[0].threshold",
      f"must be a finite number of at most {MAX_NUMBER} in magnitude, not nan"),
-    ("infinite threshold", "threshold: 12", "threshold: -.inf", 14, "requirements[0].threshold", "must be a finite number"),
-    ("huge float threshold", "threshold: 12", "threshold: 1.0e+300", 14, "requirements[0].threshold", "must be a finite number"),
-    ("boolean threshold", "threshold: 12", "threshold: yes", 14, "requirements[0].threshold",
+    ("infinite threshold", "threshold: 12", "threshold: -.inf", 17, "requirements[0].threshold", "must be a finite number"),
+    ("huge float threshold", "threshold: 12", "threshold: 1.0e+300", 17, "requirements[0].threshold", "must be a finite number"),
+    ("boolean threshold", "threshold: 12", "threshold: yes", 17, "requirements[0].threshold",
      "must be a number, not bool True"),
     ("format true", "format: 1", "format: true", 1, "format",
      "must be 1, not the boolean True (a boolean is not a number)"),
@@ -74,7 +74,7 @@ def test_policy_values_of_the_wrong_type_name_file_line_and_field(
 
 def test_list_threshold_items_are_strings() -> None:
     text = GOOD.replace("GPU-1020", "SYS-1050").replace("threshold: 12", "threshold: [ubuntu 22.04, true]")
-    with pytest.raises(PolicyError, match=r"line 14: requirements\[0\].threshold: must be a list of non-empty strings, "
+    with pytest.raises(PolicyError, match=r"line 17: requirements\[0\].threshold: must be a list of non-empty strings, "
                                           r"not one holding bool True"):
         parse_policy(text, "mine.yaml")
 

@@ -19,7 +19,7 @@ from hostcheck.watch.xid import catalog, classify_line, lookup_xid
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
 from tests.watch_fixtures import JOURNAL_REMOTE, TcpListener, journal_entry, write_journal
 
-CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+CATALOG_URL = "https://web.archive.org/web/20261203000000/https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 # code: (the catalogue's immediate action, its description)
 CATALOGUE_SAMPLE = {
@@ -53,7 +53,7 @@ OUT_OF_SERVICE = {"RESET_GPU", "RESTART_BM", "WORKFLOW_XID_48"}
 
 def test_catalogue_names_its_source_and_date() -> None:
     source = catalog()["source"]
-    assert source["url"] == CATALOG_URL and str(source["read"]) == "2026-12-03"
+    assert source["url"] == CATALOG_URL and str(source["checked"]) == "2026-12-03"
 
 
 @pytest.mark.parametrize("code", sorted(CATALOGUE_SAMPLE))

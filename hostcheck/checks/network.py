@@ -212,6 +212,31 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("no IPv4", "no IPv4 default route")
 
 
+FORWARD_PORTS_FIX = (
+    "Forward a TCP+UDP port range on the router to this host, then verify with "
+    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
+    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port)."
+)
+
+
+def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
+    """How many probed ports were reached from outside over IPv4 (and what was probed), or the
+    outcome that settles it first: no probe run, or the probe reached over IPv6."""
+    inbound = need(facts, "network.inbound")
+    if not inbound.get("probed"):
+        return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
+    # A port counts once, and only if every protocol probed on it got through (Vast forwards TCP and UDP).
+    by_port: dict[Any, list[str]] = {}
+    for probe in inbound.get("ports") or []:
+        by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
+    reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
+    detail = f"{reachable} of {len(by_port)} probed ports reachable"
+    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
+    if peer is not None and peer.version == 6:
+        return failed(0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port")
+    return reachable, detail
+
+
 @check(
     "NET-1040",
     title="Inbound ports reachable from outside over IPv4, per GPU",
@@ -221,29 +246,34 @@ def ipv4_connectivity(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Renters connect to SSH/Jupyter/service ports on the host; only a connection from "
     "outside proves they can (tests from inside the LAN are fooled by hairpin NAT). The "
     "platforms forward IPv4 ports, so a port reached only over IPv6 does not count.",
-    fix="Forward a TCP+UDP port range on the router to this host, then verify with "
-    "`hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N` against a "
-    "`hostcheck probe-server` outside your network (reached over IPv4; repeat --probe-port per port).",
+    fix=FORWARD_PORTS_FIX,
     fix_role="firewall: firewall_provider_ports",
 )
 def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    inbound = need(facts, "network.inbound")
-    if not inbound.get("probed"):
-        return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
-    # A port counts once, and only if every protocol probed on it got through (Vast forwards TCP and UDP).
-    by_port: dict[Any, list[str]] = {}
-    for probe in inbound.get("ports") or []:
-        by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
-    reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
+    counted = _reachable_ports(facts)
+    if isinstance(counted, Outcome):
+        return counted
+    reachable, detail = counted
     devices = listed_devices(facts)
     gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
-    detail = f"{reachable} of {len(by_port)} probed ports reachable"
-    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
-    if peer is not None and peer.version == 6:
-        return failed(
-            0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port"
-        )
     return compare(round(reachable / gpus, 2), threshold, detail)
+
+
+@check(
+    "NET-1045",
+    title="An inbound port reachable from outside over IPv4",
+    op=">=",
+    unit="ports",
+    threshold="number",
+    why="A platform that connects renters to the host needs at least one port forwarded to it; "
+    "only a connection from outside proves one is (tests from inside the LAN are fooled by hairpin "
+    "NAT), and a port reached only over IPv6 does not count.",
+    fix=FORWARD_PORTS_FIX,
+    fix_role="firewall: firewall_provider_ports",
+)
+def inbound_port_any(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    counted = _reachable_ports(facts)
+    return counted if isinstance(counted, Outcome) else compare(counted[0], threshold, counted[1])
 
 
 @check(

@@ -35,7 +35,8 @@ def policies(
             {
                 "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
                 "follows": p.follows,
-                "sources": sorted({(r.source.title, r.source.url, r.source.checked) for r in p.requirements}),
+                "sources": sorted({(r.source.title, r.source.url, r.source.checked, r.source.status, r.source.quote)
+                                   for r in p.requirements}),
             }
             for p in loaded
         ]
@@ -43,11 +44,15 @@ def policies(
         return
     for p in loaded:
         typer.echo(f"{p.id:16} {p.title}  [{len(p.requirements)} requirements, {p.kind}]")
-        seen = set()
+        quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
-            if r.source.url not in seen:
-                seen.add(r.source.url)
-                typer.echo(f"{'':16}   source: {r.source.title} <{r.source.url}> (checked {r.source.checked})")
+            quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
+        for url, by_key in quoted.items():
+            first = next(iter(by_key.values()))
+            typer.echo(f"{'':16}   source: {first.title} <{url}> (checked {first.checked})")
+            for source in by_key.values():
+                for line in _source_lines(source, "", f"{'':16}     "):
+                    typer.echo(line)
 
 
 def _explain_agent(agent_id: str) -> None:
@@ -127,6 +132,20 @@ def explain(check_id: Annotated[str, typer.Argument(
                 typer.echo(f"  {'':16} <{req.source.url}>")
                 if req.note:
                     typer.echo(f"  {'':16} {req.note}")
+                for line in _source_lines(req.source, req.own_choice, f"  {'':16} "):
+                    typer.echo(line)
+
+
+def _source_lines(source: Any, own_choice: str, indent: str) -> list[str]:
+    """A source's status and the sentence it is cited for (and, where hostcheck chose the
+    threshold itself, why), wrapped to the terminal."""
+    from hostcheck.render.terminal import terminal_width, wrap
+
+    width = terminal_width()
+    lines = wrap(f'{source.status_text}: "{source.quote}"', width, indent=indent + "  ", first=indent)
+    if own_choice:
+        lines += wrap(f"threshold: hostcheck's own choice. {own_choice}", width, indent=indent + "  ", first=indent)
+    return lines
 
 
 def _agent_checks() -> list[Any]:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from hostcheck.models import IsoDate, Text
+from hostcheck.models import SourceEntry, Text
 from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 from hostcheck.yaml_loader import LOADER
 
@@ -46,11 +46,8 @@ Percent = Annotated[Number, Field(ge=0, le=100)]
 NotPublished = Literal["not-published"]
 
 
-class DataSource(_Strict):
-    url: Text
-    title: Text
-    checked: IsoDate
-    note: Text | None = None
+DataSource = SourceEntry
+"""A cited page: the one source format of policies and data files (hostcheck.models.SourceEntry)."""
 
 
 class Pricing(_Strict):

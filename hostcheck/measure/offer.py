@@ -27,15 +27,18 @@ class Label(StrEnum):
 
 
 CHECKED = "2026-12-02"
-CLI_DOC = ("vast-ai/docs cli/reference/search-offers.mdx", "https://github.com/vast-ai/docs/blob/main/cli/reference/search-offers.mdx")
+CLI_DOC = (
+    "vast-ai/docs cli/reference/search-offers.mdx",
+    "https://github.com/vast-ai/docs/blob/c624622622496828c1ae58edec481bba1f5d675d/cli/reference/search-offers.mdx",
+)
 API_DOC = (
     "vast-ai/docs api-reference/openapi/yaml/search_offers.yaml",
-    "https://github.com/vast-ai/docs/blob/main/api-reference/openapi/yaml/search_offers.yaml",
+    "https://github.com/vast-ai/docs/blob/c624622622496828c1ae58edec481bba1f5d675d/api-reference/openapi/yaml/search_offers.yaml",
 )
 HOST_SCRIPT = (VAST_JOB_SOURCE, VAST_JOB_URL, VAST_JOB_CHECKED)
 SELF_TEST = (
     "vast-ai/vast-cli vastai/cli/self_test/machine_diagnostics.py",
-    "https://github.com/vast-ai/vast-cli/tree/master/vastai/cli/self_test",
+    "https://github.com/vast-ai/vast-cli/tree/55679830a2c2adcf5c7fad08bf08717a9591062a/vastai/cli/self_test",
 )
 SPEEDTEST_HINT = "not measured: run with --probe URL --speedtest (your `hostcheck probe-server` outside this network)"
 # PCIe payload ceiling per lane and direction, GB/s (after line encoding: 8b/10b to gen 2, 128b/130b from gen 3).

@@ -107,7 +107,7 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
              "status": " ".join(str(s.rule.get("status", "")).split()) or None,
              "applied": " ".join(str(s.rule.get("applied", "")).split()) or None,
              "disagreement": " ".join(str(s.rule.get("disagreement", "")).split()) or None,
-             "sources": [{**src, "date": None if src.get("date") is None else str(src["date"])} for src in s.rule["sources"]]}
+             "sources": s.rule["sources"]}
             for s in scores
         ],
     }  # fmt: skip
@@ -205,7 +205,7 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         if s["disagreement"]:
             out.append(f"  {s['disagreement']}")
         for src in s["sources"]:
-            out.append(f"  Source: {src['title']}, <{src['url']}> ({src['date'] or 'no date'})")
+            out.append(f"  Source: {src['title']}, <{src['url']}> ({src['status']}, read {src['checked']})")
     out.append(f"{sub}Per day (UTC)\n" if md else f"{sub}Per day (UTC)")
     out += _table(["day", "uptime", "up", "down", "not recorded"],
                   [[d["day"], _pct(d["uptime"]), _dur(d["up_s"]), _dur(d["down_s"]), _dur(d["not_recorded_s"])]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import yaml_loader
+from hostcheck.models import SourceEntry
 from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis
 
 RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
@@ -15,8 +16,11 @@ RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
 
 @cache
 def rules() -> dict[str, dict[str, Any]]:
+    """The rules, each source checked against the one source format (and its dates as text)."""
     data = yaml_loader.safe_load(RULES_PATH.read_text(encoding="utf-8"))
-    return dict(data["rules"])
+    return {rule_id: {**rule, "sources": [SourceEntry.model_validate(src).model_dump(mode="json", exclude_none=True)
+                                          for src in rule["sources"]]}
+            for rule_id, rule in data["rules"].items()}
 
 
 @dataclass

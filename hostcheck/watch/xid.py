@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import yaml_loader
+from hostcheck.models import SourceEntry
 
 CATALOG_PATH = Path(__file__).with_name("xid_catalog.yaml")
+CATALOG_SOURCES = ("source", "recovery_action_source", "aer_source")
 EFFECTS = frozenset({"out_of_service", "app", "attention", "none", "by_message"})
 XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,4}),")
 RECOVERY_RE = re.compile(r"recovery action changed from .*? to 0x(?P<number>[0-9A-Fa-f]+)(?: \((?P<name>[^)]*)\))?")
@@ -40,6 +42,8 @@ def catalog() -> dict[str, Any]:
     data = yaml_loader.safe_load(CATALOG_PATH.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("codes"), dict) or not isinstance(data.get("buckets"), dict):
         raise ValueError(f"{CATALOG_PATH}: no 'codes' or 'buckets' table")
+    for key in CATALOG_SOURCES:
+        SourceEntry.model_validate(data.get(key))
     for name, bucket in data["buckets"].items():
         if bucket.get("effect") not in EFFECTS:
             raise ValueError(f"{CATALOG_PATH}: bucket {name} has no known effect")
@@ -63,7 +67,7 @@ def lookup_xid(code: int, message: str = "") -> XidInfo:
             return XidInfo(code, "", "Unused in the catalogue (deprecated, or V100 and older)", "CONTACT_SUPPORT",
                            "attention", hardware, True)
         # Unknown to the catalogue as read: never treated as harmless.
-        return XidInfo(code, "", f"not in NVIDIA's Xid catalogue as read on {data['source']['read']}", None,
+        return XidInfo(code, "", f"not in NVIDIA's Xid catalogue as read on {data['source']['checked']}", None,
                        "attention", hardware, False)
     immediate = row["immediate"]
     effect = _effect(immediate)
