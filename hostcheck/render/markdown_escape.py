@@ -12,12 +12,12 @@ backslash, which CommonMark reads as the character itself.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
 from hostcheck.render.escape import escape_text, map_strings
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;"}
 # Emphasis, code spans, links and images, strikethrough, and the backslash itself. An
 # underscore between letters or digits starts no emphasis (CommonMark), so check ids such
 # as gpu_memory stay readable.
@@ -31,7 +31,7 @@ _AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])://|\bwww\.")
 
 def markdown_text(text: str) -> str:
     """``text`` as Markdown that renders as exactly this text, and as nothing else."""
-    out = "".join(_ENTITIES.get(char, char) for char in text)
+    out = html.escape(text).replace("|", "&#124;")  # HTML's specials, and the table delimiter
     out = _INLINE.sub(lambda m: "\\" + m.group(), out)
     out = _AUTOLINK.sub(lambda m: m.group().replace(":", "&#58;").replace(".", "&#46;"), out)
     stripped = out.lstrip(" ")
