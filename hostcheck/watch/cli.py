@@ -81,6 +81,9 @@ def record(
     probe_every: Annotated[str, typer.Option("--probe-every", help=f"How often to check the forwarded ports (at least {MIN_PROBE_EVERY_S / 60:g}m).")] = "60m",
     insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// probe URL (labs only: the token goes in clear).")] = False,
     allow_more_traffic: Annotated[bool, typer.Option("--allow-more-traffic", help=f"Start even when the settings send more than {traffic.LIMIT_BYTES_PER_MIN // 1024} KiB a minute.")] = False,
+    textfile: Annotated[Path | None, typer.Option("--textfile", help="Write Prometheus metrics into this directory after every sample (node_exporter's textfile collector directory).")] = None,
+    textfile_address: Annotated[bool, typer.Option("--textfile-address", help="Put the public address (STUN) into the metrics as a label.")] = False,
+    redact: Annotated[bool, typer.Option("--redact", help="No address in the metrics or notifications, whatever else is asked.")] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -120,6 +123,10 @@ def record(
         max_bytes=int(max_mb * MIB), probe_url=probe, probe_token=token, probe_fingerprint=probe_fingerprint,
         probe_ports=ports, probe_every_s=every_s,
     )  # fmt: skip
+    if textfile is not None:
+        from hostcheck.watch.textfile import TextfileOutput
+
+        config.hooks.append(TextfileOutput(textfile, db, interval, _say, addresses=textfile_address and not redact))
     recorder = Recorder(config)
     recorder.install_signal_handlers()
     typer.echo(f"hostcheck watch: recording into {db} every {interval:g}s (about {per_minute / 1024:.1f} KiB a minute "
@@ -127,6 +134,10 @@ def record(
     written = recorder.run()
     typer.echo(f"hostcheck watch: {written} samples written ({recorder.stop_reason})", err=True)
     raise typer.Exit(EXIT_OK)
+
+
+def _say(message: str) -> None:
+    typer.echo(f"hostcheck watch: {message}", err=True)
 
 
 @watch_app.command("report")
