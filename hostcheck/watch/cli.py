@@ -136,6 +136,14 @@ def record(
     raise typer.Exit(EXIT_OK)
 
 
+@watch_app.command("alert-rules")
+def alert_rules() -> None:
+    """Print the Prometheus alerting rules for the --textfile metrics (for prometheus.yml's rule_files)."""
+    from hostcheck.watch.textfile import ALERT_RULES
+
+    typer.echo(ALERT_RULES.read_text(encoding="utf-8"), nl=False)
+
+
 def _say(message: str) -> None:
     typer.echo(f"hostcheck watch: {message}", err=True)
 
