@@ -22,8 +22,6 @@ dcgm-exporter's names (``DCGM_FI_DEV_GPU_TEMP``, ``DCGM_FI_DEV_POWER_USAGE``,
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,7 +149,6 @@ class MetricsState:
 
     started_at: float
     interval_s: float
-    last_event_id: int = 0
     samples: int = 0
     last: Sample | None = None
     last_state: str | None = None
@@ -165,24 +162,6 @@ class MetricsState:
     address: str | None = None
     ports: dict[tuple[str, str], str] = field(default_factory=dict)
     ports_checked_at: float | None = None
-
-    def start_after(self, conn: sqlite3.Connection) -> None:
-        """Count events from this run's ``recorder_start`` on (the run's counters start there)."""
-        row = conn.execute("SELECT max(id) FROM events WHERE kind = 'recorder_start'").fetchone()
-        self.last_event_id = int(row[0]) - 1 if row and row[0] is not None else 0
-
-    def read_events(self, conn: sqlite3.Connection) -> list[tuple[str, dict[str, Any]]]:
-        rows = conn.execute("SELECT id, kind, detail FROM events WHERE id > ? ORDER BY id", (self.last_event_id,)).fetchall()
-        out = []
-        for event_id, kind, detail in rows:
-            self.last_event_id = int(event_id)
-            try:
-                value = json.loads(detail)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                out.append((str(kind), value))
-        return out
 
     def add_events(self, events: list[tuple[str, dict[str, Any]]], at: float) -> None:
         for kind, detail in events:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostcheck.watch.analysis import analyse
+from hostcheck.watch.follow import EventTail
 from hostcheck.watch.metrics import WINDOWS, Family, MetricsState, families, window_of
 from hostcheck.watch.rules import score_all
 from hostcheck.watch.store import Sample, WatchWriter, read_recording
@@ -105,7 +106,7 @@ class TextfileOutput:
         self.log = log
         self.clock = clock
         self.state = MetricsState(started_at=clock(), interval_s=interval_s)
-        self.started = False
+        self.events = EventTail()
         self.failing: str | None = None
         self.next_refresh = 0.0
         problem = directory_problem(directory)
@@ -124,10 +125,7 @@ class TextfileOutput:
         """The file stays: its last-sample time is how Prometheus sees that the recorder stopped."""
 
     def after_sample(self, writer: WatchWriter, sample: Sample) -> None:
-        if not self.started:
-            self.state.start_after(writer.conn)
-            self.started = True
-        self.state.add_events(self.state.read_events(writer.conn), sample.t)
+        self.state.add_events(self.events.read(writer.conn), sample.t)
         before = self.state.last_state
         state = self.state.add_sample(sample)
         if state != before or self.clock() >= self.next_refresh:
