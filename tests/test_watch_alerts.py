@@ -205,3 +205,9 @@ def test_an_outage_reaches_prometheus_within_two_samples(stack: Stack) -> None:
     assert stack.one('hostcheck_watch_platform_verdict{rule="runpod",verdict="unknown"}') == 1
     last = stack.one("hostcheck_watch_last_sample_timestamp_seconds")
     assert last is not None and abs(time.time() - last) < 5 * INTERVAL_S + SCRAPE_S
+
+
+def test_docs_watch_md_lists_what_the_code_exports() -> None:
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_watch_metrics_doc.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
