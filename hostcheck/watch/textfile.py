@@ -28,7 +28,7 @@ from hostcheck.watch.store import Sample, WatchWriter, read_recording
 
 FILE_NAME = "hostcheck_watch.prom"
 ALERT_RULES = Path(__file__).with_name("prometheus_alerts.yaml")
-REFRESH_S = 600.0
+REFRESH_S = 3600.0
 """The window gauges and platform scores are recomputed from the recording at the first sample,
 whenever the live state changes, and at least this often (bench/watch.py measures the cost)."""
 
