@@ -16,11 +16,11 @@ from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_outpu
 from hostcheck.fleet import (
     FleetError,
     HostEntry,
-    all_policy_ids,
     diff_fleets,
     errors,
-    fleet_rows,
+    fleet_source,
     load_fleet,
+    read_table,
     redact_entries,
     sort_rows,
 )
@@ -73,12 +73,16 @@ def table(
     A row per host with its verdict and score per policy. Unreachable hosts come first; with
     --policy, then those that fail the first policy named; then the order of --sort."""
     check_output(output)
-    with _report_names_redacted(paths, redact_output):
-        entries = load_fleet(paths)
+    redactor = None
     if redact_output:
-        redact_entries(entries)
-    ids = list(policy) or all_policy_ids(entries)
-    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+        from hostcheck.redact import Redactor
+
+        redactor = Redactor()
+    with _report_names_redacted(paths, redact_output):
+        source = fleet_source(paths)
+    fleet = read_table(source, list(policy), redactor)
+    ids = fleet.policy_ids
+    rows = sort_rows(fleet.rows, ids[0] if policy else None, sort)
     if fmt is OutputFormat.JSON:
         text = dumps({"policies": ids, "hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
     else:
@@ -86,7 +90,7 @@ def table(
 
         text = fleet_table(rows, ids, markdown=fmt is OutputFormat.MARKDOWN)
     emit(text, output, private=not redact_output)
-    _refuse_bad_reports(entries)
+    _refuse(fleet.problems)
 
 
 @fleet_app.command("diff")
@@ -118,8 +122,11 @@ def diff(
 
 
 def _refuse_bad_reports(entries: list[HostEntry]) -> None:
+    _refuse(errors(entries))
+
+
+def _refuse(problems: list[str]) -> None:
     """The view is complete for every other host; the exit code still says input was bad."""
-    problems = errors(entries)
     if problems:
         raise FleetError(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
 
