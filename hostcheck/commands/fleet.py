@@ -51,9 +51,10 @@ fleet_app = typer.Typer(
     cls=TableByDefault,
     add_completion=False,
     rich_markup_mode=None,
-    subcommand_metavar="[table] DIR... | diff OLD_DIR NEW_DIR",
+    subcommand_metavar="[table] DIR... | diff OLD_DIR NEW_DIR | watch DIR...",
     help="One table across many hosts' reports (`hostcheck fleet DIR...`, short for `hostcheck fleet table "
-    "DIR...`), or drift between two audits (`hostcheck fleet diff OLD_DIR NEW_DIR`).",
+    "DIR...`), drift between two audits (`hostcheck fleet diff OLD_DIR NEW_DIR`), or every host's "
+    "reliability rehearsal side by side (`hostcheck fleet watch DIR...`).",
 )
 
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Replace host names (the host column too), addresses and user names, as `audit --redact` does.")]
@@ -119,6 +120,43 @@ def diff(
         text = drift_text(changes, markdown=fmt is OutputFormat.MARKDOWN)
     emit(text, output, private=not redact_output)
     _refuse_bad_reports(before + after)
+
+
+@fleet_app.command("watch")
+def watch(
+    paths: Annotated[list[Path], typer.Argument(metavar="DIR", help="Directories of <host>.watch.json files (playbooks/watch-report.yml).")],
+    fmt: FormatOpt = OutputFormat.TABLE,
+    output: OutputOpt = None,
+    redact_output: RedactOpt = False,
+) -> None:
+    """Every host's reliability rehearsal side by side, worst first.
+
+    Uptime, outages by cause, and each platform rule's verdict, from each host's
+    `hostcheck watch report`; hosts without one first, then the most rules below, the lowest uptime."""
+    from hostcheck.fleet_watch import read_rows, worst_first
+
+    check_output(output)
+    with _report_names_redacted(paths, redact_output):
+        rows, problems = read_rows(paths)
+    if redact_output:
+        from hostcheck.redact import Redactor
+
+        redactor = Redactor()
+        for row in rows:
+            redactor.learn_host(row.host, own=True)
+        for row in rows:
+            row.host = redactor.host(row.host)
+            row.reason = None if row.reason is None else redactor.scrub(row.reason)
+        problems = [redactor.scrub(p) for p in problems]
+    rows = worst_first(rows)
+    if fmt is OutputFormat.JSON:
+        text = dumps({"hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
+    else:
+        from hostcheck.render.fleet_watch import watch_table
+
+        text = watch_table(rows, markdown=fmt is OutputFormat.MARKDOWN)
+    emit(text, output, private=not redact_output)
+    _refuse(problems)
 
 
 def _refuse_bad_reports(entries: list[HostEntry]) -> None:
