@@ -45,6 +45,7 @@ class Fleet:
     watch: Path
     audit_seconds: list[float]
     metrics: str  # a profiled host's textfile metrics
+    after_rollback: str  # what is left of the recorder on a host whose hostcheck_watch was rolled back
 
 
 def _inventory(path: Path, hosts: list[Any]) -> Path:
@@ -60,7 +61,8 @@ AUDIT_EXTRA_ARGS = ["--offline"]
 
 
 # Step budgets: at least 3x a cold run on the 2-core CI machine (README's Tests section).
-BUDGET = {"boot": 240, "install hostcheck": 600, "converge": 1200, "audit": 600, "drift": 120, "watch report": 300}
+BUDGET = {"boot": 240, "install hostcheck": 600, "converge": 1200, "audit": 600, "drift": 120, "watch report": 300,
+          "watch rollback": 300}
 WATCH_VARS = {
     "hostcheck_watch_enabled": True,
     "hostcheck_watch_command": f"{VENV}/bin/hostcheck",
@@ -119,7 +121,15 @@ def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]
                                            "ansible_ssh_timeout": 10})
         assert report.rc == 0, report.tail()
         metrics = by_role["steady1"].sudo("cat /var/lib/prometheus/node-exporter/hostcheck_watch.prom").stdout
-        yield Fleet({r: h.name for r, h in by_role.items()}, before, after, watch, seconds, metrics)
+        rollback = work / "watch-rollback.yml"
+        rollback.write_text(json.dumps([{"name": "Roll back hostcheck_watch", "hosts": "all", "become": True, "tasks": [
+            {"name": "Roll back", "ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "rollback.yml"}}]}]))
+        rolled = playbook_step(steps, "watch rollback", BUDGET["watch rollback"],
+                               _inventory(work / "steady2.ini", [by_role["steady2"]]), rollback)
+        assert rolled.rc == 0, rolled.tail()
+        left = by_role["steady2"].sudo("ls -d /var/lib/prometheus /var/lib/hostcheck-watch "
+                                       "/etc/systemd/system/hostcheck-watch.service 2>/dev/null; true").stdout
+        yield Fleet({r: h.name for r, h in by_role.items()}, before, after, watch, seconds, metrics, left)
     finally:
         lab.stop_hosts([h for r, h in by_role.items() if r != "gone"])
 
@@ -193,3 +203,9 @@ def test_profiled_hosts_write_the_textfile_metrics(fleet: Fleet) -> None:
     lines = dict(line.rsplit(" ", 1) for line in fleet.metrics.splitlines() if line and not line.startswith("#"))
     assert lines["hostcheck_watch_up"] == "1"
     assert float(lines["hostcheck_watch_samples_total"]) >= 1
+
+
+def test_rollback_removes_the_recorder_and_its_textfile(fleet: Fleet) -> None:
+    # /var/lib/prometheus did not exist before the profile: the role created it for the
+    # textfile directory, and rollback removes both with the metrics file.
+    assert fleet.after_rollback.strip() == ""
