@@ -200,3 +200,23 @@ def test_the_cli_refuses_a_cleartext_url_and_keeps_the_url_off_the_command_line(
                            "--notify-webhook-file", str(plain)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--insecure-http" in proc.stderr and not (tmp_path / "w.db").exists()
+
+
+def test_a_restart_says_how_the_run_before_it_ended(tmp_path: Path, receiver: Receiver) -> None:
+    def first_message() -> dict[str, Any]:
+        receiver.requests.clear()
+        notifier = Notifier([destination(tmp_path, "webhook", f"{receiver.base}/hook")], host=None)
+        rec = run_outage(tmp_path, notifier, [True])
+        wait_until(notifier.idle)
+        return {"rec": rec, "message": json.loads(receiver.requests[0]["body"])}
+
+    killed = first_message()
+    killed["rec"].writer.close()  # killed: no recorder_stop written
+    killed["rec"].config.hooks[0].close()
+    after_kill = first_message()
+    assert after_kill["message"]["event"] == "recorder_start"
+    assert after_kill["message"]["detail"]["previous_stop"].startswith("no stop recorded")
+    after_kill["rec"].finish()  # a clean stop this time
+    after_stop = first_message()
+    assert after_stop["message"]["detail"]["previous_stop"] == "a clean stop (duration reached)"
+    after_stop["rec"].finish()
