@@ -68,8 +68,8 @@ def summary_of(host: str, data: Any) -> WatchRow:
         if isinstance(rule, dict) and isinstance(rule.get("rule"), str) and rule.get("verdict") in VERDICT_ORDER:
             platforms[rule["rule"][:40]] = RulePart(verdict=rule["verdict"], score=_number(rule.get("score")))
     uptime = _number(data.get("uptime"))
-    return WatchRow(host=host, readable=True, observed_days=None if observed is None else round(observed / 86400, 2),
-                    not_recorded_days=None if missing is None else round(missing / 86400, 2),
+    return WatchRow(host=host, readable=True, observed_days=None if observed is None else round(observed / 86400, 4),
+                    not_recorded_days=None if missing is None else round(missing / 86400, 4),
                     uptime=uptime if uptime is None or 0 <= uptime <= 1 else None,
                     outages={k: v for k, v in outages.items() if v},
                     down_minutes={k: round(v, 1) for k, v in down.items() if v}, platforms=platforms)
