@@ -29,7 +29,7 @@ from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostchec
 from tests.lab.steps import Steps
 from tests.profile.play import playbook_step
 
-pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(350)]
+pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(390)]
 
 ROLES = ["bare", "drifted", "gone", "steady1", "steady2"]
 PROFILED = ("drifted", "steady1", "steady2")
