@@ -16,6 +16,12 @@ the bytes of what the bench sends there, headers included:
    systemd-journal-remote: three boots, Xid and AER lines, kernel chatter), the package log,
    the power supplies and NUT (absent here: recorded once as such).
 
+3. the metrics file (`--textfile`) over a recording of 30 days at one sample a minute (43,200
+   samples, generated in the recorder's shape, a few outages among them): the CPU of bringing
+   the metrics up to date and writing the file after one sample, and of recomputing the window
+   gauges and platform scores from the recording (done at the first sample, when the host
+   goes down or comes back, and every REFRESH_S), also spread over the samples in between.
+
 Printed: CPU milliseconds per sample (user + system of the recorder and every command it ran),
 peak RSS, database bytes per sample, network bytes per sample, and each scaled to the default
 interval (1440 samples a day, one a minute). The NVML stand-in is Python answering the same
@@ -23,6 +29,7 @@ calls; a real driver's NVML calls cost the recorder less Python and some driver 
 
     .venv/bin/python bench/watch.py                        # 30 s at 20 ms
     .venv/bin/python bench/watch.py --seconds 60 --json out.json
+    .venv/bin/python bench/watch.py --textfile-only        # part 3 alone
 """
 
 from __future__ import annotations
@@ -187,6 +194,69 @@ def recorder_run(tmp: Path, seconds: float, interval: float) -> dict[str, Any]:
     }
 
 
+def recording_of_days(db: Path, days: int) -> None:
+    """A recording in the recorder's shape: a sample a minute, six targets, one GPU; an outage
+    of each live cause every few days."""
+    from hostcheck.watch.store import WatchWriter
+
+    writer = WatchWriter(db)
+    start = time.time() - days * 86400
+    rows = []
+    for i in range(days * SAMPLES_PER_DAY):
+        down = i % 4000 in range(5)  # a 5-minute outage every ~2.8 days
+        net = [{"target": f"tcp:192.0.2.{n}:443", "ok": not down or n > 2, "ms": 12.5} for n in range(6)]
+        detail = {"net": net, "gpus": [{"i": 0, "temp": 61, "w": 44.8, "thr": [], "th": 0.0, "pw": 1.2, "span": 60.0}]}
+        rows.append((start + 60 * i, 100.0 + 60 * i, 100.0 + 60 * i, "b" * 32, 60.0, 0 if down and i % 8000 < 5 else 6,
+                     6, 1, json.dumps(detail, separators=(",", ":"))))
+    with writer.conn:
+        writer.conn.execute("BEGIN")
+        writer.conn.executemany("INSERT INTO samples (t, mono, boottime, boot_id, interval_s, net_ok, net_total, gpu_ok, detail)"
+                                " VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        writer.conn.execute("COMMIT")
+    writer.close()
+
+
+def textfile_cost(tmp: Path, days: int = 30, repeat: int = 2000) -> dict[str, Any]:
+    from hostcheck.watch.store import Sample, WatchWriter
+    from hostcheck.watch.textfile import FILE_NAME, REFRESH_S, TextfileOutput
+
+    db = tmp / "month.db"
+    recording_of_days(db, days)
+    out_dir = tmp / "textfile"
+    out_dir.mkdir()
+    writer = WatchWriter(db)
+    last = writer.last_sample()
+    assert last is not None
+    hook = TextfileOutput(out_dir, db, 60.0, print, refresh_s=float("inf"))
+    cpu0 = time.process_time()
+    hook.after_sample(writer, last)  # the first sample: the window is computed once
+    first = time.process_time() - cpu0
+    refreshes = []
+    for _ in range(3):
+        cpu0 = time.process_time()
+        hook.refresh()
+        refreshes.append(time.process_time() - cpu0)
+    samples = [Sample(last.t + 60 * n, last.mono + 60 * n, last.boottime + 60 * n, last.boot_id, 60.0, 6, 6, True,
+                      last.detail) for n in range(1, repeat + 1)]
+    cpu0 = time.process_time()
+    for s in samples:
+        hook.after_sample(writer, s)
+    per_sample = (time.process_time() - cpu0) / repeat
+    writer.close()
+    refresh = sorted(refreshes)[1]
+    every = REFRESH_S / 60.0
+    return {
+        "recording_days": days,
+        "recording_samples": days * SAMPLES_PER_DAY,
+        "file_bytes": (out_dir / FILE_NAME).stat().st_size,
+        "write_cpu_ms_per_sample": round(per_sample * 1000, 3),
+        "first_sample_cpu_s": round(first, 2),
+        "window_refresh_cpu_s": round(refresh, 2),
+        "window_refresh_every_s": REFRESH_S,
+        "window_refresh_cpu_ms_per_sample_at_60s": round(refresh / every * 1000, 1),
+    }
+
+
 def measure(seconds: float, interval: float) -> dict[str, Any]:
     from tests.watch_fixtures import JOURNAL_REMOTE
 
@@ -204,6 +274,7 @@ def measure(seconds: float, interval: float) -> dict[str, Any]:
         figures.update(recorder_run(Path(tmp), seconds, interval))
         if not in_namespace:
             figures["net_bytes_per_sample"] = figures["net_bytes_per_minute_at_60s"] = None
+        figures["textfile"] = textfile_cost(Path(tmp))
     return figures
 
 
@@ -213,9 +284,14 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.02)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--textfile-only", action="store_true", help="only the metrics file's cost (part 3)")
     args = parser.parse_args()
     if args.child:
         child(args.child)
+        return
+    if args.textfile_only:
+        with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
+            print(json.dumps(textfile_cost(Path(tmp)), indent=2))
         return
     if os.environ.get(IN_NAMESPACE) is None:
         # Into a network namespace of our own, where loopback counts only our bytes.

@@ -7,6 +7,7 @@ not be audited (unreachable, audit failed) is reported, not dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -188,38 +189,70 @@ def _entry_or_error(path: Path) -> HostEntry:
         return HostEntry(host=path.stem, unreachable=str(exc), path=str(path), error=True)
 
 
-def load_fleet(paths: list[Path]) -> list[HostEntry]:
-    """Directories are read for `*.json`; files are taken as given."""
+WATCH_SUFFIX = ".watch.json"
+"""A host's `hostcheck watch report --format json` (playbooks/watch-report.yml), not an audit report."""
+
+
+@dataclass
+class FleetSource:
+    """The report files named (directories read for `*.json`) and the hosts the index says
+    have none; nothing is read from the reports yet."""
+
+    files: list[Path]
+    missing: list[HostEntry]
+
+    def hosts(self) -> list[str]:
+        return [e.host for e in self.missing] + [p.stem for p in self.files]
+
+    def entries(self) -> Iterator[HostEntry]:
+        """One host at a time: a report is read when its entry is wanted, and let go after."""
+        yield from self.missing
+        for path in self.files:
+            yield _entry_or_error(path)
+
+
+def fleet_source(paths: list[Path], suffix: str = ".json") -> FleetSource:
+    """Directories are read for `*<suffix>` (audit reports: `*.json` but not `*.watch.json`);
+    files are taken as given. A host named twice is refused before anything is read."""
     files: list[Path] = []
-    entries: list[HostEntry] = []
+    missing: list[HostEntry] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.glob("*.json") if p.name != INDEX_NAME))
-            if (path / INDEX_NAME).exists():
+            found = sorted(p for p in path.glob(f"*{suffix}") if p.name != INDEX_NAME)
+            files.extend(p for p in found if suffix == WATCH_SUFFIX or not p.name.endswith(WATCH_SUFFIX))
+            if suffix != WATCH_SUFFIX and (path / INDEX_NAME).exists():
                 try:
-                    entries.extend(read_index(path / INDEX_NAME))
+                    missing.extend(read_index(path / INDEX_NAME))
                 except FleetError as exc:
-                    entries.append(HostEntry(host=INDEX_NAME, unreachable=str(exc), path=str(path / INDEX_NAME), error=True))
+                    missing.append(HostEntry(host=INDEX_NAME, unreachable=str(exc), path=str(path / INDEX_NAME), error=True))
         elif path.exists():
             files.append(path)
         else:
             raise FleetError(f"{path}: no such file or directory")
-    if not files and not entries:
-        raise FleetError(f"no reports (*.json) found in {', '.join(map(str, paths))}")
-    entries.extend(_entry_or_error(p) for p in files)
+    if not files and not missing:
+        raise FleetError(f"no reports (*{suffix}) found in {', '.join(map(str, paths))}")
     seen: dict[str, str] = {}
-    for entry in entries:
-        if entry.host in seen:
-            raise FleetError(f"host {entry.host!r} appears twice: {seen[entry.host]} and {entry.path}")
-        seen[entry.host] = entry.path
-    return entries
+    for host, where in [(e.host, e.path) for e in missing] + [(_host_of(p, suffix), str(p)) for p in files]:
+        if host in seen:
+            raise FleetError(f"host {host!r} appears twice: {seen[host]} and {where}")
+        seen[host] = where
+    return FleetSource(files, missing)
+
+
+def _host_of(path: Path, suffix: str) -> str:
+    return path.name.removesuffix(suffix) if path.name.endswith(suffix) else path.stem
+
+
+def load_fleet(paths: list[Path]) -> list[HostEntry]:
+    """Every host's entry, all held at once (the drift view compares two audits' reports)."""
+    return list(fleet_source(paths).entries())
 
 
 def redact_entries(entries: list[HostEntry]) -> Redactor:
     """``entries`` with every host name, address, user name... replaced, the same value by the
     same placeholder across all of them (old and new audits of ``fleet diff`` together); returns
     the redactor, for messages about them."""
-    from hostcheck.redact import Redactor, redact
+    from hostcheck.redact import Redactor
 
     redactor = Redactor()
     for entry in entries:
@@ -227,14 +260,23 @@ def redact_entries(entries: list[HostEntry]) -> Redactor:
         if entry.report is not None:
             redactor.learn(entry.report.facts)
     for entry in entries:
-        entry.host = redactor.host(entry.host)
-        entry.path = redactor.scrub(entry.path)
-        if entry.unreachable is not None:
-            entry.unreachable = redactor.scrub(entry.unreachable)
-        if entry.report is not None:
-            entry.report = redact(entry.report, redactor)
-            entry.policies = {p.id: p for p in entry.report.policies}
+        redact_entry(entry, redactor)
     return redactor
+
+
+def redact_entry(entry: HostEntry, redactor: Redactor) -> None:
+    """One entry redacted in place with what ``redactor`` has learnt (and its own report's facts)."""
+    from hostcheck.redact import redact
+
+    if entry.report is not None:
+        redactor.learn(entry.report.facts)
+    entry.host = redactor.host(entry.host)
+    entry.path = redactor.scrub(entry.path)
+    if entry.unreachable is not None:
+        entry.unreachable = redactor.scrub(entry.unreachable)
+    if entry.report is not None:
+        entry.report = redact(entry.report, redactor)
+        entry.policies = {p.id: p for p in entry.report.policies}
 
 
 def errors(entries: list[HostEntry]) -> list[str]:
@@ -270,26 +312,59 @@ def _bandwidth(facts: Any) -> Bandwidth:
     return out
 
 
+def row_of(entry: HostEntry, policy_ids: list[str] | None = None) -> FleetRow:
+    """A host's row: hardware summary, owner risk, and per policy verdict/score/blockers (every
+    policy of its report when ``policy_ids`` is None)."""
+    if entry.report is None:
+        row = FleetRow(host=entry.host, reachable=False, reason=entry.unreachable, policies={})
+        if entry.error:
+            row.report_error = True  # set, so written: a good report's row has no such key
+        return row
+    report = entry.report
+    facts = from_jsonable(report.facts)
+    cells: dict[str, PolicyCell | None] = {}
+    for pid in entry.policies if policy_ids is None else policy_ids:
+        result = entry.policies.get(pid)
+        cells[pid] = PolicyCell(verdict=result.verdict, score=result.score, blockers=result.blockers) if result else None
+    return FleetRow(host=entry.host, reachable=True, hostcheck_version=report.tool.version,
+                    generated_at=report.generated_at, owner_risk=report.owner_risk.rating,
+                    **_gpu_summary(facts), bandwidth=_bandwidth(facts), policies=cells)
+
+
 def fleet_rows(entries: list[HostEntry], policy_ids: list[str]) -> list[FleetRow]:
-    """One row per host: hardware summary, owner risk, and per policy verdict/score/blockers."""
-    rows = []
-    for entry in entries:
-        if entry.report is None:
-            row = FleetRow(host=entry.host, reachable=False, reason=entry.unreachable, policies={})
-            if entry.error:
-                row.report_error = True  # set, so written: a good report's row has no such key
-            rows.append(row)
-            continue
-        report = entry.report
-        facts = from_jsonable(report.facts)
-        cells: dict[str, PolicyCell | None] = {}
-        for pid in policy_ids:
-            result = entry.policies.get(pid)
-            cells[pid] = PolicyCell(verdict=result.verdict, score=result.score, blockers=result.blockers) if result else None
-        rows.append(FleetRow(host=entry.host, reachable=True, hostcheck_version=report.tool.version,
-                             generated_at=report.generated_at, owner_risk=report.owner_risk.rating,
-                             **_gpu_summary(facts), bandwidth=_bandwidth(facts), policies=cells))
-    return rows
+    """One row per host, with the policies ``policy_ids``."""
+    return [row_of(entry, policy_ids) for entry in entries]
+
+
+@dataclass
+class FleetTable:
+    rows: list[FleetRow]
+    policy_ids: list[str]
+    problems: list[str]  # why each unusable report could not be used
+
+
+def read_table(source: FleetSource, policy_ids: list[str], redactor: Redactor | None = None) -> FleetTable:
+    """The table's rows, reading one report at a time and keeping only its row, so memory
+    stays bounded by the rows, whatever the count of hosts. Without ``policy_ids``, every
+    policy any report holds, in the order first seen."""
+    if redactor is not None:
+        for host in source.hosts():
+            redactor.learn_host(host, own=True)
+    rows: list[FleetRow] = []
+    seen: list[str] = []
+    problems: list[str] = []
+    for entry in source.entries():
+        if redactor is not None:
+            redact_entry(entry, redactor)
+        seen.extend(pid for pid in entry.policies if pid not in seen)
+        rows.append(row_of(entry, policy_ids or None))
+        if entry.error:
+            problems.append(entry.unreachable or "")
+    ids = policy_ids or seen
+    for row in rows:
+        if row.reachable:
+            row.policies = {pid: row.policies.get(pid) for pid in ids}
+    return FleetTable(rows, ids, problems)
 
 
 def sort_rows(rows: list[FleetRow], focus: str | None, by: str) -> list[FleetRow]:

@@ -90,8 +90,28 @@ def test_probe_settings_reach_the_unit_and_the_token_stays_out_of_it(tmp_path: P
     {"hostcheck_watch_stun_servers": ['stun".example:3478']},
     {"hostcheck_watch_data_dir": "/var/lib/watch data"},
     {"hostcheck_watch_start_limit_burst": 0},
+    {"hostcheck_watch_notify_kuma_url": "http://kuma.example/api/push/x"},
+    {"hostcheck_watch_notify_webhook_url": "https://hooks.example/a b"},
+    {"hostcheck_watch_textfile_enabled": True, "hostcheck_watch_textfile_dir": "/var/lib/%n"},
 ])  # fmt: skip
 def test_values_that_cannot_go_into_the_unit_are_refused(tmp_path: Path, bad: dict[str, object]) -> None:
     proc = play(tmp_path, bad, [{"ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "apply"}}])
     assert proc.returncode != 0
     assert "cannot go into the service unit" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_unit_with_the_textfile_and_notifications_names_files_never_urls(tmp_path: Path) -> None:
+    secret = "https://kuma.example/api/push/S3cr3tPushToken"
+    unit = rendered_unit(tmp_path, {"hostcheck_watch_textfile_enabled": True,
+                                    "hostcheck_watch_notify_kuma_url": secret,
+                                    "hostcheck_watch_notify_webhook_url": "https://hooks.example/h/abc"})
+    lines = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#"))
+    pairs = list(zip(shlex.split(lines["ExecStart"]), shlex.split(lines["ExecStart"])[1:], strict=False))
+    assert ("--textfile", "/var/lib/prometheus/node-exporter") in pairs
+    assert ("--notify-kuma-file", "/var/lib/hostcheck-watch/kuma-url") in pairs
+    assert ("--notify-webhook-file", "/var/lib/hostcheck-watch/webhook-url") in pairs
+    assert "S3cr3t" not in unit and "hooks.example" not in unit
+    # The recorder may write there (ProtectSystem=strict); "-": a missing directory does not stop the unit.
+    assert lines["ReadWritePaths"].split() == ["/var/lib/hostcheck-watch", "-/var/lib/prometheus/node-exporter"]
+    (tmp_path / "off").mkdir()
+    assert "--textfile" not in rendered_unit(tmp_path / "off", {})

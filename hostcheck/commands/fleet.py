@@ -16,11 +16,11 @@ from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_outpu
 from hostcheck.fleet import (
     FleetError,
     HostEntry,
-    all_policy_ids,
     diff_fleets,
     errors,
-    fleet_rows,
+    fleet_source,
     load_fleet,
+    read_table,
     redact_entries,
     sort_rows,
 )
@@ -51,9 +51,10 @@ fleet_app = typer.Typer(
     cls=TableByDefault,
     add_completion=False,
     rich_markup_mode=None,
-    subcommand_metavar="[table] DIR... | diff OLD_DIR NEW_DIR",
+    subcommand_metavar="[table] DIR... | diff OLD_DIR NEW_DIR | watch DIR...",
     help="One table across many hosts' reports (`hostcheck fleet DIR...`, short for `hostcheck fleet table "
-    "DIR...`), or drift between two audits (`hostcheck fleet diff OLD_DIR NEW_DIR`).",
+    "DIR...`), drift between two audits (`hostcheck fleet diff OLD_DIR NEW_DIR`), or every host's "
+    "reliability rehearsal side by side (`hostcheck fleet watch DIR...`).",
 )
 
 RedactOpt = Annotated[bool, typer.Option("--redact", help="Replace host names (the host column too), addresses and user names, as `audit --redact` does.")]
@@ -73,12 +74,16 @@ def table(
     A row per host with its verdict and score per policy. Unreachable hosts come first; with
     --policy, then those that fail the first policy named; then the order of --sort."""
     check_output(output)
-    with _report_names_redacted(paths, redact_output):
-        entries = load_fleet(paths)
+    redactor = None
     if redact_output:
-        redact_entries(entries)
-    ids = list(policy) or all_policy_ids(entries)
-    rows = sort_rows(fleet_rows(entries, ids), ids[0] if policy else None, sort)
+        from hostcheck.redact import Redactor
+
+        redactor = Redactor()
+    with _report_names_redacted(paths, redact_output):
+        source = fleet_source(paths)
+    fleet = read_table(source, list(policy), redactor)
+    ids = fleet.policy_ids
+    rows = sort_rows(fleet.rows, ids[0] if policy else None, sort)
     if fmt is OutputFormat.JSON:
         text = dumps({"policies": ids, "hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
     else:
@@ -86,7 +91,7 @@ def table(
 
         text = fleet_table(rows, ids, markdown=fmt is OutputFormat.MARKDOWN)
     emit(text, output, private=not redact_output)
-    _refuse_bad_reports(entries)
+    _refuse(fleet.problems)
 
 
 @fleet_app.command("diff")
@@ -117,9 +122,49 @@ def diff(
     _refuse_bad_reports(before + after)
 
 
+@fleet_app.command("watch")
+def watch(
+    paths: Annotated[list[Path], typer.Argument(metavar="DIR", help="Directories of <host>.watch.json files (playbooks/watch-report.yml).")],
+    fmt: FormatOpt = OutputFormat.TABLE,
+    output: OutputOpt = None,
+    redact_output: RedactOpt = False,
+) -> None:
+    """Every host's reliability rehearsal side by side, worst first.
+
+    Uptime, outages by cause, and each platform rule's verdict, from each host's
+    `hostcheck watch report`; hosts without one first, then the most rules below, the lowest uptime."""
+    from hostcheck.fleet_watch import read_rows, worst_first
+
+    check_output(output)
+    with _report_names_redacted(paths, redact_output):
+        rows, problems = read_rows(paths)
+    if redact_output:
+        from hostcheck.redact import Redactor
+
+        redactor = Redactor()
+        for row in rows:
+            redactor.learn_host(row.host, own=True)
+        for row in rows:
+            row.host = redactor.host(row.host)
+            row.reason = None if row.reason is None else redactor.scrub(row.reason)
+        problems = [redactor.scrub(p) for p in problems]
+    rows = worst_first(rows)
+    if fmt is OutputFormat.JSON:
+        text = dumps({"hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
+    else:
+        from hostcheck.render.fleet_watch import watch_table
+
+        text = watch_table(rows, markdown=fmt is OutputFormat.MARKDOWN)
+    emit(text, output, private=not redact_output)
+    _refuse(problems)
+
+
 def _refuse_bad_reports(entries: list[HostEntry]) -> None:
+    _refuse(errors(entries))
+
+
+def _refuse(problems: list[str]) -> None:
     """The view is complete for every other host; the exit code still says input was bad."""
-    problems = errors(entries)
     if problems:
         raise FleetError(f"{len(problems)} report(s) could not be used (their rows say why): {'; '.join(problems)}")
 

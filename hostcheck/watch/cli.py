@@ -86,8 +86,13 @@ def record(
     token_file: Annotated[Path | None, typer.Option("--token-file", help="File holding the probe token (or HOSTCHECK_PROBE_TOKEN).")] = None,
     probe_port: Annotated[list[str], typer.Option("--probe-port", help=f"A forwarded port to check: PORT, PORT/tcp or PORT/udp (repeatable, at most {MAX_PROBE_PORTS}).")] = [],  # noqa: B006
     probe_every: Annotated[str, typer.Option("--probe-every", help=f"How often to check the forwarded ports (at least {MIN_PROBE_EVERY_S / 60:g}m).")] = "60m",
-    insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// probe URL (labs only: the token goes in clear).")] = False,
+    insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// probe or notification URL (labs only: the token goes in clear).")] = False,
     allow_more_traffic: Annotated[bool, typer.Option("--allow-more-traffic", help=f"Start even when the settings send more than {traffic.LIMIT_BYTES_PER_MIN // 1024} KiB a minute.")] = False,
+    textfile: Annotated[Path | None, typer.Option("--textfile", help="Write Prometheus metrics into this directory after every sample (node_exporter's textfile collector directory).")] = None,
+    textfile_address: Annotated[bool, typer.Option("--textfile-address", help="Put the public address (STUN) into the metrics as a label.")] = False,
+    notify_kuma_file: Annotated[Path | None, typer.Option("--notify-kuma-file", help="File (mode 0600) holding an Uptime Kuma push URL: told of outages, GPU faults and restarts.")] = None,
+    notify_webhook_file: Annotated[Path | None, typer.Option("--notify-webhook-file", help="File (mode 0600) holding a webhook URL: the same, as JSON (docs/watch.md).")] = None,
+    redact: Annotated[bool, typer.Option("--redact", help="No address in the metrics or notifications, whatever else is asked.")] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -130,6 +135,17 @@ def record(
         max_bytes=int(max_mb * MIB), probe_url=probe, probe_token=token, probe_fingerprint=probe_fingerprint,
         probe_ports=ports, probe_every_s=every_s,
     )  # fmt: skip
+    if notify_kuma_file is not None or notify_webhook_file is not None:
+        from hostcheck.watch.notify import Notifier, destinations_from, host_name
+
+        destinations = destinations_from(notify_kuma_file, notify_webhook_file, insecure_http)
+        if insecure_http and any(d.url.scheme == "http" for d in destinations):
+            _say("warning: --insecure-http: a notification URL is http://; its token goes in clear (labs only)")
+        config.hooks.append(Notifier(destinations, host=host_name(redact)))
+    if textfile is not None:
+        from hostcheck.watch.textfile import TextfileOutput
+
+        config.hooks.append(TextfileOutput(textfile, db, interval, _say, addresses=textfile_address and not redact))
     recorder = Recorder(config)
     recorder.install_signal_handlers()
     if said:
@@ -139,6 +155,18 @@ def record(
     written = recorder.run()
     typer.echo(f"hostcheck watch: {written} samples written ({recorder.stop_reason})", err=True)
     raise typer.Exit(EXIT_OK)
+
+
+@watch_app.command("alert-rules")
+def alert_rules() -> None:
+    """Print the Prometheus alerting rules for the --textfile metrics (for prometheus.yml's rule_files)."""
+    from hostcheck.watch.textfile import ALERT_RULES
+
+    typer.echo(ALERT_RULES.read_text(encoding="utf-8"), nl=False)
+
+
+def _say(message: str) -> None:
+    typer.echo(f"hostcheck watch: {message}", err=True)
 
 
 @watch_app.command("report")

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hostcheck.collectors.power import POWER_SUPPLY_DIR
 from hostcheck.errors import InputError
@@ -106,6 +106,16 @@ class Clocks:
     boottime: Callable[[], float] = field(default=lambda: time.clock_gettime(time.CLOCK_BOOTTIME))
 
 
+class SampleHook(Protocol):
+    """Something that follows the recording (the metrics file, notifications): called after
+    each sample is written, on the recorder's thread; it must return quickly and never raise
+    into the loop (what it raises is logged)."""
+
+    def after_sample(self, writer: WatchWriter, sample: Sample) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class WatchConfig:
     db: Path
@@ -133,6 +143,7 @@ class WatchConfig:
     probe_fingerprint: str | None = None
     probe_ports: list[tuple[int, str]] = field(default_factory=list)
     probe_every_s: float = 3600.0
+    hooks: list[SampleHook] = field(default_factory=list)
 
 
 class Recorder:
@@ -481,6 +492,11 @@ class Recorder:
                         {"net": net, **gpu_detail})
         self.writer.add_sample(sample)
         self.samples_written += 1
+        for hook in self.config.hooks:
+            try:
+                hook.after_sample(self.writer, sample)
+            except Exception as exc:  # what follows the recording never stops it
+                self.log(f"{type(hook).__name__}: {type(exc).__name__}: {exc}")
 
     def _flush_gap(self) -> None:
         if not self.unwritten:
@@ -527,6 +543,8 @@ class Recorder:
         try:
             self._event("recorder_stop", {"reason": self.stop_reason, "samples": self.samples_written})
         finally:
+            for hook in self.config.hooks:
+                hook.close()
             self.prober.close()
             self.writer.close()
 

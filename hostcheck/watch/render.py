@@ -165,6 +165,11 @@ def _event_line(e: dict[str, Any]) -> str:
         return f"NVML failed: {where}{d.get('error')}"
     if kind == "throttle":
         return f"GPU {d.get('gpu')} clock event reasons: {', '.join(d.get('reasons') or []) or 'none'}"
+    if kind == "notify":
+        if d.get("ok"):
+            dropped = f" ({d['dropped']} dropped meanwhile)" if d.get("dropped") else ""
+            return f"notifications to the {d.get('destination')} delivered again{dropped}"
+        return f"notifications to the {d.get('destination')} failing: {d.get('error')}"
     if kind == "retention":
         return f"retention dropped {d.get('deleted_rows')} old rows"
     if kind == "aer":

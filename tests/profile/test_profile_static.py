@@ -34,7 +34,7 @@ def test_ansible_lint_production_profile_is_clean() -> None:
     assert "Profile 'production' was required, and it passed" in proc.stderr + proc.stdout
 
 
-@pytest.mark.parametrize("playbook", ["site.yml", "provider-enable.yml", "rollback.yml", "audit.yml"])
+@pytest.mark.parametrize("playbook", ["site.yml", "provider-enable.yml", "rollback.yml", "audit.yml", "watch-report.yml"])
 def test_playbook_syntax(playbook: str) -> None:
     proc = subprocess.run([str(play.VENV_BIN / "ansible-playbook"), "--syntax-check", "-i",
                            str(play.REPO / "inventory/example/hosts.yml"), str(play.PLAYBOOKS / playbook)],
