@@ -53,19 +53,24 @@ def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple
 
 def accepts(doc: PlatformDocument) -> list[str]:
     """What the platform's audit policies say it takes (one of ACCEPTS per policy, in that
-    order): closed to new hosts (PLAT-1010), Apple Silicon (SYS-1060), Windows (an OS list of
-    Windows releases only), else NVIDIA on Linux. Read from the policies, so each fact about a
-    platform stays declared once, with its source."""
+    order): closed to new hosts (the platform-accepts check), Apple Silicon (the Apple Silicon
+    check), Windows (an OS list of Windows releases only), else NVIDIA on Linux. Read from the
+    policies, so each fact about a platform stays declared once, with its source."""
+    from hostcheck.checks import load_registry
+    from hostcheck.checks.machine import apple_silicon, os_supported
+    from hostcheck.checks.network import platform_accepts
     from hostcheck.policy import load_shipped
 
+    check_of = {meta.func: check_id for check_id, meta in load_registry().items()}
+    closed, apple, os_list = check_of[platform_accepts], check_of[apple_silicon], check_of[os_supported]
     found = set()
     for policy_id in doc.policies:
         checks = {r.check: r.threshold for r in load_shipped(policy_id).requirements}
-        if "PLAT-1010" in checks:
+        if closed in checks:
             found.add(ACCEPTS[3])
-        elif "SYS-1060" in checks:
+        elif apple in checks:
             found.add(ACCEPTS[2])
-        elif checks.get("SYS-1050") and all(str(t).lower().startswith("windows") for t in checks["SYS-1050"]):
+        elif checks.get(os_list) and all(str(t).lower().startswith("windows") for t in checks[os_list]):
             found.add(ACCEPTS[1])
         else:
             found.add(ACCEPTS[0])

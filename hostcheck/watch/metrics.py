@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hostcheck.models import InboundResult
 from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis, sample_state
 from hostcheck.watch.rules import RuleScore
 from hostcheck.watch.store import Sample
@@ -275,6 +276,7 @@ def families(state: MetricsState, *, addresses: bool = False) -> list[Family]:
     if addresses and state.address is not None:
         add("public_address_info", 1.0, address=state.address)
     for (port, proto), result in sorted(state.ports.items()):
-        add("forwarded_port_reachable", {"reachable": 1.0, "unreachable": 0.0}.get(result), port=port, proto=proto)
+        reached = 1.0 if result == InboundResult.REACHABLE else 0.0 if result == InboundResult.UNREACHABLE else None
+        add("forwarded_port_reachable", reached, port=port, proto=proto)
     add("forwarded_ports_check_timestamp_seconds", state.ports_checked_at)
     return [f for f in out.values() if f.samples]
