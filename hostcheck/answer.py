@@ -60,7 +60,8 @@ def _risk_notes(risk: OwnerRisk, level: Level, statuses: tuple[Status, ...]) -> 
 def owner_risk_line(risk: OwnerRisk) -> str:
     """'Owner risk HIGH: personal credentials on the host; ...' in one sentence."""
     if risk.rating == Rating.UNKNOWN and risk.possibly is not None:
-        unseen = _risk_notes(risk, risk.possibly, UNDECIDED)
+        # The titles: an unseen item's note says what failing would mean, the title what was not seen.
+        unseen = list(dict.fromkeys(r.title for r in risk.findings if r.level == risk.possibly and r.status in UNDECIDED))
         return f"Owner risk unknown, possibly {risk.possibly.upper()}; not seen: {_causes(unseen)}."
     if risk.rating == Rating.LOW:
         return "Owner risk LOW: nothing personal found exposed; a container escape stays possible, so keep " \

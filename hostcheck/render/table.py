@@ -56,9 +56,21 @@ def _table(report: Report, width: int) -> list[str]:
     return lines
 
 
-def _numbered(number: int, text: str, width: int) -> list[str]:
+def _numbered(number: int, text: str, width: int, seen: set[str] | None = None) -> list[str]:
     head = f"{number:2}. "
-    return wrap(text, width, first=head, indent=" " * len(head))
+    return _unique(text, width, seen if seen is not None else set(), first=head, indent=" " * len(head))
+
+
+def _unique(text: str, width: int, seen: set[str], *, first: str, indent: str) -> list[str]:
+    """``text`` wrapped so that none of its lines repeats one already on the screen (two steps
+    that end alike would wrap to the same last line): a little narrower where it would."""
+    lines = wrap(text, width, first=first, indent=indent)
+    for narrower in range(width - 1, max(width - 16, 20), -1):
+        if not seen.intersection(line for line in lines if line.strip()):
+            break
+        lines = wrap(text, narrower, first=first, indent=indent)
+    seen.update(lines)
+    return lines
 
 
 def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -> list[str]:
@@ -69,7 +81,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     headline, _ = _sentences(answer.headline, width, MAX_HEADLINE_LINES)
     risk = wrap(answer.owner_risk, width)
     if len(risk) > MAX_RISK_LINES:
-        risk = wrap(answer.owner_risk.split(": ", 1)[0] + f" (causes: {DETAILS}).", width)
+        risk = wrap(answer.owner_risk.split(": ", 1)[0].split(";")[0] + f" (its causes: `{DETAILS}`).", width)
     fixed = [*top, *headline, "", *_table(report, width), "", *risk]
     tail = ["", *wrap(f"`{DETAILS}` lists every finding once; `hostcheck explain ID` says why a check "
                       "matters and how to fix it.", width)]
@@ -86,8 +98,9 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     room -= len(plan_lines) + len(unknown_lines) + len(note)
 
     # Steps first (at least three when there are), then the unknowns, then the rest of the steps.
-    steps = [_numbered(n, step_text(s), width) for n, s in enumerate(answer.plan, 1)]
-    groups = [wrap(unknown_text(g), width, first="- ", indent="  ") for g in answer.unknowns]
+    seen = set(fixed)
+    steps = [_numbered(n, step_text(s), width, seen) for n, s in enumerate(answer.plan, 1)]
+    groups = [_unique(unknown_text(g), width, seen, first="- ", indent="  ") for g in answer.unknowns]
     chosen_steps: list[list[str]] = []
     chosen_groups: list[list[str]] = []
 
