@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, collect_live, emit
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_output, collect_live, emit
 from hostcheck.collectors import DEFAULT_BUDGET_S
 from hostcheck.collectors.disk_bw import DEFAULT_SIZE_MIB, MAX_SIZE_MIB, MIN_SIZE_MIB, check_size_mib
 from hostcheck.collectors.power_draw import MAX_SAMPLE_S
@@ -67,6 +67,7 @@ def offer(
     from hostcheck.measure.power import estimate_power
     from hostcheck.render.offer import render_offer
 
+    check_output(output)
     check_wall_reading(wall_idle_w, "--wall-idle-w")
     check_wall_reading(wall_load_w, "--wall-load-w")
     check_wall_pair(wall_idle_w, wall_load_w, "--wall-idle-w", "--wall-load-w")
