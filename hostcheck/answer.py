@@ -17,6 +17,7 @@ from hostcheck.models import (
     OWNER_RISK_STOPS,
     UNDECIDED,
     Answer,
+    Finding,
     Level,
     OwnerRisk,
     PlanStep,
@@ -74,7 +75,7 @@ def _first_obstacle(platforms: list[PolicyResult]) -> str:
     """The blocker that stops most platforms, as its line says it, and how many it stops."""
     registry = load_registry()
     counts: dict[str, list[PolicyResult]] = {}
-    findings = {}
+    findings: dict[str, Finding] = {}
     for policy in platforms:
         for finding in policy.findings:
             if finding.severity == Severity.BLOCKER and finding.status == Status.FAIL:
@@ -190,7 +191,7 @@ def _fixes(policies: list[PolicyResult], risk: OwnerRisk) -> dict[str, _Fix]:
     return fixes
 
 
-def _feasible_after(policy: PolicyResult, cleared: set[str]) -> bool:
+def _feasible_after(policy: PolicyResult, cleared: set[str] | frozenset[str]) -> bool:
     blockers = [f for f in policy.findings if f.severity == Severity.BLOCKER]
     return all(f.status not in UNDECIDED and (f.status != Status.FAIL or f.id in cleared) for f in blockers)
 
@@ -218,7 +219,7 @@ def _plan(policies: list[PolicyResult], risk: OwnerRisk) -> tuple[list[PlanStep]
             opens = sum(1 for p in locked if p.id not in unlocked and _feasible_after(p, done | fix.clears))
             lowers = -1 if fix.lowers is None else LEVEL_RANK[fix.lowers]
             order = (lowers, opens) if stops else (opens, lowers)
-            return (*order, -fix.dedicated_only, len(fix.clears))
+            return (*order, -int(fix.dedicated_only), len(fix.clears))
 
         key = max(sorted(fixes), key=gain)
         fix = fixes.pop(key)
