@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from hostcheck.checks import load_registry
-from hostcheck.headline import next_commands
+from hostcheck.headline import agent_root_rows, next_commands
 from hostcheck.models import (
     FEASIBLE,
     OWNER_RISK_STOPS,
@@ -124,8 +124,13 @@ def _verdict_sentences(policies: list[PolicyResult], risk: OwnerRisk) -> list[st
 
     if risk.rating in OWNER_RISK_STOPS:
         if risk.rating == Rating.HIGH:
-            first = _risk_notes(risk, Level.HIGH, (Status.WARN,))[:1]
-            lead = [f"Do not host on this machine as it is: owner risk HIGH ({'; '.join(first)})."]
+            # The first HIGH item, and always the agent's root: installing it is the owner's decision.
+            registry = load_registry()
+            rooted = {r.id for r in agent_root_rows(risk.findings)}
+            rooted |= {m.superseded_by for m in registry.values() if m.says_agent_has_root and m.superseded_by}
+            named = _risk_notes(risk, Level.HIGH, (Status.WARN,))[:1]
+            named += [r.note or r.title for r in risk.findings if r.status == Status.WARN and r.id in rooted]
+            lead = [f"Do not host on this machine as it is: owner risk HIGH ({'; '.join(dict.fromkeys(named))})."]
         else:
             lead = [f"Do not host on this machine until its owner risk is known (possibly "
                     f"{(risk.possibly or Level.HIGH).upper()}; what could not be seen is below)."]
@@ -137,7 +142,9 @@ def _verdict_sentences(policies: list[PolicyResult], risk: OwnerRisk) -> list[st
         else:
             lead.append(_first_obstacle(applicable) or "No platform is feasible for sure either.")
         return lead
-    risk_text = f"owner risk {risk.rating.upper()}"
+    agent_root = [r.note or r.title for r in agent_root_rows(risk.findings)]
+    risk_text = f"owner risk {risk.rating.upper()}" + (
+        f" ({'; '.join(agent_root)})" if risk.rating == Rating.MEDIUM and agent_root else "")
     if feasible:
         return [f"Yes, you can host this machine on {where}; {risk_text}."]
     if not applicable:
