@@ -16,6 +16,7 @@ from hostcheck.models import (
     UnknownGroup,
     Verdict,
 )
+from hostcheck.report import STATUS_ORDER
 
 VERDICT_MARK: dict[Verdict, str] = {verdict: verdict.upper() for verdict in Verdict}
 STATUS_LABEL: dict[Status, str] = {
@@ -27,9 +28,6 @@ STATUS_LABEL: dict[Status, str] = {
     Status.SKIPPED: "skipped",
 }
 NEEDS_FIX = (Status.FAIL, Status.WARN)
-# The order findings are listed in: what stops hosting first, what passed last.
-STATUS_ORDER = {status: rank for rank, status in enumerate(
-    (Status.FAIL, Status.ERROR, Status.WARN, Status.UNKNOWN, Status.PASS, Status.SKIPPED))}
 MAX_IDS = 4
 OUTCOME_WORD: dict[Status, str] = {
     Status.FAIL: "not met", Status.WARN: "not met", Status.PASS: "met", Status.UNKNOWN: "not judged",
