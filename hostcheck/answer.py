@@ -132,8 +132,9 @@ def _verdict_sentences(policies: list[PolicyResult], risk: OwnerRisk) -> list[st
             named += [r.note or r.title for r in risk.findings if r.status == Status.WARN and r.id in rooted]
             lead = [f"Do not host on this machine as it is: owner risk HIGH ({'; '.join(dict.fromkeys(named))})."]
         else:
+            agent = "".join(f"; {r.note or r.title}" for r in agent_root_rows(risk.findings))
             lead = [f"Do not host on this machine until its owner risk is known (possibly "
-                    f"{(risk.possibly or Level.HIGH).upper()}; what could not be seen is below)."]
+                    f"{(risk.possibly or Level.HIGH).upper()}; what could not be seen is below{agent})."]
         if feasible:
             once = "Only once that is fixed" if risk.rating == Rating.HIGH else "Once it is known and low enough"
             lead.append(f"{once}: {where} would accept it.")
