@@ -39,9 +39,11 @@ OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to
 
 
 def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Each line of ``message`` (a policy's errors are one per line) as its own error line, escaped."""
     from hostcheck.render.escape import escape_text
 
-    typer.echo(f"hostcheck: error: {escape_text(message)}", err=True)
+    for line in message.split("\n"):
+        typer.echo(f"hostcheck: error: {escape_text(line)}", err=True)
     raise typer.Exit(code)
 
 
@@ -52,7 +54,8 @@ def check_timeout(timeout: float) -> None:
 
 
 def check_output(output: Path | None) -> None:
-    """Refuse an output path that will never be written before spending time on the work."""
+    """Refuse an output path that will never be written before spending time on the work: every
+    command with ``--output`` calls this first, before it reads or computes anything."""
     if output is None:
         return
     from hostcheck.safeio import OutputRefused, plan_output

@@ -288,7 +288,8 @@ FACTS: tuple[Fact, ...] = (
     F("storage.swap.*.encrypted", T.BOOL, "encrypted swap"),
     # ------------------------------------------------------------------ isolation
     F("isolation", T.OBJECT, "people, sessions and credentials on the machine"),
-    F("isolation.graphical_session", T.BOOL, "a logind session of type x11/wayland, or an X/Wayland server running"),
+    F("isolation.graphical_session", T.BOOL, "a logind session of type x11/wayland, or an X/Wayland server running; "
+      "on macOS, /dev/console owned by a user (a person logged in, not the login window)"),
     F("isolation.display_manager", T.TEXT, "gdm, sddm, lightdm ... enabled as display-manager.service, named in "
       "/etc/X11/default-display-manager, or running; null when none"),
     F("isolation.human_accounts", T.LIST, "accounts with uid >= 1000 and a real login shell"),

@@ -11,18 +11,12 @@ import re
 
 from hostcheck.checks import load_registry
 from hostcheck.models import (
-    FEASIBLE,
-    OWNER_RISK_STOPS,
     UNDECIDED,
     Finding,
-    Level,
     OwnerRiskFinding,
-    PolicyKind,
     PolicyResult,
-    Rating,
     Severity,
     Status,
-    Verdict,
 )
 
 
@@ -73,48 +67,3 @@ def cannot_apply_line(policies: list[PolicyResult]) -> str:
     """'Cannot apply to this machine: runpod (closed to new hosts); darkbloom (...)' or ''."""
     out = [f"{p.id} ({p.precondition})" for p in policies if not p.applicable]
     return f"Cannot apply to this machine: {'; '.join(out)}." if out else ""
-
-
-def headline(policies: list[PolicyResult], rating: Rating, risk_rows: list[OwnerRiskFinding]) -> str:
-    """One sentence (two at most) that answers "can I host this machine, and where?"."""
-    platforms = [p for p in policies if p.kind == PolicyKind.PLATFORM] or list(policies)
-    feasible = [p for p in platforms if p.verdict in FEASIBLE]
-    clean = [p for p in feasible if p.verdict == Verdict.FEASIBLE]
-    risky = [p for p in feasible if p.verdict == Verdict.FEASIBLE_WITH_RISKS]
-    undetermined = [p for p in platforms if p.verdict == Verdict.UNDETERMINED]
-
-    where = []
-    if clean:
-        where.append(f"{_names(clean)} (feasible)")
-    if risky:
-        where.append(f"{_names(risky)} (feasible with risks)")
-    where_text = " and ".join(where)
-    then = ""
-    if undetermined:
-        steps: dict[str, list[str]] = {}
-        for policy in undetermined:
-            commands = next_commands([policy])
-            step = f"run `{commands[0]}`" if commands else "see the UNKNOWN items below"
-            steps.setdefault(step, []).append(policy.id)
-        said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
-        then = f" Undetermined until unknown blockers are settled: {said}."
-
-    if rating in OWNER_RISK_STOPS:
-        rooted = {r.id for r in agent_root_rows(risk_rows)}
-        failing = [r.note or r.title for r in risk_rows
-                   if (r.status == Status.WARN and r.level == Level.HIGH) or r.id in rooted]
-        if rating == Rating.HIGH:
-            why = f"owner risk is HIGH ({'; '.join(failing)})" if failing else "owner risk is HIGH"
-        else:
-            why = "owner risk is UNKNOWN: hostcheck could not see enough to rate your own exposure"
-        lead = f"Do not host on this machine as it is: {why}."
-        if feasible:
-            return f"{lead} Only once that is fixed: {where_text} would accept it.{then}"
-        return f"{lead} No platform would accept it as it is either.{then}"
-    agent_root = [r.note or r.title for r in agent_root_rows(risk_rows)]
-    risk_text = f"owner risk {rating.upper()}" + (f" ({'; '.join(agent_root)})" if rating == Rating.MEDIUM and agent_root else "")
-    if feasible:
-        return f"Yes, you can host this machine on {where_text}; {risk_text}.{then}"
-    if undetermined:
-        return f"Not yet known: no platform is feasible for sure; {risk_text}.{then}"
-    return f"No: no platform accepts this machine as it is (the blockers are listed below); {risk_text}."

@@ -427,8 +427,41 @@ class OwnerRiskFinding(_Out):
 
 class OwnerRisk(_Out):
     rating: Rating
+    possibly: Level | None = Field(description="with rating unknown: the highest level among the items that could "
+                                   "not be judged (what the rating could be); otherwise null")
     statement: str
     findings: list[OwnerRiskFinding]
+
+
+class PlanStep(_Out):
+    """One step of "What to do, in order": one fix, what it clears, what it unlocks."""
+
+    action: str = Field(description="the fix: a role's variable to set, or what to do by hand")
+    role: str = Field(description="the Ansible role in roles/ that makes the fix ('' for a manual action)")
+    variable: str = Field(description="the role's variable (roles/ROLE/defaults/main.yml; '' for a manual action)")
+    clears: list[CheckId] = Field(description="the findings this step clears")
+    unlocks: list[str] = Field(description="the platforms feasible once this step (and those before it) is done")
+    lowers: Level | None = Field(description="the highest owner-risk level among the items it clears")
+    dedicated_only: bool = Field(description="for a machine dedicated to hosting only")
+
+
+class UnknownGroup(_Out):
+    """Checks that could not be judged for one cause, said once."""
+
+    cause: str
+    checks: list[CheckId]
+    then: str = Field(description="what settles them ('' when nothing the owner can do)")
+
+
+class Answer(_Out):
+    """What the first screen says, built once beside the report so every format says the same."""
+
+    headline: list[str] = Field(description="at most three sentences; the first names the first real obstacle")
+    owner_risk: str = Field(description="the owner-risk rating with its top causes, one sentence")
+    plan: list[PlanStep]
+    plan_note: str = Field(description="why the plan holds what it holds (e.g. no hosting steps while owner risk is "
+                           "high), or ''")
+    unknowns: list[UnknownGroup]
 
 
 class Tool(_Out):
@@ -455,6 +488,7 @@ class Report(_Out):
     generated_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
     host: Host
     headline: Annotated[str, StringConstraints(min_length=1)]
+    answer: Answer
     policies: list[PolicyResult]
     owner_risk: OwnerRisk
     facts: FactsJson

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hostcheck import __version__
+from hostcheck.answer import build_answer
 from hostcheck.exit_codes import EXIT_NOT_FEASIBLE, EXIT_OK, EXIT_OWNER_RISK
 from hostcheck.facts import hostname, to_jsonable
-from hostcheck.headline import applicability, headline
+from hostcheck.headline import applicability
 from hostcheck.judge import judge_policy
 from hostcheck.models import (
     FEASIBLE,
@@ -56,12 +57,14 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> Report:
             )
         )
     risk = owner_risk(facts)
+    answer = build_answer(results, risk)
     return Report(
         report_version=REPORT_VERSION,
         tool=Tool(name="hostcheck", version=__version__),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=Host(hostname=hostname(facts)),
-        headline=headline(results, risk.rating, risk.findings),
+        headline=" ".join(answer.headline),
+        answer=answer,
         policies=results,
         owner_risk=risk,
         facts=to_jsonable(facts),

@@ -55,24 +55,25 @@ def score(findings: list[Finding]) -> int:
 
 
 def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk:
-    """Rating = the highest level among failed owner-risk checks; 'unknown' when nothing failed
-    but something could not be judged; 'low' only when every one of them passed.
+    """Rating = the worst of what failed and of what could not be judged: the highest level
+    among failed owner-risk checks, unless a check that could not be judged would rate higher
+    when it fails; then 'unknown', with that level as what it possibly is. 'low' only when
+    every one of them passed.
 
     The checks and their levels are the shipped owner-risk policy (policies/owner-risk.yaml)."""
     registry = load_registry()
     policy = load_owner_risk() if policy is None else policy
     rows: list[OwnerRiskFinding] = []
-    worst = -1
-    undecided = False
+    worst_failed = worst_unseen = -1
     for req in policy.requirements:
         meta = registry[req.check]
         level = Level(req.level or Level.LOW)
         outcome = run_check(meta, facts, req.threshold)
         status = Status.WARN if outcome.status == Status.FAIL else outcome.status
         if outcome.status == Status.FAIL:
-            worst = max(worst, LEVELS.index(level))
+            worst_failed = max(worst_failed, LEVELS.index(level))
         elif outcome.status in UNDECIDED:
-            undecided = True
+            worst_unseen = max(worst_unseen, LEVELS.index(level))
         rows.append(
             OwnerRiskFinding(
                 id=req.check,
@@ -87,10 +88,13 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
                 source=source_ref(req),
             )
         )
-    if worst >= 0:
-        rating = Rating(LEVELS[worst])
+    possibly = None
+    if worst_unseen > worst_failed:
+        rating, possibly = Rating.UNKNOWN, LEVELS[worst_unseen]
+    elif worst_failed >= 0:
+        rating = Rating(LEVELS[worst_failed])
     else:
-        rating = Rating.UNKNOWN if undecided else Rating.LOW
+        rating = Rating.LOW
     statements = {
         Rating.HIGH: "Hosting here would expose your own data or network: strangers' code would run "
         "next to your personal accounts and credentials. Do not host on this machine as it is.",
@@ -98,10 +102,11 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
         "and to the internet; fix the items below before you host.",
         Rating.LOW: "Nothing personal was found exposed; hosting strangers' workloads still carries "
         "the risk of a container escape, so keep this machine free of anything you value.",
-        Rating.UNKNOWN: "hostcheck could not see enough to rate your exposure (run as root for a "
-        "fuller view); treat it as high until shown otherwise.",
+        Rating.UNKNOWN: f"hostcheck could not see enough to rate your exposure: it is possibly "
+        f"{(possibly or Level.HIGH).upper()} (run as root for a fuller view); treat it as that until shown otherwise.",
     }
-    return OwnerRisk(rating=rating, findings=rows, statement=statement(rating, rows, statements[rating]))
+    return OwnerRisk(rating=rating, possibly=possibly, findings=rows,
+                     statement=statement(rating, rows, statements[rating]))
 
 
 MAX_NAMED = 4

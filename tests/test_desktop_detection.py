@@ -109,3 +109,17 @@ def test_desktop_snapshots_stay_desktops(name: str) -> None:
     finding = next(f for f in policy_result(report, "vast")["findings"] if f["id"] == "SYS-1120")
     assert (finding["status"], finding["measured"]) == ("warn", "desktop")
     assert "display manager" in finding["detail"]
+
+
+def test_a_mac_at_its_login_window_has_no_graphical_session(tmp_path: Path) -> None:
+    """macOS gives /dev/console to the logged-in user, to root at the login window."""
+    from hostcheck.collectors.accounts import macos_console_session
+
+    console = tmp_path / "console"
+    console.write_text("")
+    os.chown(console, 0, 0)
+    assert macos_console_session(str(console)) is False
+    os.chown(console, 501, 20)  # the first macOS user account
+    assert macos_console_session(str(console)) is True
+    assert not macos_console_session(str(tmp_path / "absent"))  # Unknown, never a "no"
+    assert "cannot stat" in macos_console_session(str(tmp_path / "absent")).reason  # type: ignore[union-attr]

@@ -54,7 +54,7 @@ _FENCE = re.compile(r"^```(?:sh|bash|shell|console)?\s*$")
 
 def _commands_in_text(text: str) -> list[str]:
     """`hostcheck ...` in inline code, and shell-block lines that run hostcheck."""
-    found = [m.group(1) for m in _SPAN.finditer(text.replace("\n", " "))]
+    found = [m.group(1) for m in _SPAN.finditer(" ".join(text.split()))]  # a wrapped line is one text
     in_fence, shell, pending = False, False, ""
     for line in text.splitlines():
         if line.startswith("```"):

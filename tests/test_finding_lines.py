@@ -24,7 +24,7 @@ import pytest
 from hostcheck.facts import load_snapshot
 from hostcheck.models import Finding, OwnerRiskFinding, Report
 from hostcheck.policy import load_shipped, shipped_policy_names
-from hostcheck.render.text import headline, measured_text, risk_row_text
+from hostcheck.render.text import finding_line, measured_text, risk_row_text
 from hostcheck.report import build_report
 from tests.helpers import SNAPSHOTS, hostcheck
 
@@ -58,11 +58,15 @@ def lines_of(report: Report) -> list[tuple[Finding | OwnerRiskFinding, str, str]
         for finding in policy.findings:
             shown = measured_text(finding.id, finding.measured, finding.unit)
             if finding.status in JUDGED and shown:
-                out.append((finding, shown, headline(finding)))
+                out.append((finding, shown, line_of(finding)))
     for row in report.owner_risk.findings:
         if row.measured not in (None, "") and not isinstance(row.measured, dict):
             out.append((row, measured_text(row.id, row.measured), risk_row_text(row)))
     return out
+
+
+def line_of(finding: Finding) -> str:
+    return f"{finding.id} {finding_line(finding.id, finding.status, finding.measured, None, finding.detail)}"
 
 
 def assert_lines_read_true(report: Report, where: str) -> int:
@@ -151,17 +155,20 @@ def test_the_issue_case_names_password_authentication_yes(tmp_path: Path) -> Non
     data["docker"].update({"icc": True, "userland_proxy": True, "no_new_privileges": False})
     path = tmp_path / "open-sshd.json"
     path.write_text(json.dumps(data))
-    table = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "table").stdout
-    markdown = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "markdown").stdout
-    for expected in ("SSH-1010 SSH password login off: PasswordAuthentication yes",
-                     "SSH-1020 No root login with a password: PermitRootLogin yes",
-                     "SSH-1030 No empty SSH passwords: PermitEmptyPasswords yes",
-                     "SSH-1040 SSH keyboard-interactive login off: KbdInteractiveAuthentication yes",
-                     "DOC-1040 Inter-container traffic off (icc): icc on",
-                     "DOC-1050 Userland proxy off: userland-proxy on",
-                     "DOC-1020 Containers cannot gain privileges (no-new-privileges): no-new-privileges off"):
+    table = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "table", "--details").stdout
+    markdown = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "markdown", "--details").stdout
+    table = " ".join(table.split())  # the terminal's lines are wrapped
+    markdown = " ".join(markdown.split())
+    for expected in ("SSH-1010 SSH password login must be off — found PasswordAuthentication yes",
+                     "SSH-1020 root must not log in over SSH with a password — found PermitRootLogin yes",
+                     "SSH-1030 SSH must refuse empty passwords — found PermitEmptyPasswords yes",
+                     "SSH-1040 SSH keyboard-interactive login must be off — found KbdInteractiveAuthentication yes",
+                     "DOC-1040 traffic between containers must be off (icc off) — found icc on",
+                     "DOC-1050 Docker's userland proxy must be off — found userland-proxy on",
+                     "DOC-1020 containers must not gain privileges (no-new-privileges on) — found no-new-privileges off"):
         assert expected in table, expected
-    assert "| SSH-1010 | SSH password login off | PasswordAuthentication yes |" in markdown
+        check_id, line = expected.split(" ", 1)
+        assert f"| {check_id} | {line}" in markdown, expected
     assert "login off: yes" not in table and "| yes |" not in markdown
     report = json.loads(hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "json").stdout)
     ssh = next(f for f in report["policies"][0]["findings"] if f["id"] == "SSH-1010")
@@ -172,5 +179,23 @@ def test_a_phrase_is_left_as_it_is() -> None:
     """'no sshd installed' is a statement already; naming the setting in front would garble it."""
     report = report_of(load_snapshot(SNAPSHOTS / "dedicated-4090.json"))
     ssh = next(f for policy in report.policies for f in policy.findings if f.id == "SSH-1010")
-    line = headline(ssh.model_copy(update={"measured": "no sshd installed", "threshold": None}))
-    assert line == "SSH-1010 SSH password login off: no sshd installed"
+    line = line_of(ssh.model_copy(update={"measured": "no sshd installed", "threshold": None}))
+    assert line.startswith("SSH-1010 SSH password login must be off — found no sshd installed")
+
+
+MODAL = re.compile(r"\b(must|required|needs?)\b")
+
+
+def test_no_check_line_can_read_as_a_pass_when_it_fails() -> None:
+    """Every check's line is phrased once, in the registry: the requirement (a sentence with
+    "must"/"required"/"needs", true whatever was measured), then "— found" and the measured
+    value, or "— not judged" and why. So a failing line never states the title as a fact."""
+    from hostcheck.checks import load_registry
+
+    for meta in load_registry().values():
+        failing = meta.line("yes", None, "evidence")
+        requirement, found = failing.split(" — found ", 1)
+        assert MODAL.search(requirement), f"{meta.id}: {requirement!r} does not read as a requirement"
+        assert not requirement.lower().startswith(("found", "ok")), meta.id
+        assert found.endswith("(evidence)"), f"{meta.id}: {failing!r} hides what was found"
+        assert meta.line(None, None, "why not", judged=False).endswith("— not judged: why not"), meta.id

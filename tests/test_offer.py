@@ -340,7 +340,7 @@ def test_the_fio_job_is_cited_as_a_third_party_copy_of_first_party_code() -> Non
     offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(SNAPSHOTS / "dedicated-4090.json")).stdout)
     disk_bw = next(f for f in offer["fields"] if f["name"] == "disk_bw")
     assert "3P copy" in disk_bw["source"] and VAST_JOB_URL in disk_bw["source"]
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "offer.md").read_text()
     assert "Vast's own fio job" not in readme and "third-party copy" in readme
 
 

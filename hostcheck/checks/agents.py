@@ -179,6 +179,7 @@ def agent_holds_root(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Do not install a provider agent on a machine you use yourself; use a dedicated machine "
     "(or a separate disk with its own server install).",
     fix_role="isolation: isolation_enabled",
+    dedicated_only=True,
 )
 def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Outcome:
     root = agent_holds_root(facts, threshold)

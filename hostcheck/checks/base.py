@@ -101,6 +101,40 @@ class CheckMeta:
     superseded_by: str = ""
     """The id of a check that says what this one says, and more: where both fail, only that one
     is named."""
+    requirement: str = ""
+    """What must hold, as a sentence that stays true whatever was measured ("password login
+    must be off"); default: "required: TITLE". Every finding line is this, then what was found
+    (:meth:`line`), so no title is ever followed by a value that contradicts it."""
+    dedicated_only: bool = False
+    """Its fix is for a machine dedicated to hosting (a separate machine, a fresh install)."""
+
+    def line(self, measured: Any, threshold: Any = None, detail: str = "", *, judged: bool = True) -> str:
+        """The finding's line: the requirement, then what was found ("— found ...") or why it
+        could not be judged ("— not judged: ..."). The one phrasing every check's line uses."""
+        need = self.requirement or f"required: {self.title}"
+        bar = self.threshold_text(threshold)
+        if bar:
+            need += f" ({bar})"
+        if not judged:
+            return f"{need} — not judged: {detail or 'no reason given'}"
+        found = "" if measured is None or isinstance(measured, dict) else self.says(measured)
+        if found and isinstance(measured, (int, float)) and not isinstance(measured, bool) and self.unit \
+                and self.shown is None:
+            found = f"{found} {self.unit}"
+        if found and detail:
+            found = f"{found} ({detail})"
+        found = found or detail
+        return f"{need} — found {found}" if found else need
+
+    def threshold_text(self, threshold: Any) -> str:
+        """The bar to clear, as the line states it ('>= 0.9 ratio'), or '' where the
+        requirement says it already."""
+        if threshold is None or (isinstance(threshold, str) and self.op == Operator.EQ):
+            return ""  # a statement (e.g. why a platform is closed), not a bar to clear
+        if isinstance(threshold, list):
+            return f"one of {', '.join(map(str, threshold))}"
+        unit = f" {self.unit}" if self.unit and isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else ""
+        return f"{self.op} {threshold}{unit}"
 
     def says(self, measured: Any) -> str:
         """The measured value as the report prints it: a statement true by itself."""
@@ -139,6 +173,8 @@ def check(
     precondition: str = "",
     says_agent_has_root: bool = False,
     superseded_by: str = "",
+    requirement: str = "",
+    dedicated_only: bool = False,
 ) -> Callable[[Registered], Registered]:
     """Register a check under a stable id (asserted unique and well-formed at import)."""
 
@@ -152,6 +188,7 @@ def check(
         REGISTRY[check_id] = CheckMeta(
             check_id, title, Operator(op), unit, ThresholdKind(threshold), why.strip(), fix.strip(), fix_role, func,
             shown, precondition=precondition, says_agent_has_root=says_agent_has_root, superseded_by=superseded_by,
+            requirement=requirement, dedicated_only=dedicated_only,
         )
         return func
 

@@ -40,6 +40,9 @@ def known_containers(facts: dict[str, Any]) -> list[Any]:
     return containers
 
 
+DOCKER_ABSENT = "Docker is not installed: its daemon settings are judged once it is; the docker_host role sets them"
+
+
 def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any, str]:
     """A daemon setting: from the running daemon, else daemon.json, else Docker's default."""
     value = lookup(facts, f"docker.{setting.fact}")
@@ -50,7 +53,7 @@ def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any,
     if isinstance(daemon_json, dict):
         return daemon_json.get(setting.key, setting.default), "daemon.json"
     if reason == "absent":
-        return setting.default, "Docker not installed: its default"
+        raise Missing("docker", DOCKER_ABSENT)
     raise Missing(f"docker.{setting.fact}", value.reason if isinstance(value, Unknown) else "not reported")
 
 
@@ -78,6 +81,7 @@ class DaemonFlagCheck(NamedTuple):
     why: str
     role_variable: str
     """The docker_host variable that sets it."""
+    requirement: str
 
     @property
     def fix(self) -> str:
@@ -92,6 +96,7 @@ DAEMON_FLAG_CHECKS = (
         want=True,
         why="Stops setuid binaries inside a customer's container from gaining more privileges.",
         role_variable="docker_host_no_new_privileges",
+        requirement="containers must not gain privileges (no-new-privileges on)",
     ),
     DaemonFlagCheck(
         "DOC-1030",
@@ -100,6 +105,7 @@ DAEMON_FLAG_CHECKS = (
         want=True,
         why="Without live-restore a Docker upgrade or restart kills every customer's job.",
         role_variable="docker_host_live_restore",
+        requirement="containers must survive a daemon restart (live-restore on)",
     ),
     DaemonFlagCheck(
         "DOC-1040",
@@ -108,6 +114,7 @@ DAEMON_FLAG_CHECKS = (
         want=False,
         why="Containers of different customers on the default bridge can otherwise reach each other.",
         role_variable="docker_host_icc",
+        requirement="traffic between containers must be off (icc off)",
     ),
     DaemonFlagCheck(
         "DOC-1050",
@@ -116,6 +123,7 @@ DAEMON_FLAG_CHECKS = (
         want=False,
         why="The userland proxy makes published ports reachable on loopback and hides client addresses.",
         role_variable="docker_host_userland_proxy",
+        requirement="Docker's userland proxy must be off",
     ),
 )
 
@@ -129,6 +137,7 @@ for _flag in DAEMON_FLAG_CHECKS:
         fix=_flag.fix,
         fix_role=f"docker_host: {_flag.role_variable}",
         shown=state_of(_flag.setting.key),
+        requirement=_flag.requirement,
     )(_docker_flag(_flag.setting, _flag.want))
 
 
@@ -161,6 +170,7 @@ def nvidia_runtime(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix='"userns-remap": "default" in daemon.json (check your platform supports it) or rootless Docker.',
     fix_role="docker_host: docker_host_daemon_options",
     shown=state_of("user namespaces"),
+    requirement="root in a container must not be root on the host (userns-remap or rootless Docker)",
 )
 def userns(facts: dict[str, Any], _threshold: Any) -> Outcome:
     remap, origin = _docker_setting(facts, USERNS_REMAP)

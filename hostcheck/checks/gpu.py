@@ -153,6 +153,7 @@ def _version_at_least(facts: dict[str, Any], path: str, threshold: Any) -> Outco
     fix="Raise the cap to the default: `sudo nvidia-smi -pl <default W>` (and on a laptop use "
     "the vendor's performance mode, plugged in). Make it persistent with the nvidia_host role.",
     fix_role="nvidia_host: nvidia_host_power_limit_w",
+    requirement="the GPU power limit, as a share of its default, must be high enough",
 )
 def power_limit_ratio(facts: dict[str, Any], threshold: Any) -> CheckResult:
     worst: tuple[float, str] | None = None
@@ -283,6 +284,7 @@ def display_inactive(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Enable nvidia-persistenced (`systemctl enable --now nvidia-persistenced`).",
     fix_role="nvidia_host: nvidia_host_persistenced",
     shown=state_of("persistence mode"),
+    requirement="persistence mode must be on",
 )
 def persistence_mode(facts: dict[str, Any], _threshold: Any) -> Outcome:
     off = [str(d.get("index")) for d in known_devices(facts) if not device_field(d, "persistence_mode")]

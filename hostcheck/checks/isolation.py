@@ -54,6 +54,7 @@ def graphical_session(facts: dict[str, Any]) -> Any:
     fix="Use a separate machine (or a separate disk with its own server install) for hosting: "
     "no desktop session, no personal accounts or data.",
     fix_role="isolation: isolation_enabled",
+    dedicated_only=True,
 )
 def dedicated(facts: dict[str, Any], _threshold: Any) -> Outcome:
     evidence = []
@@ -103,6 +104,7 @@ def no_docker_humans(facts: dict[str, Any], _threshold: Any) -> Outcome:
     why="Docker's default AppArmor profile is one of the layers between a container and the host.",
     fix="Enable AppArmor (Debian/Ubuntu: on by default; `apparmor=1 security=apparmor` on the kernel command line).",
     shown=state_of("AppArmor"),
+    requirement="AppArmor must be enabled",
 )
 def apparmor(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return passed("enabled") if need(facts, "isolation.apparmor_enabled") else failed("disabled")
@@ -119,6 +121,7 @@ def apparmor(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Host on a machine (or a fresh install) that holds none of your personal credentials; "
     "move them off this one.",
     fix_role="isolation: isolation_enabled",
+    dedicated_only=True,
 )
 def no_credentials(facts: dict[str, Any], _threshold: Any) -> Outcome:
     creds = _credentials(facts)

@@ -196,6 +196,7 @@ def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
     "unless a MOK key is enrolled; Vast's stricter draft requires it off.",
     fix="Disable Secure Boot in the firmware setup, or enrol a MOK key for DKMS modules.",
     shown=state_of("Secure Boot"),
+    requirement="Secure Boot must be off",
 )
 def secure_boot_off(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("on") if need(facts, "system.secure_boot") else passed("off")

@@ -25,11 +25,19 @@ def _window(facts: dict[str, Any], days_wanted: int) -> dict[str, Any]:
             # A recording is there but cannot be used (unreadable, damaged, foreign): say that.
             raise Missing("watch", f"unknown: {why}")
         raise Missing("watch", f"unknown: run `hostcheck watch` for {_days(days_wanted)} ({why or 'no watch database'})")
-    days = float(watch.get("observed_days") or 0.0)
+    days = float(_field(watch, "observed_days"))
     if days < MIN_DAYS:
         more = max(1, round(days_wanted - days))
         raise Missing("watch", f"the recording covers only {days:.2f} days: run `hostcheck watch` for {_days(more)} more")
     return watch
+
+
+def _field(watch: dict[str, Any], key: str) -> Any:
+    """A field of the recording's summary; :class:`Missing` when it is not there (never a 0)."""
+    value = watch.get(key)
+    if value is None or isinstance(value, Unknown):
+        raise Missing(f"watch.{key}", value.reason if isinstance(value, Unknown) else "not in the recording's summary")
+    return value
 
 
 def _span(watch: dict[str, Any]) -> str:
@@ -97,7 +105,7 @@ def runpod_score(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def continuous(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, 1)
-    return compare(watch.get("current_up_h", 0.0), threshold,
+    return compare(_field(watch, "current_up_h"), threshold,
                    f"{_span(watch)}; longest run {watch.get('longest_up_h')} h")
 
 
@@ -113,7 +121,7 @@ def continuous(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def unclean(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, ADVISED_DAYS)
-    return compare(int(watch.get("unclean_stops", 0)), threshold, _span(watch))
+    return compare(int(_field(watch, "unclean_stops")), threshold, _span(watch))
 
 
 @check(
@@ -128,6 +136,8 @@ def unclean(facts: dict[str, Any], threshold: Any) -> CheckResult:
 )
 def gpu_faults(facts: dict[str, Any], threshold: Any) -> CheckResult:
     watch = _window(facts, ADVISED_DAYS)
-    faults = watch.get("gpu_faults") or []
+    faults = _field(watch, "gpu_faults")
+    if not isinstance(faults, list):
+        raise Missing("watch.gpu_faults", "not a list")
     names = ", ".join(f"Xid {f['code']}" if f["kind"] == "xid" else f"AER {f['severity']}" for f in faults[:5])
     return compare(len(faults), threshold, f"{_span(watch)}" + (f"; {names}" if names else ""))

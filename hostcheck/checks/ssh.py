@@ -20,9 +20,21 @@ def ssh_ports(facts: dict[str, Any]) -> set[str]:
     return {"22"}
 
 
+def _remote_login_off(facts: dict[str, Any]) -> bool:
+    """macOS with sshd not running and nothing listening on its port: Remote Login is off
+    (launchd listens on the port itself while it is on, and starts sshd per connection)."""
+    if lookup(facts, "system.os_id") != "macos" or lookup(facts, "ssh.running") is not False:
+        return False
+    listening = lookup(facts, "network.listening")
+    if not isinstance(listening, list):
+        return True  # sshd not running is all there is to go on
+    ports = ssh_ports(facts)
+    return not any(isinstance(s, dict) and str(s.get("port")) in ports and s.get("proto") == "tcp" for s in listening)
+
+
 def _ssh_setting(facts: dict[str, Any], key: str) -> str | None:
     """The effective sshd value, or None when no sshd is installed (nothing to harden)."""
-    if lookup(facts, "ssh.installed") is False:
+    if lookup(facts, "ssh.installed") is False or _remote_login_off(facts):
         return None
     settings = need(facts, _SETTINGS)
     value = settings.get(key)
@@ -35,7 +47,8 @@ def _ssh_rule(key: str, good: frozenset[str]) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
         value = _ssh_setting(facts, key)
         if value is None:
-            return passed("no sshd installed")
+            return passed("no sshd installed" if lookup(facts, "ssh.installed") is False
+                          else "sshd not running, nothing listening on its port (macOS Remote Login off)")
         source = lookup(facts, "ssh.source")
         origin = f"effective value from {source}" if isinstance(source, str) else ""
         return pass_if(value in good, value, origin)
@@ -55,24 +68,29 @@ class SshRule(NamedTuple):
     why: str
     fix: str
     fix_role: str
+    requirement: str
 
 
 SSH_RULES = (
     SshRule("SSH-1010", "SSH password login off", "PasswordAuthentication", frozenset({"no"}),
             "Password logins are brute-forced within hours of a host appearing in a public listing.",
             "`PasswordAuthentication no` in a drop-in that sshd reads first (sshd keeps the first value; "
-            "cloud-init's 50-cloud-init.conf can re-enable it)", "ssh_hardening: ssh_hardening_enabled"),
+            "cloud-init's 50-cloud-init.conf can re-enable it)", "ssh_hardening: ssh_hardening_enabled",
+            "SSH password login must be off"),
     SshRule("SSH-1020", "No root login with a password", "PermitRootLogin", SAFE_ROOT_LOGIN,
             "Root with a password is the first account every scanner tries.",
-            "`PermitRootLogin prohibit-password` (or `no`)", "ssh_hardening: ssh_hardening_permit_root_login"),
+            "`PermitRootLogin prohibit-password` (or `no`)", "ssh_hardening: ssh_hardening_permit_root_login",
+            "root must not log in over SSH with a password"),
     SshRule("SSH-1030", "No empty SSH passwords", "PermitEmptyPasswords", frozenset({"no"}),
             "An account without a password would be open to anyone.",
-            "`PermitEmptyPasswords no`", "ssh_hardening: ssh_hardening_enabled"),
+            "`PermitEmptyPasswords no`", "ssh_hardening: ssh_hardening_enabled",
+            "SSH must refuse empty passwords"),
     SshRule("SSH-1040", "SSH keyboard-interactive login off", "KbdInteractiveAuthentication", frozenset({"no"}),
             "Keyboard-interactive is password login by another name when PAM asks for a password.",
-            "`KbdInteractiveAuthentication no`", "ssh_hardening: ssh_hardening_enabled"),
+            "`KbdInteractiveAuthentication no`", "ssh_hardening: ssh_hardening_enabled",
+            "SSH keyboard-interactive login must be off"),
 )
 
 for _rule in SSH_RULES:
     check(_rule.id, title=_rule.title, op="in", threshold="none", why=_rule.why, fix=_rule.fix,
-          fix_role=_rule.fix_role, shown=setting(_rule.setting))(_ssh_rule(_rule.setting.lower(), _rule.safe))
+          fix_role=_rule.fix_role, shown=setting(_rule.setting), requirement=_rule.requirement)(_ssh_rule(_rule.setting.lower(), _rule.safe))

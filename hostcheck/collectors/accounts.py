@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import stat
 import time
 from dataclasses import dataclass
@@ -213,7 +214,22 @@ def _logind_graphical() -> bool | Unknown:
     return False
 
 
+MACOS_CONSOLE = "/dev/console"
+
+
+def macos_console_session(console: str = MACOS_CONSOLE) -> bool | Unknown:
+    """Whether a person is logged in at a Mac's screen: macOS gives /dev/console to the user of
+    the graphical session, and to root while only the login window is up (WindowServer and
+    loginwindow run either way, so the processes say nothing)."""
+    try:
+        return os.stat(console).st_uid != 0
+    except OSError as exc:
+        return Unknown(f"cannot stat {console}: {exc.strerror or exc}")
+
+
 def graphical_session(comms: list[str]) -> bool | Unknown:
+    if platform.system() == "Darwin":
+        return macos_console_session()
     logind = _logind_graphical()
     if logind is True or any(c in GRAPHICAL_PROCESSES for c in comms):
         return True

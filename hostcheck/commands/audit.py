@@ -81,7 +81,7 @@ def audit(
         "--accept-owner-risk",
         help="Exit 0 even when the owner risk is high or unknown (you accept what hosting exposes).",
     )] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show passed requirements too.")] = False,
+    verbose: Annotated[bool, typer.Option("--details", "--verbose", "-v", help="After the first screen: every step and cause, and every finding once (passed ones too) with the policies it affects.")] = False,
     stun_server: StunOpt = [],  # noqa: B006
     probe: ProbeOpt = None,
     token_file: TokenOpt = None,

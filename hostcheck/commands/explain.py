@@ -11,6 +11,7 @@ import typer
 
 from hostcheck.cli_common import OutputFormat, UsageError, die
 from hostcheck.exit_codes import EXIT_INTERNAL
+from hostcheck.render.terminal import terminal_width, wrap
 
 
 class ListFormat(StrEnum):
@@ -42,55 +43,79 @@ def policies(
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
+    width = terminal_width()
     for p in loaded:
-        typer.echo(f"{p.id:16} {p.title}  [{len(p.requirements)} requirements, {p.kind}]")
+        _say(f"{p.id}: {p.title} [{len(p.requirements)} requirements, {p.kind}]", width)
         quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
             quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
         for url, by_key in quoted.items():
             first = next(iter(by_key.values()))
-            typer.echo(f"{'':16}   source: {first.title} <{url}> (checked {first.checked})")
+            _say(f"    source: {first.title} <{url}> (checked {first.checked})", width)
             for source in by_key.values():
-                for line in _source_lines(source, "", f"{'':16}     "):
+                for line in _source_lines(source, "", "      ", width):
                     typer.echo(line)
+
+
+def _say(text: str, width: int) -> None:
+    """Print ``text`` at the terminal's width: each line escaped and wrapped (continuations
+    indented two more than the line), no trailing spaces."""
+    from hostcheck.render.escape import escape_text
+
+    for paragraph in text.split("\n"):
+        lead = paragraph[: len(paragraph) - len(paragraph.lstrip(" "))]
+        for line in wrap(escape_text(paragraph.strip()), width, first=lead, indent=lead + "  "):
+            typer.echo(line)
+
+
+def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list[str]:
+    """A source's status and the sentence it is cited for (and, where hostcheck chose the
+    threshold itself, why), escaped and wrapped to the terminal."""
+    from hostcheck.render.escape import escape_text
+
+    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
+    if own_choice:
+        lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
+                      indent=indent + "  ", first=indent)
+    return lines
 
 
 def _explain_agent(agent_id: str) -> None:
     from hostcheck.agents import load_catalog
-    from hostcheck.render.escape import escape_text
+    width = terminal_width()
 
-    def terminal_safe(text: str) -> str:
-        return "\n".join(escape_text(line) for line in text.split("\n"))
+    def echo(text: str) -> None:
+        _say(text, width)
 
     catalog = load_catalog()
     agent = catalog.get(agent_id)
     if agent is None:
         raise UsageError(f"unknown agent {agent_id!r}")
-    typer.echo(terminal_safe(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why"))
-    typer.echo(terminal_safe(f"Modelled on: {agent.modelled}"))
+    echo(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why")
+    echo(f"Modelled on: {agent.modelled}")
     keys: list[str] = []
     for take in agent.takes:
-        typer.echo(terminal_safe(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]"))
+        echo(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]")
         keys.append(take.source)
     channel = agent.update_channel
     kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
-    typer.echo(terminal_safe(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]"))
+    echo(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]")
     keys.append(channel.source)
-    typer.echo(terminal_safe(f"\nRuns its workloads on ({agent.engine.kind}):\n  {agent.engine.text}\n"
-                             f"  source: [{agent.engine.source}]"))
+    echo(f"\nRuns its workloads on ({agent.engine.kind}):\n  {agent.engine.text}\n"
+                             f"  source: [{agent.engine.source}]")
     keys.append(agent.engine.source)
     if agent.conflict and agent.conflict_source:
         heading = "Alone on the machine" if agent.exclusive else "What it changes under other agents"
-        typer.echo(terminal_safe(f"\n{heading}:\n  {agent.conflict}\n  source: [{agent.conflict_source}]"))
+        echo(f"\n{heading}:\n  {agent.conflict}\n  source: [{agent.conflict_source}]")
         keys.append(agent.conflict_source)
     recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
-    typer.echo(terminal_safe(f"\nRecognised by: {', '.join(recognised)}"))
+    echo(f"\nRecognised by: {', '.join(recognised)}")
     typer.echo("\nSources:")
     for key in dict.fromkeys(keys):
         source = catalog.sources[key]
-        typer.echo(terminal_safe(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>"))
+        echo(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>")
         if source.note:
-            typer.echo(terminal_safe(f"    {source.note.strip()}"))
+            echo(f"    {source.note.strip()}")
     typer.echo("\nChecks:")
     for meta in _agent_checks():
         typer.echo(f"  {meta.id} {meta.title}")
@@ -118,34 +143,23 @@ def explain(check_id: Annotated[str, typer.Argument(
     meta = registry.get(check_id.upper())
     if meta is None:
         raise UsageError(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
-    typer.echo(f"{meta.id}  {meta.title}  ({meta.family})")
-    typer.echo(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}")
+    width = terminal_width()
+    _say(f"{meta.id}  {meta.title}  ({meta.family})", width)
+    _say(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}", width)
     if meta.fix_role:
-        typer.echo(f"  Ansible profile: {meta.fix_role}")
+        _say(f"  Ansible profile: {meta.fix_role}", width)
     typer.echo("\nUsed by:")
     for name in shipped_policy_names():
         for req in load_shipped(name).requirements:
             if req.check == meta.id:
-                need = f"{meta.op} {req.threshold} {meta.unit}".strip() if req.threshold is not None else meta.op
+                need = f"{meta.op} {req.threshold} {meta.unit}".strip() + ", " if req.threshold is not None else ""
                 weight = f"{req.level} risk" if req.level else req.severity
-                typer.echo(f"  {name:16} {weight:11} {need:22} {req.source.title} ({req.source.checked})")
-                typer.echo(f"  {'':16} <{req.source.url}>")
+                _say(f"  {name:16} {weight:11} {need}{req.source.title} ({req.source.checked})", width)
+                _say(f"    <{req.source.url}>", width)
                 if req.note:
-                    typer.echo(f"  {'':16} {req.note}")
-                for line in _source_lines(req.source, req.own_choice, f"  {'':16} "):
+                    _say(f"    {req.note}", width)
+                for line in _source_lines(req.source, req.own_choice, "    ", width):
                     typer.echo(line)
-
-
-def _source_lines(source: Any, own_choice: str, indent: str) -> list[str]:
-    """A source's status and the sentence it is cited for (and, where hostcheck chose the
-    threshold itself, why), wrapped to the terminal."""
-    from hostcheck.render.terminal import terminal_width, wrap
-
-    width = terminal_width()
-    lines = wrap(f'{source.status_text}: "{source.quote}"', width, indent=indent + "  ", first=indent)
-    if own_choice:
-        lines += wrap(f"threshold: hostcheck's own choice. {own_choice}", width, indent=indent + "  ", first=indent)
-    return lines
 
 
 def _agent_checks() -> list[Any]:

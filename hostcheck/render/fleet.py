@@ -6,6 +6,7 @@ from hostcheck.fleet import Bandwidth, FleetRow, HostDrift
 from hostcheck.models import Verdict
 from hostcheck.render.escape import escape_tree
 from hostcheck.render.markdown_escape import markdown_tree
+from hostcheck.render.terminal import terminal_width, wrap
 
 SHORT: dict[Verdict, str] = {Verdict.FEASIBLE: "ok", Verdict.FEASIBLE_WITH_RISKS: "risks", Verdict.NOT_FEASIBLE: "NO", Verdict.UNDETERMINED: "??"}
 
@@ -52,11 +53,20 @@ def fleet_table(rows: list[FleetRow], policy_ids: list[str], markdown: bool = Fa
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
         legend = "\nVerdicts: ok = feasible, risks = feasible with risks, NO = not feasible (blockers in brackets), ?? = undetermined.\n"
         return "\n".join(lines) + "\n" + legend
+    width = terminal_width()
     widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip() for cells in body]
-    lines.append("\nok = feasible, risks = feasible with risks, NO = not feasible [blockers], ?? = undetermined")
-    return "\n".join(lines) + "\n"
+    if max(map(len, lines)) > width:  # too wide for this terminal: one wrapped paragraph per host
+        lines = [line for cells in body for line in wrap(_host_text(headers, cells), width, first="", indent="    ")]
+    legend = "ok = feasible, risks = feasible with risks, NO = not feasible [blockers], ?? = undetermined"
+    return "\n".join([*lines, "", *wrap(legend, width)]) + "\n"
+
+
+def _host_text(headers: list[str], cells: list[str]) -> str:
+    """'gpu-box-01: GPU RTX 4090; VRAM GiB 24; ...; vast ok 94' (empty cells left out)."""
+    named = [f"{header} {cell}" for header, cell in zip(headers[1:], cells[1:], strict=False) if cell]
+    return f"{cells[0]}: {'; '.join(named)}"
 
 
 def drift_text(changes: list[HostDrift], markdown: bool = False) -> str:

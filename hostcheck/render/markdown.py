@@ -1,17 +1,21 @@
-"""The Markdown report, for forum posts and tickets."""
+"""The Markdown report, for forum posts and tickets: the same answer as the terminal's first
+screen, then (with ``--details``) every finding once."""
 
 from __future__ import annotations
 
 from hostcheck.headline import cannot_apply_line
-from hostcheck.models import UNDECIDED, Report, Status
+from hostcheck.models import Report, Status
 from hostcheck.render.text import (
     NEEDS_FIX,
     STATUS_LABEL,
     VERDICT_MARK,
-    measured_text,
-    needs_attention,
+    finding_line,
+    findings_once,
+    policy_counts,
     risk_row_text,
-    threshold_text,
+    step_text,
+    unknown_text,
+    where_text,
 )
 
 
@@ -20,46 +24,40 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(report: Report, *, verbose: bool = False) -> str:
+    answer = report.answer
     host = report.host.hostname or "this host"
     lines = [f"# hostcheck report — {host}", "", f"hostcheck {report.tool.version}, {report.generated_at}", ""]
-    lines += [f"**{report.headline}**", ""]
-    lines += ["| policy | verdict | score | blockers | risks | unknown |", "|---|---|---|---|---|---|"]
-    for p in report.policies:
-        lines.append(
-            f"| {p.id} | **{VERDICT_MARK[p.verdict]}** | {p.score} | "
-            f"{', '.join(p.blockers) or '-'} | {', '.join(p.risks) or '-'} | {', '.join(p.unknowns) or '-'} |"
-        )
-    risk = report.owner_risk
-    lines += ["", f"## Owner risk: {risk.rating.upper()}", "", risk.statement, ""]
-    for row in risk.findings:
-        if row.status in (Status.WARN, *UNDECIDED):
-            lines.append(f"- ({row.level if row.status == Status.WARN else row.status}) {risk_row_text(row)}")
+    lines += [f"**{' '.join(answer.headline)}**", ""]
+    lines += ["| policy | verdict | score | blockers/risks/unknown |", "|---|---|---|---|"]
+    lines += [f"| {p.id} | **{VERDICT_MARK[p.verdict]}** | {p.score} | {policy_counts(p)} |"
+              for p in report.policies if p.applicable]
     cannot = cannot_apply_line(report.policies)
     if cannot:
         lines += ["", cannot]
-    for p in report.policies:
-        if not verbose and not p.applicable:
-            continue
-        lines += ["", f"## {p.title}: {VERDICT_MARK[p.verdict]} ({p.score}/100)", "", p.summary, ""]
-        if p.follows:
-            lines += [f"*Where sources disagree:* {p.follows}", ""]
-        shown = [f for f in p.findings if verbose or needs_attention(f)]
-        if not shown:
-            lines.append("Every requirement met.")
-            continue
-        lines += ["| status | id | check | measured | needs | detail | fix | source |", "|---|---|---|---|---|---|---|---|"]
-        for f in shown:
-            source = f"[{f.source.title}]({f.source.url}) ({f.source.checked})"
-            lines.append(
-                "| " + " | ".join(
-                    _cell(x)
-                    for x in (
-                        STATUS_LABEL[f.status], f.id, f.title, measured_text(f.id, f.measured, f.unit), threshold_text(f),
-                        f.detail,
-                        (f.fix + (f" (Ansible {f.fix_role})" if f.fix_role else "")) if f.status in NEEDS_FIX else "",
-                        source,
-                    )
-                ) + " |"
-            )
+    lines += ["", answer.owner_risk]
+    if answer.plan or answer.plan_note:
+        lines += ["", "## What to do, in order", ""]
+        lines += [f"{n}. {step_text(step)}" for n, step in enumerate(answer.plan, 1)]
+        if answer.plan_note:
+            lines += ["", answer.plan_note]
+    if answer.unknowns:
+        lines += ["", "## Not judged, by cause", ""]
+        lines += [f"- {unknown_text(group)}" for group in answer.unknowns]
+    if verbose:
+        lines += ["", "## Policies", ""]
+        lines += [f"- **{p.id}**: {p.title} — {VERDICT_MARK[p.verdict]}, {p.score}/100. {p.summary}" for p in report.policies]
+        lines += ["", "## Every finding, once", "", "| status | id | line | policies | fix | source |",
+                  "|---|---|---|---|---|---|"]
+        for worst, uses in findings_once(report):
+            fix = (worst.fix + (f" (Ansible {worst.fix_role})" if worst.fix_role else "")) if worst.status in NEEDS_FIX else ""
+            source = f"[{worst.source.title}]({worst.source.url}) ({worst.source.checked})"
+            line = finding_line(worst.id, worst.status, worst.measured, None, worst.detail)
+            cells = (STATUS_LABEL[worst.status], worst.id, line, where_text(uses), fix, source)
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        risk = report.owner_risk
+        lines += ["", f"## Owner risk: {risk.rating.upper()}", "", risk.statement, ""]
+        for row in risk.findings:
+            label = row.level if row.status == Status.WARN else row.status
+            lines.append(f"- ({label}) {risk_row_text(row)}")
     lines.append("")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ or cuts a word where a wrap would do.
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 
@@ -28,6 +29,10 @@ def wrap(text: str, width: int, *, indent: str = "", first: str | None = None) -
     line broken, no trailing spaces. ``first`` prefixes the first line (``indent`` the rest);
     an empty text is one line holding the prefix alone."""
     head = indent if first is None else first
+    room = max(width, len(head) + 10, len(indent) + 10) - max(len(head), len(indent))
+    # A command in backticks stays on one line when it fits one: a copied command must run.
+    if _KEEP not in text:
+        text = _CODE.sub(lambda m: m.group().replace(" ", _KEEP) if len(m.group()) <= room else m.group(), text)
     lines = textwrap.wrap(
         text,
         width=max(width, len(head) + 10, len(indent) + 10),
@@ -36,4 +41,8 @@ def wrap(text: str, width: int, *, indent: str = "", first: str | None = None) -
         break_long_words=True,
         break_on_hyphens=False,
     )
-    return [line.rstrip() for line in lines] or [head.rstrip()]
+    return [line.replace(_KEEP, " ").rstrip() for line in lines] or [head.rstrip()]
+
+
+_CODE = re.compile(r"`[^`\n]+`")
+_KEEP = "\x00"  # a space textwrap does not break at (its whitespace is ASCII only); never in escaped text

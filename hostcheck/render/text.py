@@ -1,10 +1,22 @@
-"""Phrases shared by the terminal and Markdown renderers."""
+"""Phrases shared by the terminal and Markdown renderers: labels, finding lines, the plan's
+steps and the unknown groups, each said one way."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.models import UNDECIDED, Finding, Operator, OwnerRiskFinding, Status, Verdict
+from hostcheck.models import (
+    UNDECIDED,
+    Finding,
+    OwnerRiskFinding,
+    PlanStep,
+    PolicyResult,
+    Report,
+    Status,
+    UnknownGroup,
+    Verdict,
+)
+from hostcheck.report import STATUS_ORDER
 
 VERDICT_MARK: dict[Verdict, str] = {verdict: verdict.upper() for verdict in Verdict}
 STATUS_LABEL: dict[Status, str] = {
@@ -16,16 +28,15 @@ STATUS_LABEL: dict[Status, str] = {
     Status.SKIPPED: "skipped",
 }
 NEEDS_FIX = (Status.FAIL, Status.WARN)
-NEEDS_ATTENTION = (*NEEDS_FIX, *UNDECIDED)
-
-
-def _with_unit(value: Any, unit: str) -> str:
-    return f"{value} {unit}" if unit and isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+MAX_IDS = 4
+OUTCOME_WORD: dict[Status, str] = {
+    Status.FAIL: "not met", Status.WARN: "not met", Status.PASS: "met", Status.UNKNOWN: "not judged",
+    Status.ERROR: "not judged", Status.SKIPPED: "skipped",
+}
 
 
 def measured_text(check_id: str, measured: Any, unit: str = "") -> str:
-    """The measured value as it follows the title: a statement true by itself, whatever the
-    value ("PasswordAuthentication yes", never a bare "yes" after "SSH password login off")."""
+    """The measured value as a statement true by itself ("PasswordAuthentication yes")."""
     if measured is None or isinstance(measured, dict):
         return ""
     from hostcheck.checks import load_registry
@@ -33,47 +44,80 @@ def measured_text(check_id: str, measured: Any, unit: str = "") -> str:
     meta = load_registry().get(check_id)
     if meta is not None and meta.shown is not None:
         return meta.says(measured)
-    return _with_unit(measured, unit)
+    if unit and isinstance(measured, (int, float)) and not isinstance(measured, bool):
+        return f"{measured} {unit}"
+    return str(measured)
 
 
-def threshold_text(finding: Finding) -> str:
-    threshold = finding.threshold
-    if threshold is None:
-        return ""
-    if isinstance(threshold, list):
-        return f"one of {', '.join(map(str, threshold))}"
-    if isinstance(threshold, str) and finding.op == Operator.EQ:
-        return ""  # a statement (e.g. why a platform is closed), not a bar to clear
-    return f"{finding.op} {_with_unit(threshold, finding.unit)}"
+def finding_line(check_id: str, status: Status, measured: Any, threshold: Any = None, detail: str = "") -> str:
+    """A finding's line as its check's registry entry phrases it: the requirement, then what
+    was found (or why it could not be judged)."""
+    from hostcheck.checks import load_registry
 
-
-def headline(finding: Finding) -> str:
-    """'GPU-1050 GPU power limit vs its default: 0.36 ratio (needs >= 0.9 ratio)'."""
-    text = f"{finding.id} {finding.title}"
-    measured, needs = measured_text(finding.id, finding.measured, finding.unit), threshold_text(finding)
-    if measured:
-        text += f": {measured}"
-    if needs:
-        text += f" (needs {needs})"
-    return text
-
-
-def grouped_unknowns(findings: list[Finding]) -> list[tuple[Status, list[str], str]]:
-    """Unknown/error findings grouped by their reason, so one missing fact is said once."""
-    groups: dict[tuple[Status, str], list[str]] = {}
-    for finding in findings:
-        if finding.status in UNDECIDED:
-            groups.setdefault((finding.status, finding.detail or "no reason given"), []).append(finding.id)
-    ordered = sorted(groups.items(), key=lambda item: (item[0][0] != Status.ERROR, item[1][0]))
-    return [(status, ids, reason) for (status, reason), ids in ordered]
-
-
-def needs_attention(finding: Finding) -> bool:
-    return finding.status in NEEDS_ATTENTION
+    meta = load_registry().get(check_id)
+    if meta is None:  # a check of a foreign report
+        return f"{check_id}: {measured_text(check_id, measured)} {detail}".strip()
+    return meta.line(measured, threshold, detail, judged=status not in UNDECIDED)
 
 
 def risk_row_text(row: OwnerRiskFinding) -> str:
-    """One owner-risk line: what was measured and the evidence, whichever exist."""
-    shown = measured_text(row.id, row.measured) if row.measured != "" else ""
-    parts = [shown, row.detail]
-    return f"{row.id} {row.title}: " + " — ".join(p for p in parts if p)
+    """One owner-risk line: the check's line (requirement — found)."""
+    return f"{row.id} {finding_line(row.id, row.status, row.measured, None, row.detail)}"
+
+
+def ids_text(ids: list[str]) -> str:
+    shown = ", ".join(ids[:MAX_IDS])
+    return shown + (f" and {len(ids) - MAX_IDS} more" if len(ids) > MAX_IDS else "")
+
+
+def step_text(step: PlanStep) -> str:
+    """'set ssh_hardening_enabled (role ssh_hardening): clears SSH-1010, SSH-1040; lowers
+    owner risk (MEDIUM item); unlocks vast'."""
+    parts = [f"clears {ids_text(step.clears)}"]
+    if step.lowers is not None:
+        parts.append(f"lowers owner risk (a {step.lowers.upper()} item)")
+    if step.unlocks:
+        parts.append(f"then {', '.join(step.unlocks)} accept{'s' if len(step.unlocks) == 1 else ''} it")
+    if step.dedicated_only:
+        parts.append("for a machine dedicated to hosting only")
+    return f"{step.action}: {'; '.join(parts)}."
+
+
+def unknown_text(group: UnknownGroup) -> str:
+    """'reading them needs root: 5 checks (ISO-1040, ...) — run `sudo hostcheck audit`'."""
+    count = f"{len(group.checks)} check{'s' if len(group.checks) != 1 else ''}"
+    text = f"{group.cause}: {count} not judged ({ids_text(group.checks)})"
+    return text + (f" — {group.then}" if group.then else "")
+
+
+def policy_counts(policy: PolicyResult) -> str:
+    return f"{len(policy.blockers)}/{len(policy.risks)}/{len(policy.unknowns)}"
+
+
+def findings_once(report: Report) -> list[tuple[Finding, list[tuple[PolicyResult, Finding]]]]:
+    """Every check judged, once: its worst finding, and each policy that holds it (with that
+    policy's own finding: severity and threshold differ between policies)."""
+    by_id: dict[str, list[tuple[PolicyResult, Finding]]] = {}
+    for policy in report.policies:
+        for finding in policy.findings:
+            by_id.setdefault(finding.id, []).append((policy, finding))
+    out = []
+    for uses in by_id.values():
+        worst = min((f for _, f in uses), key=lambda f: STATUS_ORDER[f.status])
+        out.append((worst, uses))
+    out.sort(key=lambda item: (STATUS_ORDER[item[0].status], item[0].id))
+    return out
+
+
+def where_text(uses: list[tuple[PolicyResult, Finding]]) -> str:
+    """'vast (blocker, >= 16 GiB), salad (risk)' — the policies a finding affects."""
+    from hostcheck.checks import load_registry
+
+    registry = load_registry()
+    parts = []
+    for policy, finding in uses:
+        meta = registry.get(finding.id)
+        bar = meta.threshold_text(finding.threshold) if meta is not None else ""
+        outcome = OUTCOME_WORD[finding.status]
+        parts.append(f"{policy.id} ({finding.severity}{', ' + bar if bar else ''}: {outcome})")
+    return ", ".join(parts)

@@ -1,0 +1,279 @@
+"""The answer on the first screen: the headline, the owner-risk line, what to do in order, and
+what could not be judged, grouped by cause.
+
+Built once, beside the report, from the judged policies and the owner-risk rows; carried in
+the report (JSON) so the terminal and Markdown render the same answer and none recomputes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hostcheck.checks import load_registry
+from hostcheck.headline import agent_root_rows, next_commands
+from hostcheck.models import (
+    FEASIBLE,
+    OWNER_RISK_STOPS,
+    UNDECIDED,
+    Answer,
+    Finding,
+    Level,
+    OwnerRisk,
+    PlanStep,
+    PolicyKind,
+    PolicyResult,
+    Rating,
+    Severity,
+    Status,
+    UnknownGroup,
+    Verdict,
+)
+
+LEVEL_RANK = {level: rank for rank, level in enumerate(Level)}
+NEEDS_FIX = (Status.FAIL, Status.WARN)
+_PATH_PREFIX = re.compile(r"^[a-z_][a-z0-9_.*\[\]]*: ")
+_COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
+CAUSES = (
+    (("needs root", "without root"), "reading them needs root", "run `sudo hostcheck audit`"),
+    (("not recorded in format",), "the snapshot was saved before hostcheck recorded these facts",
+     "collect again with `hostcheck facts`"),
+    (("NVML library",), "no NVIDIA driver (NVML library not found)", "install the driver, then run again"),
+)
+"""Reasons shared by many checks, said as one cause with what settles it."""
+MAX_CAUSES_NAMED = 2
+
+
+def _names(policies: list[PolicyResult]) -> str:
+    return ", ".join(p.id for p in policies)
+
+
+def _causes(notes: list[str]) -> str:
+    shown = "; ".join(notes[:MAX_CAUSES_NAMED])
+    more = len(notes) - MAX_CAUSES_NAMED
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def _risk_notes(risk: OwnerRisk, level: Level, statuses: tuple[Status, ...]) -> list[str]:
+    return list(dict.fromkeys(r.note or r.title for r in risk.findings if r.level == level and r.status in statuses))
+
+
+def owner_risk_line(risk: OwnerRisk) -> str:
+    """'Owner risk HIGH: personal credentials on the host; ...' in one sentence."""
+    if risk.rating == Rating.UNKNOWN and risk.possibly is not None:
+        # The titles: an unseen item's note says what failing would mean, the title what was not seen.
+        unseen = list(dict.fromkeys(r.title for r in risk.findings if r.level == risk.possibly and r.status in UNDECIDED))
+        return f"Owner risk unknown, possibly {risk.possibly.upper()}; not seen: {_causes(unseen)}."
+    if risk.rating == Rating.LOW:
+        return "Owner risk LOW: nothing personal found exposed; a container escape stays possible, so keep " \
+               "nothing you value on this machine."
+    failing = _risk_notes(risk, Level(risk.rating.value), (Status.WARN,))
+    return f"Owner risk {risk.rating.upper()} because of: {_causes(failing)}."
+
+
+def _first_obstacle(platforms: list[PolicyResult]) -> str:
+    """The blocker that stops most platforms, as its line says it, and how many it stops."""
+    registry = load_registry()
+    counts: dict[str, list[PolicyResult]] = {}
+    findings: dict[str, Finding] = {}
+    for policy in platforms:
+        for finding in policy.findings:
+            if finding.severity == Severity.BLOCKER and finding.status == Status.FAIL:
+                counts.setdefault(finding.id, []).append(policy)
+                findings.setdefault(finding.id, finding)
+    if not counts:
+        return ""
+    top = sorted(counts, key=lambda cid: (-len(counts[cid]), cid))[0]
+    finding = findings[top]
+    line = registry[top].line(finding.measured, finding.threshold)
+    stopped = counts[top]
+    whom = "every platform" if len(stopped) == len(platforms) else f"{len(stopped)} of {len(platforms)} platforms"
+    return f"First obstacle, for {whom}: {line}."
+
+
+def _settle(undetermined: list[PolicyResult]) -> str:
+    """'Undetermined until unknown blockers are settled: quickpod: run `hostcheck audit --probe ...`.'"""
+    if not undetermined:
+        return ""
+    steps: dict[str, list[str]] = {}
+    for policy in undetermined:
+        commands = next_commands([policy])
+        step = f"run `{commands[0]}`" if commands else "see what could not be judged below"
+        steps.setdefault(step, []).append(policy.id)
+    said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
+    return f"Undetermined until unknown blockers are settled: {said}."
+
+
+def _headline(policies: list[PolicyResult], risk: OwnerRisk) -> list[str]:
+    sentences = _verdict_sentences(policies, risk)
+    undetermined = [p for p in policies if p.kind == PolicyKind.PLATFORM and p.applicable
+                    and p.verdict == Verdict.UNDETERMINED]
+    return [s for s in (*sentences, _settle(undetermined)) if s]
+
+
+def _verdict_sentences(policies: list[PolicyResult], risk: OwnerRisk) -> list[str]:
+    platforms = [p for p in policies if p.kind == PolicyKind.PLATFORM] or list(policies)
+    applicable = [p for p in platforms if p.applicable]
+    feasible = [p for p in applicable if p.verdict in FEASIBLE]
+    clean = [p for p in feasible if p.verdict == Verdict.FEASIBLE]
+    risky = [p for p in feasible if p.verdict == Verdict.FEASIBLE_WITH_RISKS]
+    undetermined = [p for p in applicable if p.verdict == Verdict.UNDETERMINED]
+    where = " and ".join(text for text in (
+        f"{_names(clean)} (feasible)" if clean else "",
+        f"{_names(risky)} (feasible with risks)" if risky else "") if text)
+
+    if risk.rating in OWNER_RISK_STOPS:
+        if risk.rating == Rating.HIGH:
+            # The first HIGH item, and always the agent's root: installing it is the owner's decision.
+            registry = load_registry()
+            rooted = {r.id for r in agent_root_rows(risk.findings)}
+            rooted |= {m.superseded_by for m in registry.values() if m.says_agent_has_root and m.superseded_by}
+            named = _risk_notes(risk, Level.HIGH, (Status.WARN,))[:1]
+            named += [r.note or r.title for r in risk.findings if r.status == Status.WARN and r.id in rooted]
+            lead = [f"Do not host on this machine as it is: owner risk HIGH ({'; '.join(dict.fromkeys(named))})."]
+        else:
+            agent = "".join(f"; {r.note or r.title}" for r in agent_root_rows(risk.findings))
+            lead = [f"Do not host on this machine until its owner risk is known (possibly "
+                    f"{(risk.possibly or Level.HIGH).upper()}; what could not be seen is below{agent})."]
+        if feasible:
+            once = "Only once that is fixed" if risk.rating == Rating.HIGH else "Once it is known and low enough"
+            lead.append(f"{once}: {where} would accept it.")
+        elif not applicable:
+            lead.append("No platform here can use this machine either.")
+        else:
+            lead.append(_first_obstacle(applicable) or "No platform is feasible for sure either.")
+        return lead
+    agent_root = [r.note or r.title for r in agent_root_rows(risk.findings)]
+    risk_text = f"owner risk {risk.rating.upper()}" + (
+        f" ({'; '.join(agent_root)})" if risk.rating == Rating.MEDIUM and agent_root else "")
+    if feasible:
+        return [f"Yes, you can host this machine on {where}; {risk_text}."]
+    if not applicable:
+        return [f"No platform here can use this machine ({'; '.join(p.precondition for p in platforms)})."]
+    if undetermined and not any(p.verdict == Verdict.NOT_FEASIBLE for p in applicable):
+        return [f"Not yet known: no platform is feasible for sure; {risk_text}."]
+    return [f"No platform accepts this machine as it is; {risk_text}.", _first_obstacle(applicable)]
+
+
+@dataclass
+class _Fix:
+    role: str
+    variable: str
+    action: str
+    clears: set[str] = field(default_factory=set)
+    lowers: Level | None = None
+    dedicated_only: bool = False
+
+
+def _short_fix(text: str) -> str:
+    """The fix's first sentence (a manual action is said whole, never cut mid-word)."""
+    first = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
+    return first
+
+
+def _fixes(policies: list[PolicyResult], risk: OwnerRisk) -> dict[str, _Fix]:
+    registry = load_registry()
+    fixes: dict[str, _Fix] = {}
+
+    def add(check_id: str, level: Level | None) -> None:
+        meta = registry[check_id]
+        role, _, variable = (part.strip() for part in meta.fix_role.partition(":"))
+        key = meta.fix_role or check_id
+        if key not in fixes:
+            action = f"set {variable} (role {role})" if role else f"by hand: {_short_fix(meta.fix)}"
+            fixes[key] = _Fix(role, variable, action)
+        fix = fixes[key]
+        fix.clears.add(check_id)
+        fix.dedicated_only = fix.dedicated_only or meta.dedicated_only
+        if level is not None and (fix.lowers is None or LEVEL_RANK[level] > LEVEL_RANK[fix.lowers]):
+            fix.lowers = level
+
+    for policy in policies:
+        if policy.applicable:
+            for finding in policy.findings:
+                if finding.status in NEEDS_FIX:
+                    add(finding.id, None)
+    for row in risk.findings:
+        if row.status == Status.WARN:
+            add(row.id, row.level)
+    return fixes
+
+
+def _feasible_after(policy: PolicyResult, cleared: set[str] | frozenset[str]) -> bool:
+    blockers = [f for f in policy.findings if f.severity == Severity.BLOCKER]
+    return all(f.status not in UNDECIDED and (f.status != Status.FAIL or f.id in cleared) for f in blockers)
+
+
+def _plan(policies: list[PolicyResult], risk: OwnerRisk) -> tuple[list[PlanStep], str]:
+    """Fixes in the order to make them: greedily, the step that unlocks most platforms (with
+    those before it) and risks least; while owner risk stops hosting, only steps that lower it."""
+    fixes = _fixes(policies, risk)
+    note = ""
+    if risk.rating in OWNER_RISK_STOPS:
+        hosting = [key for key, fix in fixes.items() if fix.lowers is None]
+        for key in hosting:
+            del fixes[key]
+        if hosting:
+            note = (f"{len(hosting)} more step(s) would make platforms accept this machine; they come once owner risk "
+                    "is lower (run the audit again then).")
+    locked = [p for p in policies if p.kind == PolicyKind.PLATFORM and p.applicable and p.verdict not in FEASIBLE]
+    cleared: set[str] = set()
+    unlocked: set[str] = set()
+    steps: list[PlanStep] = []
+    stops = risk.rating in OWNER_RISK_STOPS
+    while fixes:
+        def gain(key: str, done: frozenset[str] = frozenset(cleared)) -> tuple[int, ...]:
+            fix = fixes[key]
+            opens = sum(1 for p in locked if p.id not in unlocked and _feasible_after(p, done | fix.clears))
+            lowers = -1 if fix.lowers is None else LEVEL_RANK[fix.lowers]
+            order = (lowers, opens) if stops else (opens, lowers)
+            return (*order, -int(fix.dedicated_only), len(fix.clears))
+
+        key = max(sorted(fixes), key=gain)
+        fix = fixes.pop(key)
+        cleared |= fix.clears
+        opens = [p.id for p in locked if p.id not in unlocked and _feasible_after(p, cleared)]
+        unlocked.update(opens)
+        steps.append(PlanStep(action=fix.action, role=fix.role, variable=fix.variable, clears=sorted(fix.clears),
+                              unlocks=opens, lowers=fix.lowers, dedicated_only=fix.dedicated_only))
+    return steps, note
+
+
+def _cause(detail: str) -> tuple[str, str]:
+    """An unknown's reason as a cause shared by other checks, and what settles it."""
+    text = _PATH_PREFIX.sub("", detail.strip()) or "no reason given"
+    text = _PATH_PREFIX.sub("", text)  # "path: path: reason" from nested lookups
+    for words, cause, then in CAUSES:
+        if any(word in text for word in words):
+            return cause, then
+    return text, ""
+
+
+def _unknowns(policies: list[PolicyResult], risk: OwnerRisk) -> list[UnknownGroup]:
+    registry = load_registry()
+    seen: dict[str, str] = {}
+    for policy in policies:
+        for finding in policy.findings:
+            if finding.status in UNDECIDED:
+                seen.setdefault(finding.id, finding.detail)
+    for row in risk.findings:
+        if row.status in UNDECIDED:
+            seen.setdefault(row.id, row.detail)
+    groups: dict[str, tuple[list[str], str]] = {}
+    for check_id, detail in seen.items():
+        cause, then = _cause(detail)
+        if not then:
+            command = _COMMAND.search(registry[check_id].fix)
+            then = f"run `{command.group(1)}`" if command and "hostcheck watch" in command.group(1) else ""
+        ids, known_then = groups.setdefault(cause, ([], then))
+        ids.append(check_id)
+        if not known_then and then:
+            groups[cause] = (ids, then)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1][0]), item[0]))
+    return [UnknownGroup(cause=cause, checks=sorted(ids), then=then) for cause, (ids, then) in ordered]
+
+
+def build_answer(policies: list[PolicyResult], risk: OwnerRisk) -> Answer:
+    plan, note = _plan(policies, risk)
+    return Answer(headline=_headline(policies, risk), owner_risk=owner_risk_line(risk), plan=plan, plan_note=note,
+                  unknowns=_unknowns(policies, risk))

@@ -1,0 +1,82 @@
+"""Regenerate every output example in README.md and docs/*.md from the tool itself.
+
+An example is marked in the Markdown like this (the command runs from the repository root, at
+COLUMNS=80, its standard output pasted under a ``$ CMD`` line)::
+
+    <!-- example: hostcheck audit --facts tests/snapshots/reference-laptop.json --offline -->
+    ```text
+    $ hostcheck audit --facts tests/snapshots/reference-laptop.json --offline
+    ...what it prints...
+    ```
+    <!-- /example -->
+
+    .venv/bin/python scripts/gen_examples.py          # rewrite the examples in place
+    .venv/bin/python scripts/gen_examples.py --check  # exit 1 naming each example that differs
+
+``scripts/regen`` runs this with the other generators.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = re.compile(r"(<!-- example: (?P<command>.+?) -->\n)(?P<body>.*?)(<!-- /example -->)", re.DOTALL)
+TIMEOUT_S = 120
+COLUMNS = "80"
+
+
+def documents() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def run(command: str) -> str:
+    """The command's standard output, run as a user would from the repository root."""
+    argv = shlex.split(command)
+    if not argv or argv[0] != "hostcheck":
+        raise SystemExit(f"an example runs `hostcheck ...`, not {command!r}")
+    env = {**os.environ, "COLUMNS": COLUMNS, "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", *argv[1:]], cwd=REPO, env=env, text=True,
+                          capture_output=True, timeout=TIMEOUT_S, check=False)
+    return proc.stdout
+
+
+def block(command: str) -> str:
+    output = run(command)
+    return f"```text\n$ {command}\n{output}{'' if output.endswith(chr(10)) or not output else chr(10)}```\n"
+
+
+def regenerate(text: str) -> str:
+    return EXAMPLE.sub(lambda m: m.group(1) + block(m.group("command")) + m.group(4), text)
+
+
+def differences(path: Path) -> list[str]:
+    """The commands whose example in ``path`` is not what the tool prints now."""
+    text = path.read_text()
+    return [m.group("command") for m in EXAMPLE.finditer(text) if m.group("body") != block(m.group("command"))]
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for path in documents():
+        text = path.read_text()
+        if check:
+            stale += [f"{path.relative_to(REPO)}: {command}" for command in differences(path)]
+            continue
+        new = regenerate(text)
+        if new != text:
+            path.write_text(new)
+            print(f"rewrote the examples in {path.relative_to(REPO)}")
+    for line in stale:
+        print(f"out of date: {line}", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
