@@ -104,7 +104,7 @@ CASES = [
     ("GPU-1120", {"gpu": {"devices": Unknown("NVML unavailable"), "display_adapters": [{"vendor": "amd"}]},
                   "system": {"os_kernel_name": "Linux"}}, ["nvidia pascal+"], "fail", "no NVIDIA GPU"),
     ("GPU-1120", {"gpu": {"devices": Unknown("NVML unavailable: driver not loaded"), "display_adapters": [{"vendor": "nvidia"}]},
-                  "system": {"os_kernel_name": "Linux"}}, ["nvidia pascal+"], "fail", "driver not usable"),
+                  "system": {"os_kernel_name": "Linux"}}, ["nvidia pascal+"], "unknown", None),  # which generation NVML could not say
     ("GPU-1120", gpu(architecture="ampere"), ["amd rdna3"], "error", None),
     # ECC only where the GPU has it.
     ("GPU-1130", gpu(ecc_enabled=True), None, "pass", "on"),
@@ -195,7 +195,8 @@ CASES = [
     ("DOC-1010", {"docker": {"reachable": False, "unreachable_reason": "permission_denied"}}, None, "unknown", None),
     ("DOC-1030", {"docker": {"reachable": True, "live_restore": False}}, None, "fail", "off"),
     ("DOC-1040", {"docker": {"reachable": True, "icc": False}}, None, "pass", "off"),
-    ("DOC-1050", {"docker": {"reachable": False, "unreachable_reason": "absent", "daemon_json": Unknown("no file")}}, None, "fail", "on"),
+    # Docker absent: its settings are judged once it is installed (one cause, not a RISK per setting).
+    ("DOC-1050", {"docker": {"reachable": False, "unreachable_reason": "absent", "daemon_json": Unknown("no file")}}, None, "unknown", None),
     ("DOC-1060", {"docker": {"reachable": True, "userns_remap": "", "rootless": True}}, None, "pass", "on"),
     ("SSH-1030", {"ssh": {"installed": True, "settings": {"permitemptypasswords": "yes"}}}, None, "fail", "yes"),
     ("SSH-1040", {"ssh": {"installed": True, "settings": {"kbdinteractiveauthentication": "no"}}}, None, "pass", "no"),

@@ -119,7 +119,7 @@ def _assert_no_planted_markup(markdown: str) -> Page:
     rendered = page(markdown_to_html(markdown))
     # Only the layout's own elements (the offer writes field names as code); no attribute and
     # no comment from a value.
-    assert set(rendered.tags) <= {"h1", "h2", "p", "strong", "em", "ul", "li", "table", "thead", "tbody", "tr", "th",
+    assert set(rendered.tags) <= {"h1", "h2", "p", "strong", "em", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th",
                                   "td", "a", "code"}, set(rendered.tags)
     assert not any("PLANT" in a or "evil.example" in a for a in rendered.attributes)
     assert rendered.comments == []

@@ -34,3 +34,12 @@ def test_a_word_longer_than_the_line_is_broken_not_overflowing() -> None:
 
 def test_empty_text_is_the_prefix_alone() -> None:
     assert wrap("", 80, first="fix: ") == ["fix:"]
+
+
+def test_a_cited_address_longer_than_the_line_stays_whole_on_its_own_line() -> None:
+    url = "<https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding>"
+    lines = wrap(f"source: io.net docs {url} (2026-11-29)", 60, indent="  ", whole_urls=True)
+    assert f"  {url}" in lines or url in lines
+    assert all(len(line) <= 60 for line in lines if url not in line)
+    # without the flag (text from facts) the width holds whatever the word
+    assert all(len(line) <= 60 for line in wrap(f"host {url}", 60, indent="  "))

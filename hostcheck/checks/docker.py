@@ -220,6 +220,7 @@ def no_other_engine(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return failed("Docker running")
     if reason == "absent":
         return passed("no Docker")
-    if isinstance(reachable, Unknown):
-        return unknown(reachable.reason)
+    for value in (reachable, reason):
+        if isinstance(value, Unknown):
+            return unknown(value.reason)
     return failed(f"Docker installed ({reason})")

@@ -35,6 +35,7 @@ from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch, is_macos
 from hostcheck.facts import Unknown, lookup
 from hostcheck.laptop import laptop_verdict
 
+_NVML = "gpu.nvml"
 NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature
 
 # GB/s per lane after encoding overhead, by PCIe generation.
@@ -75,12 +76,19 @@ applications")."""
     fix_role="nvidia_host: nvidia_host_enabled",
 )
 def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
-    nvml = lookup(facts, "gpu.nvml")
+    nvml = lookup(facts, _NVML)
     devices = listed_devices(facts)
-    if isinstance(nvml, dict) and nvml.get("available") and isinstance(devices, list):
+    available = nvml.get("available") if isinstance(nvml, dict) else nvml
+    if available is True and isinstance(devices, list):
         return compare(len(devices), threshold, ", ".join(str(d.get("name")) for d in devices))
     if is_macos(facts):
         return failed(0, MACOS_NO_NVIDIA)
+    # Not collected is not "not usable": only NVML's own answer that it failed says that.
+    for path, value in ((_NVML, nvml), (f"{_NVML}.available", available)):
+        if isinstance(value, Unknown):
+            raise Missing(path, value.reason)
+    if available is True:  # NVML works but its device list was not recorded
+        raise no_devices(getattr(devices, "reason", "not a list"))
     on_bus = _nvidia_pci_count(facts)
     why_not = nvml.get("reason") if isinstance(nvml, dict) else getattr(nvml, "reason", "NVML not collected")
     if on_bus is None:
@@ -367,9 +375,7 @@ def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
         on_bus = _nvidia_pci_count(facts)
         if on_bus == 0:
             return failed("no NVIDIA GPU", "no NVIDIA display device on the PCI bus and not an Apple Silicon Mac")
-        if on_bus:
-            return failed("driver not usable", f"{on_bus} NVIDIA device(s) on the PCI bus; {devices.reason}")
-        raise no_devices(devices.reason)
+        raise no_devices(devices.reason)  # an NVIDIA card on the bus whose generation NVML could not tell
     if not isinstance(devices, list) or not devices:
         return failed("no NVIDIA GPU", "NVML lists no GPU")
     if minimum is None:

@@ -200,7 +200,8 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
         {
             f"{s.get('port')}/{s.get('proto')}" + (f" ({s['process']})" if isinstance(s.get("process"), str) else "")
             for s in listening
-            if s.get("exposure") != "loopback" and str(s.get("port")) not in sshd
+            # sshd's own sockets are SSH-1xxx's to judge, whether or not its settings were read
+            if s.get("exposure") != "loopback" and str(s.get("port")) not in sshd and s.get("process") != "sshd"
         }
     )
     return compare(len(exposed), _as_int(threshold), ", ".join(exposed[:8]))

@@ -33,6 +33,8 @@ def recorded_firewall(facts: dict[str, Any]) -> Any:
     """The firewall's ruleset as recorded (evidence the checks judge), or an :class:`Unknown`."""
     return lookup(facts, _FIREWALL)
 
+_INBOUND_PORTS = "network.inbound.ports"
+
 
 def listening_sockets(facts: dict[str, Any]) -> Any:
     """The sockets listening on this host; :class:`Missing` when they are not known."""
@@ -227,7 +229,10 @@ def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
         return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
     # A port counts once, and only if every protocol probed on it got through (Vast forwards TCP and UDP).
     by_port: dict[Any, list[str]] = {}
-    for probe in inbound.get("ports") or []:
+    ports = need(facts, _INBOUND_PORTS)
+    if not isinstance(ports, list):
+        raise Missing(_INBOUND_PORTS, "not a list")
+    for probe in ports:
         by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
     reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
     detail = f"{reachable} of {len(by_port)} probed ports reachable"
@@ -294,7 +299,7 @@ def nat_mapping(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if mapping in (NatBehaviour.ENDPOINT_INDEPENDENT, NatBehaviour.NO_NAT):
         method = lookup(facts, "network.nat.mapping_method")
         return passed(mapping, "from two servers' answers to one socket" if method == "two-servers" else "")
-    inbound = lookup(facts, "network.inbound.ports")
+    inbound = lookup(facts, _INBOUND_PORTS)
     if isinstance(inbound, list) and any(p.get("result") == InboundResult.REACHABLE for p in inbound):
         return passed(mapping, "but forwarded ports are reachable")
     return failed(mapping)

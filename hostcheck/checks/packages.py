@@ -6,11 +6,17 @@ from typing import Any
 
 from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of
 
+_UNATTENDED = "packages.unattended_upgrades"
+_APT_SOURCES = "packages.apt_sources"
 
-def unattended_upgrades(facts: dict[str, Any]) -> Any:
+
+def unattended_upgrades(facts: dict[str, Any]) -> dict[str, Any]:
     """Whether unattended-upgrades is installed and enabled (``installed``, ``enabled``);
-    :class:`Missing` when that is not known."""
-    return need(facts, "packages.unattended_upgrades")
+    :class:`Missing` when that is not known (``enabled`` matters only once it is installed)."""
+    state: dict[str, Any] = need(facts, _UNATTENDED)
+    if need(facts, f"{_UNATTENDED}.installed") is True:
+        need(facts, f"{_UNATTENDED}.enabled")
+    return state
 
 
 @check(
@@ -68,8 +74,8 @@ def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
     state = unattended_upgrades(facts)
     if not (isinstance(state, dict) and state.get("installed") and state.get("enabled") is True):
         return skipped("automatic updates are off (PKG-1010)")
-    apt = need(facts, "packages.apt_sources")
-    security = apt.get("security", [])
+    apt = need(facts, _APT_SOURCES)
+    security = need(facts, f"{_APT_SOURCES}.security")
     if security:
         return passed("present", ", ".join(sorted({f"{s['uri']} {s['suite']}" for s in security})))
     return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed, setting
+from hostcheck.checks.network import listening_sockets
 from hostcheck.facts import Unknown, lookup
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
 _SETTINGS = "ssh.settings"
+_INSTALLED = "ssh.installed"
 
 
 def ssh_ports(facts: dict[str, Any]) -> set[str]:
@@ -23,18 +25,23 @@ def ssh_ports(facts: dict[str, Any]) -> set[str]:
 def _remote_login_off(facts: dict[str, Any]) -> bool:
     """macOS with sshd not running and nothing listening on its port: Remote Login is off
     (launchd listens on the port itself while it is on, and starts sshd per connection)."""
-    if lookup(facts, "system.os_id") != "macos" or lookup(facts, "ssh.running") is not False:
+    from hostcheck.checks.machine import is_macos  # machine -> isolation -> ssh at import time
+
+    if not is_macos(facts) or lookup(facts, "ssh.running") is not False:
         return False
-    listening = lookup(facts, "network.listening")
-    if not isinstance(listening, list):
+    try:
+        listening = listening_sockets(facts)
+    except Missing:
         return True  # sshd not running is all there is to go on
+    if not isinstance(listening, list):
+        return True
     ports = ssh_ports(facts)
     return not any(isinstance(s, dict) and str(s.get("port")) in ports and s.get("proto") == "tcp" for s in listening)
 
 
 def _ssh_setting(facts: dict[str, Any], key: str) -> str | None:
     """The effective sshd value, or None when no sshd is installed (nothing to harden)."""
-    if lookup(facts, "ssh.installed") is False or _remote_login_off(facts):
+    if lookup(facts, _INSTALLED) is False or _remote_login_off(facts):
         return None
     settings = need(facts, _SETTINGS)
     value = settings.get(key)
@@ -47,7 +54,7 @@ def _ssh_rule(key: str, good: frozenset[str]) -> Any:
     def judge(facts: dict[str, Any], _threshold: Any) -> Outcome:
         value = _ssh_setting(facts, key)
         if value is None:
-            return passed("no sshd installed" if lookup(facts, "ssh.installed") is False
+            return passed("no sshd installed" if lookup(facts, _INSTALLED) is False
                           else "sshd not running, nothing listening on its port (macOS Remote Login off)")
         source = lookup(facts, "ssh.source")
         origin = f"effective value from {source}" if isinstance(source, str) else ""

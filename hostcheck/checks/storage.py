@@ -97,7 +97,7 @@ def storage_ssd(facts: dict[str, Any], _threshold: Any) -> Outcome:
 )
 def docker_xfs_quota(facts: dict[str, Any], _threshold: Any) -> Outcome:
     docker = need(facts, _DOCKER_ROOT)
-    if docker.get("exists") is not True:
+    if need(facts, f"{_DOCKER_ROOT}.exists") is not True:
         return failed("no Docker data root", str(docker.get("path")))
     fstype = docker.get("fstype")
     quota = docker.get("xfs_project_quota")
@@ -113,13 +113,13 @@ def docker_xfs_quota(facts: dict[str, Any], _threshold: Any) -> Outcome:
     op="==",
     threshold="none",
     why="If containers fill the root filesystem, the host's own services fail; a dedicated "
-    "volume confines that damage (Vast's stricter draft asks for a dedicated Docker drive).",
+    "volume confines that damage.",
     fix="Mount a dedicated drive at Docker's data root.",
     fix_role="docker_host: docker_host_data_device",
 )
 def docker_separate(facts: dict[str, Any], _threshold: Any) -> Outcome:
     docker = need(facts, _DOCKER_ROOT)
-    if docker.get("exists") is not True:
+    if need(facts, f"{_DOCKER_ROOT}.exists") is not True:
         return failed("no Docker data root", str(docker.get("path")))
     separate = docker.get("separate_mount")
     if isinstance(separate, Unknown) or separate is None:

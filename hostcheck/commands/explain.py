@@ -64,7 +64,7 @@ def _say(text: str, width: int) -> None:
 
     for paragraph in text.split("\n"):
         lead = paragraph[: len(paragraph) - len(paragraph.lstrip(" "))]
-        for line in wrap(escape_text(paragraph.strip()), width, first=lead, indent=lead + "  "):
+        for line in wrap(escape_text(paragraph.strip()), width, first=lead, indent=lead + "  ", whole_urls=True):
             typer.echo(line)
 
 

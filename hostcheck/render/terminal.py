@@ -24,23 +24,36 @@ def terminal_width() -> int:
     return max(MIN_WIDTH, min(MAX_WIDTH, columns))
 
 
-def wrap(text: str, width: int, *, indent: str = "", first: str | None = None) -> list[str]:
+def wrap(text: str, width: int, *, indent: str = "", first: str | None = None, whole_urls: bool = False) -> list[str]:
     """``text`` as lines of at most ``width`` characters: words wrapped, a word longer than a
     line broken, no trailing spaces. ``first`` prefixes the first line (``indent`` the rest);
-    an empty text is one line holding the prefix alone."""
+    an empty text is one line holding the prefix alone. With ``whole_urls`` a web address longer
+    than a line stands whole on a line of its own (a cut address can be neither clicked nor
+    copied): for hostcheck's own citations, never for text from facts."""
     head = indent if first is None else first
     room = max(width, len(head) + 10, len(indent) + 10) - max(len(head), len(indent))
     # A command in backticks stays on one line when it fits one: a copied command must run.
     if _KEEP not in text:
         text = _CODE.sub(lambda m: m.group().replace(" ", _KEEP) if len(m.group()) <= room else m.group(), text)
-    lines = textwrap.wrap(
-        text,
+    wrapper = textwrap.TextWrapper(
         width=max(width, len(head) + 10, len(indent) + 10),
         initial_indent=head,
         subsequent_indent=indent,
         break_long_words=True,
         break_on_hyphens=False,
     )
+    if whole_urls and "://" in text:
+        wrapper.break_long_words = False
+        lines = []
+        for line in wrapper.wrap(text):
+            if len(line) > wrapper.width and "://" not in line:  # a long word that is no address
+                line_wrapper = textwrap.TextWrapper(width=wrapper.width, subsequent_indent=indent,
+                                                    break_on_hyphens=False)
+                lines += line_wrapper.wrap(line)
+            else:
+                lines.append(line)
+    else:
+        lines = wrapper.wrap(text)
     return [line.replace(_KEEP, " ").rstrip() for line in lines] or [head.rstrip()]
 
 
