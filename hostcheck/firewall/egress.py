@@ -66,6 +66,9 @@ class Packet:
     daddr: ipaddress.IPv4Address | ipaddress.IPv6Address
     proto: str
     dport: int | None
+    # Whether the destination is one of the host's own addresses (`fib daddr type local`, as
+    # ufw's ufw-not-local chain asks); None: not known.
+    daddr_local: bool | None = None
 
 
 class _Undecidable(Exception):
@@ -148,6 +151,10 @@ class Walker:
                 if p.dport is None:
                     raise _Undecidable
                 return "scalar", p.dport
+        if isinstance(left, dict) and isinstance(left.get("fib"), dict) and p.daddr_local is not None:
+            fib = left["fib"]
+            if fib.get("result") == "type" and fib.get("flags") in (["daddr"], "daddr"):
+                return "scalar", "local" if p.daddr_local else "unicast"
         if isinstance(left, dict) and isinstance(left.get("ct"), dict):
             key = left["ct"].get("key")
             if key == "state":
@@ -275,7 +282,8 @@ class Walker:
 def walk(ruleset: Ruleset, probe: Probe, iifname: str) -> dict[str, Any]:
     """The verdict on one probe packet coming in on ``iifname``, with the evidence."""
     daddr = ipaddress.ip_address(probe.daddr)
-    packet = Packet(daddr.version, iifname, UPLINK, daddr, probe.proto, probe.dport)
+    packet = Packet(daddr.version, iifname, UPLINK, daddr, probe.proto, probe.dport,
+                    daddr_local=True if probe.hook == "input" else None)
     chains = ruleset.base_chains(probe.hook, packet.family)
     verdicts = {}
     for key in chains:

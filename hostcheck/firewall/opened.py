@@ -1,0 +1,89 @@
+"""Which firewall decides: the ports the host profile's table opens, walked through every input
+chain, so that one another firewall (ufw) still drops is found as such (NET-1080)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from hostcheck.firewall.egress import UPLINK, Packet, Walker
+from hostcheck.firewall.ruleset import Key, Ruleset
+
+PROFILE_INPUT: Key = ("inet", "hostcheck", "input")
+# A destination on the host itself, from the internet (a documentation address: no rule names it).
+HOST_ADDRESS = ipaddress.IPv4Address("192.0.2.10")
+SOURCE_MATCHES = frozenset({"saddr", "iifname", "iif"})
+
+
+def has_ufw(rs: Ruleset) -> bool:
+    """ufw's chains (ufw-*, ufw6-*) are loaded: ufw is running."""
+    return any(name.startswith(("ufw-", "ufw6-")) for _family, _table, name in rs.chains)
+
+
+def _ports(right: Any) -> list[int] | None:
+    items = right["set"] if isinstance(right, dict) and "set" in right else [right]
+    ports: list[int] = []
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, int):
+            ports.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("range"), list) and len(item["range"]) == 2:
+            ports.extend(p for p in item["range"] if isinstance(p, int))  # both ends of a range
+        else:
+            return None
+    return ports
+
+
+def _opened_by(expr: list[Any]) -> list[tuple[str, int]]:
+    """(protocol, port) a rule of the profile's input chain accepts from anyone."""
+    if not any(isinstance(s, dict) and "accept" in s for s in expr):
+        return []
+    protocols: list[str] = []
+    ports: list[int] = []
+    for statement in expr:
+        match = statement.get("match") if isinstance(statement, dict) else None
+        if not isinstance(match, dict):
+            continue
+        left = match.get("left")
+        payload = left.get("payload") if isinstance(left, dict) else None
+        meta = left.get("meta") if isinstance(left, dict) else None
+        if isinstance(payload, dict) and payload.get("field") == "dport":
+            found = _ports(match.get("right"))
+            if found is None:
+                return []
+            ports = found
+            if payload.get("protocol") in ("tcp", "udp"):
+                protocols = [payload["protocol"]]
+        elif isinstance(meta, dict) and meta.get("key") == "l4proto":
+            right = match.get("right")
+            names = right["set"] if isinstance(right, dict) and "set" in right else [right]
+            protocols = [n for n in names if n in ("tcp", "udp")]
+        elif isinstance(payload, dict) and payload.get("field") in SOURCE_MATCHES or \
+                isinstance(meta, dict) and meta.get("key") in SOURCE_MATCHES:
+            return []  # open to some sources only (SSH from the admin range)
+    return [(proto, port) for proto in protocols for port in ports]
+
+
+def opened_ports(rs: Ruleset) -> list[tuple[str, int]]:
+    found: list[tuple[str, int]] = []
+    for expr in rs.rules.get(PROFILE_INPUT, []):
+        found.extend(p for p in _opened_by(expr) if p not in found)
+    return found
+
+
+def judge(items: list[Any]) -> dict[str, Any]:
+    """``profile`` and ``ufw``: whether each firewall is loaded; ``ports``: each port the
+    profile's table opens to everyone, with the input chains that drop it (``dropped_by``) and
+    those whose verdict depends on rules this audit cannot evaluate (``undetermined_in``)."""
+    rs = Ruleset(items)
+    result: dict[str, Any] = {"profile": PROFILE_INPUT in rs.chains, "ufw": has_ufw(rs), "ports": []}
+    for proto, port in opened_ports(rs):
+        packet = Packet(4, UPLINK, UPLINK, HOST_ADDRESS, proto, port, daddr_local=True)
+        dropped, unsure = [], []
+        for key in rs.base_chains("input", 4):
+            outcomes = Walker(rs, packet).base(key)
+            if outcomes == {"drop"}:
+                dropped.append(" ".join(key))
+            elif outcomes != {"accept"}:
+                unsure.append(" ".join(key))
+        result["ports"].append({"port": f"{port}/{proto}", "dropped_by": dropped, "undetermined_in": unsure})
+    return result
