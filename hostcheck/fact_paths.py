@@ -413,6 +413,11 @@ FACTS: tuple[Fact, ...] = (
     F("ssh.settings", T.MAP, "lower-case sshd keyword -> value"),
     F("ssh.settings.*", T.SETTING, "the value as sshd -T prints it", redact="sshd"),
     F("ssh.files_read", T.TEXTS, "configuration files in the order sshd reads them", redact="path"),
+    F("ssh.origins", T.MAP, "lower-case sshd keyword -> the file whose value sshd keeps (the first it reads); "
+      "unknown when a file could not be read"),
+    F("ssh.origins.*", T.TEXT, "the file", redact="path"),
+    F("ssh.socket_activated", T.BOOL, "ssh.socket starts sshd (Ubuntu 24.04's layout): the socket listens where its "
+      "ListenStream says, and a change of sshd's configuration needs a restart of ssh.service, not a reload"),
     # ------------------------------------------------------------------ packages
     F("packages", T.OBJECT, "update policy and NVIDIA packages"),
     F("packages.unattended_upgrades", T.OBJECT, "unattended-upgrades"),

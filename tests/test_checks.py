@@ -297,3 +297,20 @@ def test_no_check_passes_on_empty_facts_except_absence_checks() -> None:
         cid for cid, meta in REGISTRY.items() if run_check(meta, {}, thresholds[meta.threshold_kind]).status == "pass"
     )
     assert passing == []
+
+
+def test_ssh_finding_names_the_file_that_sets_the_value_and_socket_activation() -> None:
+    """cloud-init's drop-in sets PasswordAuthentication yes: the finding points at that file;
+    under ssh.socket a failing finding says that a change needs a restart, not a reload."""
+    cloud = "/etc/ssh/sshd_config.d/50-cloud-init.conf"
+    ssh = {"installed": True, "source": "sshd -T", "socket_activated": True,
+           "settings": {"passwordauthentication": "yes", "permitrootlogin": "no"},
+           "origins": {"passwordauthentication": cloud, "permitrootlogin": "/etc/ssh/sshd_config.d/01-hostcheck.conf"}}
+    failing = run_check(REGISTRY["SSH-1010"], {"ssh": ssh}, None)
+    assert (failing.status, failing.measured) == ("fail", "yes")
+    assert f"set in {cloud}" in failing.detail and "ssh.socket" in failing.detail, failing.detail
+    passing = run_check(REGISTRY["SSH-1020"], {"ssh": ssh}, None)
+    assert passing.status == "pass" and "ssh.socket" not in passing.detail, passing.detail
+    unread = run_check(REGISTRY["SSH-1010"], {"ssh": {**ssh, "origins": Unknown("permission denied"),
+                                                      "socket_activated": False}}, None)
+    assert unread.detail == "effective value from sshd -T", unread.detail

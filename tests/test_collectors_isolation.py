@@ -720,12 +720,14 @@ def test_processes_in_a_container_pid_namespace_are_not_the_hosts(tmp_path: Path
 
 def test_sshd_collect_contract() -> None:
     facts = sshd.collect(CollectContext())
-    assert set(facts) == {"installed", "running", "source", "settings", "files_read"}
+    assert set(facts) == {"installed", "running", "source", "settings", "files_read", "origins", "socket_activated"}
     assert facts["installed"] is (sshd.find_sshd() is not None)
     assert facts["source"] in ("sshd -T", "config files")
     if isinstance(facts["settings"], dict):
         assert facts["settings"]["passwordauthentication"] in ("yes", "no")
         assert facts["files_read"][0] == sshd.MAIN_CONFIG
+    if isinstance(facts["origins"], dict):
+        assert set(facts["origins"].values()) <= set(facts["files_read"])
     assert_jsonable(facts)
 
 
@@ -1311,3 +1313,21 @@ def test_a_loop_of_container_network_modes_ends_unknown() -> None:
     loop = [_container("a", "one", "container:two"), _container("b", "two", "container:one")]
     got = docker_daemon.running_containers(InspectOnly(loop))
     assert isinstance(got, list) and all(isinstance(c["host_network"], Unknown) for c in got)
+
+
+def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
+    """cloud-init's drop-in turns passwords back on: the fact names that file, and a later file
+    setting the keyword again does not move it (sshd keeps the first value)."""
+    (tmp_path / "sshd_config.d").mkdir()
+    main = tmp_path / "sshd_config"
+    main.write_text("Include sshd_config.d/*.conf\nPasswordAuthentication no\nPort 22\n")
+    cloud = tmp_path / "sshd_config.d" / "50-cloud-init.conf"
+    cloud.write_text("PasswordAuthentication yes\n")
+    (tmp_path / "sshd_config.d" / "90-late.conf").write_text("PasswordAuthentication no\nPermitRootLogin no\n")
+    settings, _files, problems, origins = sshd._walk_files(main)
+    assert problems == [] and settings["passwordauthentication"] == "yes"
+    assert origins["passwordauthentication"] == str(cloud)
+    assert origins["permitrootlogin"] == str(tmp_path / "sshd_config.d" / "90-late.conf")
+    assert origins["port"] == str(main)
+    assert "kbdinteractiveauthentication" not in origins, "a compiled-in default comes from no file"
+
