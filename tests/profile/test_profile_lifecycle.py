@@ -99,12 +99,16 @@ class Lifecycle:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def audit_statuses(host: LabHost) -> dict[str, str]:
+def audit_findings(host: LabHost) -> dict[str, dict[str, Any]]:
     result = host.sudo(AUDIT, timeout=180)
     assert result.rc in (0, 3), f"audit failed rc={result.rc}: {result.stderr[-2000:]}"
     report = json.loads(result.stdout)
     (policy,) = report["policies"]
-    return {f["id"]: f["status"] for f in policy["findings"]}
+    return {f["id"]: f for f in policy["findings"]}
+
+
+def audit_statuses(host: LabHost) -> dict[str, str]:
+    return {i: f["status"] for i, f in audit_findings(host).items()}
 
 
 def flat(text: str) -> str:
@@ -282,7 +286,9 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     life.plays["check"] = P("check", BUDGET["check"], inventory, "site.yml", extra_vars=test_vars, check=True,
                             diff=True)
     life.snaps["after_check"] = play.snapshot(host)
-    life.audits["before"] = audit_statuses(host)
+    before = audit_findings(host)
+    life.audits["before"] = {i: f["status"] for i, f in before.items()}
+    life.probes["audit_before"] = before
 
     # ---- converge, then rerun ---------------------------------------------------------
     life.plays["converge"] = P("converge", BUDGET["converge"], inventory, "site.yml", extra_vars=test_vars)
@@ -301,6 +307,12 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     # ---- what the converged host looks like -------------------------------------------
     with steps.step("probes", BUDGET["probes"]):
         probe_converged(P, host, life, inventory, tmp)
+
+    # ufw enabled again by hand beside the profile's table: the audit names both, and the port
+    # the profile opens that ufw drops; then back to the converged state
+    host.sudo("ufw --force enable", check=True)
+    life.probes["audit_ufw_reenabled"] = audit_findings(host)
+    host.sudo("ufw disable", check=True)
 
     if life.suite == FULL_SUITE:
         gate_and_refusals(P, host, life, inventory, tmp, test_vars)
@@ -485,6 +497,28 @@ def test_ufw_reload_changes_nothing(life: Lifecycle) -> None:
     assert "not enabled" in life.probes["ufw_reload"].stdout, life.probes["ufw_reload"]
     assert life.probes["sysctls_after_ufw_reload"] == life.probes["sysctls_before_ufw_reload"]
     assert "net.ipv4.conf.all.log_martians = 1" in life.probes["sysctls_after_ufw_reload"]
+
+
+def test_audit_says_which_firewall_decides(life: Lifecycle) -> None:
+    """Before the profile ufw is the firewall (NET-1010 names it); with ufw enabled again by
+    hand beside the profile's table, the audit names both and finds the port the profile opens
+    that ufw drops (NET-1080), from the real rules ufw and the profile loaded."""
+    before, both = life.probes["audit_before"], life.probes["audit_ufw_reenabled"]
+    assert (before["NET-1010"]["status"], before["NET-1010"]["measured"]) == ("pass", "ufw: input drop"), before["NET-1010"]
+    assert before["NET-1080"]["measured"] == "no hostcheck table", before["NET-1080"]
+    assert both["NET-1010"]["measured"] == "the hostcheck table and ufw: input drop", both["NET-1010"]
+    assert (both["NET-1080"]["status"], both["NET-1080"]["measured"]) == ("warn", f"ufw drops {OPENED_PORT}/tcp"), \
+        both["NET-1080"]
+    assert life.audits["converged"]["NET-1080"] == "pass"
+
+
+def test_audit_points_at_cloud_inits_drop_in(life: Lifecycle) -> None:
+    """SSH-1010 before the profile: the failing value comes from cloud-init's drop-in, and sshd
+    is started by ssh.socket."""
+    finding = life.probes["audit_before"]["SSH-1010"]
+    assert finding["status"] == "fail"
+    assert "set in /etc/ssh/sshd_config.d/50-cloud-init.conf" in finding["detail"], finding
+    assert "ssh.socket" in finding["detail"], finding
 
 
 def test_ruleset_shape(life: Lifecycle) -> None:
