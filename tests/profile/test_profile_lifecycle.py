@@ -450,7 +450,7 @@ def test_sshd_stays_socket_activated(life: Lifecycle) -> None:
     assert before["ssh.socket"] == ("enabled", "active") and before["ssh.service"][0] == "disabled", before
     assert after["ssh.socket"] == ("enabled", "active"), after
     assert after["ssh.service"] == ("disabled", "active"), "started by the socket for this run's connections"
-    assert "Restart the socket-started sshd" in life.plays["converge"].changed_tasks
+    assert "ssh_hardening : Restart the socket-started sshd" in life.plays["converge"].changed_tasks
 
 
 def test_sshd_drop_in_is_root_only_and_first(life: Lifecycle) -> None:
