@@ -300,6 +300,13 @@ FACTS: tuple[Fact, ...] = (
     F("isolation.human_accounts.*.shell", T.TEXT, "login shell"),
     F("isolation.docker_group_members", T.TEXTS, "members of the `docker` group", redact="users"),
     F("isolation.sudo_group_members", T.TEXTS, "members of sudo, wheel and admin", redact="users"),
+    F("isolation.cloud_accounts", T.LIST, "the default accounts of cloud images present (ubuntu, debian, admin, "
+      "ec2-user, ...), with what sudo grants them; unknown when sudoers cannot be read (root only)"),
+    F("isolation.cloud_accounts.*.name", T.TEXT, "the account", redact="user"),
+    F("isolation.cloud_accounts.*.sudo_scope", T.TEXT, "\"unrestricted\" (any command as root), \"restricted\", "
+      "\"none\" or \"unknown\"", choices=("unrestricted", "restricted", "none", "unknown")),
+    F("isolation.cloud_accounts.*.nopasswd_rules", T.TEXTS, "FILE:LINE of each rule that applies to it without a "
+      "password", redact="path"),
     F("isolation.credentials", T.LIST, "credential stores found in homes (presence only, never contents)"),
     F("isolation.credentials.*.kind", T.TEXT, "what it is",
       choices=("ssh_private_key", "aws", "azure", "gcloud", "browser_profile", "password_store", "kube")),

@@ -314,3 +314,21 @@ def test_ssh_finding_names_the_file_that_sets_the_value_and_socket_activation() 
     unread = run_check(REGISTRY["SSH-1010"], {"ssh": {**ssh, "origins": Unknown("permission denied"),
                                                       "socket_activated": False}}, None)
     assert unread.detail == "effective value from sshd -T", unread.detail
+
+
+CLOUD = "/etc/sudoers.d/90-cloud-init-users:3"
+
+
+@pytest.mark.parametrize(("accounts", "status", "measured"), [
+    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [CLOUD]}], "fail",
+     f"ubuntu: NOPASSWD ({CLOUD})"),
+    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": []}], "pass", "none for ubuntu"),
+    ([{"name": "admin", "sudo_scope": "restricted", "nopasswd_rules": ["/etc/sudoers.d/x:1"]}], "pass", "none for admin"),
+    ([{"name": "debian", "sudo_scope": "unknown", "nopasswd_rules": []}], "unknown", None),
+    ([], "pass", "no default cloud account"),
+    (Unknown("permission denied reading /etc/sudoers"), "unknown", None),
+])
+def test_cloud_account_nopasswd_sudo(accounts: Any, status: str, measured: Any) -> None:
+    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": accounts}}, None)
+    assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
+

@@ -256,7 +256,7 @@ def test_accounts_collect_contract() -> None:
     facts = accounts.collect(CollectContext())
     assert set(facts) == {"graphical_session", "display_manager", "human_accounts",
                           "docker_group_members", "sudo_group_members", "credentials",
-                          "unreadable_homes", "apparmor_enabled"}
+                          "unreadable_homes", "apparmor_enabled", "cloud_accounts"}
     expected_humans = accounts.human_accounts(accounts.parse_passwd(Path("/etc/passwd").read_text()))
     assert facts["human_accounts"] == expected_humans
     assert isinstance(facts["graphical_session"], (bool, Unknown))
@@ -1330,4 +1330,24 @@ def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
     assert origins["permitrootlogin"] == str(tmp_path / "sshd_config.d" / "90-late.conf")
     assert origins["port"] == str(main)
     assert "kbdinteractiveauthentication" not in origins, "a compiled-in default comes from no file"
+
+
+def test_cloud_accounts_read_what_sudoers_grants_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cloud-init's rule for ubuntu is found with its file and line; an account that is not a
+    default cloud account is not looked at; no such account present: nothing to read."""
+    from hostcheck import sudoers
+
+    (tmp_path / "sudoers.d").mkdir()
+    (tmp_path / "sudoers").write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")
+    rule = tmp_path / "sudoers.d" / "90-cloud-init-users"
+    rule.write_text("# Created by cloud-init\n\n# User rules for ubuntu\nubuntu ALL=(ALL) NOPASSWD:ALL\n")
+    monkeypatch.setattr(sudoers, "SUDOERS", str(tmp_path / "sudoers"))
+    real_load = sudoers.load
+    monkeypatch.setattr(sudoers, "load", lambda read, listdir, root=str(tmp_path / "sudoers"), hostname=None:
+                        real_load(read, listdir, root=root, hostname=hostname))
+    passwd = accounts.parse_passwd("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n")
+    groups = accounts.parse_group("ubuntu:x:1000:\nalice:x:1001:\n")
+    found = accounts.cloud_accounts(passwd, groups)
+    assert found == [{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [f"{rule}:4"]}], found
+    assert accounts.cloud_accounts(passwd[1:], groups) == []
 

@@ -521,6 +521,14 @@ def test_audit_points_at_cloud_inits_drop_in(life: Lifecycle) -> None:
     assert "ssh.socket" in finding["detail"], finding
 
 
+def test_audit_flags_the_cloud_users_passwordless_sudo(life: Lifecycle) -> None:
+    """cloud-init's rule giving `ubuntu` root without a password, found with its file and line
+    (the lab's own admin has such a rule too, and is named as well)."""
+    finding = life.probes["audit_before"]["ISO-1070"]
+    assert finding["status"] == "warn", finding
+    assert "ubuntu: NOPASSWD (/etc/sudoers.d/90-cloud-init-users:4)" in finding["measured"], finding
+
+
 def test_ruleset_shape(life: Lifecycle) -> None:
     ruleset = life.probes["ruleset"]
     assert re.search(r"chain input \{\s+type filter hook input priority filter - 10; policy drop;", ruleset)
