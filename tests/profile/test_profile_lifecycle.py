@@ -243,7 +243,8 @@ def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp
 
 
 # Ubuntu Server's defaults, with Debian's packages (prefetched into the rootfs: rootfs.UBUNTU_DEFAULT_PACKAGES).
-# resolved gets the lab's resolver as its upstream (on Ubuntu, the DHCP lease's); the switch to
+# resolved gets the lab's resolver as its upstream (on Ubuntu, the DHCP lease's); ufw.service is
+# started as a boot would (its rules are loaded already, so it only records that); the switch to
 # ssh.socket keeps this session (KillMode=process) and the next connection starts sshd from it.
 UBUNTU_DEFAULTS = f"""set -e
 printf 'PasswordAuthentication yes\\n' > /etc/ssh/sshd_config.d/50-cloud-init.conf
@@ -258,6 +259,7 @@ printf '# Created by cloud-init\\n\\n# User rules for ubuntu\\nubuntu ALL=(ALL) 
 chmod 440 /etc/sudoers.d/90-cloud-init-users
 ufw allow OpenSSH >/dev/null
 ufw --force enable >/dev/null
+systemctl start ufw.service
 systemctl disable --now ssh.service
 systemctl enable --now ssh.socket
 """
@@ -303,16 +305,15 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
         life.plays["check_converged"] = P("check_converged", BUDGET["check"], inventory, "site.yml",
                                           extra_vars=test_vars, check=True)
     life.audits["converged"] = audit_statuses(host)
-
-    # ---- what the converged host looks like -------------------------------------------
-    with steps.step("probes", BUDGET["probes"]):
-        probe_converged(P, host, life, inventory, tmp)
-
     # ufw enabled again by hand beside the profile's table: the audit names both, and the port
     # the profile opens that ufw drops; then back to the converged state
     host.sudo("ufw --force enable", check=True)
     life.probes["audit_ufw_reenabled"] = audit_findings(host)
     host.sudo("ufw disable", check=True)
+
+    # ---- what the converged host looks like -------------------------------------------
+    with steps.step("probes", BUDGET["probes"]):
+        probe_converged(P, host, life, inventory, tmp)
 
     if life.suite == FULL_SUITE:
         gate_and_refusals(P, host, life, inventory, tmp, test_vars)
