@@ -148,7 +148,7 @@ def build_test_image(host: LabHost) -> None:
 # Budgets of the set-up's steps: at least 3x a cold run on the 2-core CI machine (cold: an
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
-BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
+BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 300, "check": 600, "converge": 1200, "rerun": 600,
           "probes": 1200, "play": 600, "rollback": 900}
 
 
