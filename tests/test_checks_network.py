@@ -4,12 +4,15 @@ unknown (never a pass). The firewall and NAT cases use the raw evidence the coll
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcheck.checks import load_registry
 from hostcheck.facts import Unknown
+from hostcheck.firewall.ruleset import parse_nft_ruleset
 from hostcheck.judge import run_check
 
 REGISTRY = load_registry()
@@ -138,6 +141,16 @@ def ruleset(*parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {"network": {"firewall": {"iptables": None, "nftables": [item for part in parts for item in part]}}}
 
 
+def recorded_ufw() -> dict[str, Any]:
+    """ufw's real rules as iptables-nft loads them (conntrack and addrtype as xtables matches)."""
+    recorded = json.loads((Path(__file__).parent / "recorded/nft-ufw-beside-hostcheck-debian13.json").read_text())
+    items = parse_nft_ruleset(json.dumps({"nftables": recorded["nftables"]}))
+    assert isinstance(items, list)
+    return {"network": {"firewall": {"iptables": None, "nftables": items}}}
+
+
+RECORDED_UFW = recorded_ufw()
+
 CASES = [
     # (check, facts, threshold, status, measured)
     # NET-1010 firewall
@@ -150,7 +163,9 @@ CASES = [
     ("NET-1010", ruleset(hostcheck_table(8082), ufw_table(22)), None, "pass", "the hostcheck table and ufw: input drop"),
     ("NET-1010", iptables(":INPUT DROP [0:0]", ":ufw-user-input - [0:0]", "-A INPUT -j ufw-user-input"), None, "pass",
      "ufw: input drop"),
-    # NET-1080 a port the profile opens, dropped by ufw
+    # NET-1080 a port the profile opens, dropped by ufw (a real ufw ruleset, then synthetic ones)
+    ("NET-1080", RECORDED_UFW, None, "fail", "ufw drops 8082/tcp"),
+    ("NET-1010", RECORDED_UFW, None, "pass", "the hostcheck table and ufw: input drop"),
     ("NET-1080", ruleset(hostcheck_table(8082), ufw_table(22)), None, "fail", "ufw drops 8082/tcp"),
     ("NET-1080", ruleset(hostcheck_table(8082, 8083), ufw_table(22, 8083)), None, "fail", "ufw drops 8082/tcp"),
     ("NET-1080", ruleset(hostcheck_table(8082), ufw_table(22, 8082)), None, "pass", "ufw allows 8082/tcp"),

@@ -111,13 +111,13 @@ def opened_ports_not_dropped(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return passed("no hostcheck table")
     if not verdict["ufw"]:
         return passed("ufw not running")
-    dropped = [p["port"] for p in verdict["ports"] if p["dropped_by"]]
+    dropped = [p["port"] for p in verdict["ports"] if p["ufw"] == "drops"]
     if dropped:
-        return failed(f"ufw drops {', '.join(dropped)}", "opened in inet hostcheck, dropped in "
-                      + ", ".join(sorted({c for p in verdict["ports"] for c in p["dropped_by"]})))
-    unsure = [p["port"] for p in verdict["ports"] if p["undetermined_in"]]
+        return failed(f"ufw drops {', '.join(dropped)}", "opened in inet hostcheck; no rule of ufw-user-input "
+                      "accepts it, and ufw's input policy is drop")
+    unsure = [p["port"] for p in verdict["ports"] if p["ufw"] == "undetermined"]
     if unsure:
-        return unknown(f"rules this audit cannot evaluate decide {', '.join(unsure)}")
+        return unknown(f"rules this audit cannot evaluate decide {', '.join(unsure)} in ufw-user-input")
     ports = [p["port"] for p in verdict["ports"]]
     return passed(f"ufw allows {', '.join(ports)}" if ports else "no port opened to everyone")
 

@@ -55,7 +55,9 @@ PROBES_V6 = (
 # for every port blocks it.
 LOOPBACK_PROBE = Probe("this host's loopback-only services (route_localnet=1)", "input", "127.0.0.1", "tcp", None)
 TRANSPORTS = frozenset({"tcp", "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp"})
-UPLINK = "\x00uplink"  # the interface a packet leaves by: never equal to a named interface
+UPLINK = "\x00uplink"
+# iptables-nft's `-m comment`: matches every packet (ufw tags its rules with it)
+XT_COMMENT = {"type": "match", "name": "comment"}  # the interface a packet leaves by: never equal to a named interface
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,7 @@ class Walker:
                     return False, None
             elif set(statement) & {"accept", "drop", "reject", "return", "jump", "goto"}:
                 verdict = statement
-            elif set(statement) <= {"counter", "log", "comment", "notrack"}:
+            elif set(statement) <= {"counter", "log", "comment", "notrack"} or statement.get("xt", {}) == XT_COMMENT:
                 continue
             elif set(statement) & {"vmap", "queue"}:
                 return None, {"unknown": None}

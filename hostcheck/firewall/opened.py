@@ -1,5 +1,8 @@
-"""Which firewall decides: the ports the host profile's table opens, walked through every input
-chain, so that one another firewall (ufw) still drops is found as such (NET-1080)."""
+"""Which firewall decides: each port the host profile's table opens, walked through ufw's own
+rules (ufw-user-input, where `ufw allow` puts them), so that one ufw still drops is found as
+such (NET-1080). ufw's fixed chains around them (established, ICMP, DHCP, broadcast) are left
+out: iptables-nft loads their conntrack and addrtype matches as xtables extensions, which no
+walk of nft's JSON can evaluate."""
 
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ from hostcheck.firewall.egress import UPLINK, Packet, Walker
 from hostcheck.firewall.ruleset import Key, Ruleset
 
 PROFILE_INPUT: Key = ("inet", "hostcheck", "input")
+UFW_INPUT: Key = ("ip", "filter", "INPUT")
+UFW_USER_INPUT: Key = ("ip", "filter", "ufw-user-input")
 # A destination on the host itself, from the internet (a documentation address: no rule names it).
 HOST_ADDRESS = ipaddress.IPv4Address("192.0.2.10")
-SOURCE_MATCHES = frozenset({"saddr", "iifname", "iif"})
+SOURCE_MATCHES = frozenset({"saddr", "iifname", "iif"})  # open to some sources only
 
 
 def has_ufw(rs: Ruleset) -> bool:
@@ -72,18 +77,20 @@ def opened_ports(rs: Ruleset) -> list[tuple[str, int]]:
 
 def judge(items: list[Any]) -> dict[str, Any]:
     """``profile`` and ``ufw``: whether each firewall is loaded; ``ports``: each port the
-    profile's table opens to everyone, with the input chains that drop it (``dropped_by``) and
-    those whose verdict depends on rules this audit cannot evaluate (``undetermined_in``)."""
+    profile's table opens to everyone, with ``ufw``: "allows" (a rule of ufw-user-input, where
+    `ufw allow` puts them, accepts it), "drops" (none does, and ufw's INPUT policy is drop) or
+    "undetermined" (rules this audit cannot evaluate decide)."""
     rs = Ruleset(items)
     result: dict[str, Any] = {"profile": PROFILE_INPUT in rs.chains, "ufw": has_ufw(rs), "ports": []}
+    policy = rs.chains.get(UFW_INPUT, {}).get("policy")
     for proto, port in opened_ports(rs):
         packet = Packet(4, UPLINK, UPLINK, HOST_ADDRESS, proto, port, daddr_local=True)
-        dropped, unsure = [], []
-        for key in rs.base_chains("input", 4):
-            outcomes = Walker(rs, packet).base(key)
-            if outcomes == {"drop"}:
-                dropped.append(" ".join(key))
-            elif outcomes != {"accept"}:
-                unsure.append(" ".join(key))
-        result["ports"].append({"port": f"{port}/{proto}", "dropped_by": dropped, "undetermined_in": unsure})
+        outcomes = Walker(rs, packet).chain(UFW_USER_INPUT) if UFW_USER_INPUT in rs.chains else {"return"}
+        if outcomes == {"accept"}:
+            verdict = "allows"
+        elif outcomes == {"return"} and policy == "drop":
+            verdict = "drops"
+        else:
+            verdict = "undetermined"
+        result["ports"].append({"port": f"{port}/{proto}", "ufw": verdict})
     return result
