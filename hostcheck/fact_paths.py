@@ -139,7 +139,7 @@ times, such as `port`, are lists)."""),
     Section("network", "network_local, container_egress, reachability, speedtest", """`firewall` is the ruleset
 as recorded evidence, judged by the checks (NET-1010, NET-1080, DOC-1070, ISO-1040, ISO-1060) with
 today's rules, so `hostcheck audit --facts FILE` re-judges a saved file; root is needed to read
-it. ufw is recognised by its chains (`ufw-*`, `ufw6-*`); NET-1080 walks each port the host
+it. ufw is recognised by its chain ufw-user-input (gone once `ufw disable` ran); NET-1080 walks each port the host
 profile's `inet hostcheck` table opens to everyone through ufw-user-input (where `ufw allow`
 puts its rules). ISO-1040 walks probe packets from each container bridge (`docker0` when there is none yet) to
 private, shared, link-local (cloud metadata), multicast and (for bridges with IPv6) ULA,

@@ -21,8 +21,9 @@ SOURCE_MATCHES = frozenset({"saddr", "iifname", "iif"})  # open to some sources 
 
 
 def has_ufw(rs: Ruleset) -> bool:
-    """ufw's chains (ufw-*, ufw6-*) are loaded: ufw is running."""
-    return any(name.startswith(("ufw-", "ufw6-")) for _family, _table, name in rs.chains)
+    """ufw is running: its ufw-user-input chain is loaded (the test ufw-init itself makes;
+    `ufw disable` deletes it)."""
+    return UFW_USER_INPUT in rs.chains
 
 
 def _ports(right: Any) -> list[int] | None:
@@ -85,8 +86,8 @@ def judge(items: list[Any]) -> dict[str, Any]:
     policy = rs.chains.get(UFW_INPUT, {}).get("policy")
     for proto, port in opened_ports(rs):
         packet = Packet(4, UPLINK, UPLINK, HOST_ADDRESS, proto, port, daddr_local=True)
-        outcomes = Walker(rs, packet).chain(UFW_USER_INPUT) if UFW_USER_INPUT in rs.chains else {"return"}
-        if outcomes == {"accept"}:
+        outcomes = Walker(rs, packet).chain(UFW_USER_INPUT)
+        if outcomes == {"accept"} or outcomes == {"return"} and policy == "accept":
             verdict = "allows"
         elif outcomes == {"return"} and policy == "drop":
             verdict = "drops"

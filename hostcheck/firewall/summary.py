@@ -117,7 +117,7 @@ def summarise_iptables(kept: dict[str, Any]) -> dict[str, Any]:
     return {
         "backend": "iptables" if rule_count or any(p != "accept" for p in policies.values()) else "none",
         "readable": True,
-        "ufw": any(chain.startswith(("ufw-", "ufw6-")) for chain in policies),
+        "ufw": "ufw-user-input" in policies,
         "profile_table": False,
         "input_policy": policy("INPUT"),
         "forward_policy": policy("FORWARD"),
