@@ -137,9 +137,11 @@ log in (commands, paths and banners are not collected), as `sshd -T` prints them
 times, such as `port`, are lists)."""),
     Section("packages", "packages, apt_sources", "Update policy and the NVIDIA packages."),
     Section("network", "network_local, container_egress, reachability, speedtest", """`firewall` is the ruleset
-as recorded evidence, judged by the checks (NET-1010, DOC-1070, ISO-1040, ISO-1060) with today's
-rules, so `hostcheck audit --facts FILE` re-judges a saved file; root is needed to read it.
-ISO-1040 walks probe packets from each container bridge (`docker0` when there is none yet) to
+as recorded evidence, judged by the checks (NET-1010, NET-1080, DOC-1070, ISO-1040, ISO-1060) with
+today's rules, so `hostcheck audit --facts FILE` re-judges a saved file; root is needed to read
+it. ufw is recognised by its chain ufw-user-input (gone once `ufw disable` ran); NET-1080 walks each port the host
+profile's `inet hostcheck` table opens to everyone through ufw-user-input (where `ufw allow`
+puts its rules). ISO-1040 walks probe packets from each container bridge (`docker0` when there is none yet) to
 private, shared, link-local (cloud metadata), multicast and (for bridges with IPv6) ULA,
 link-local and multicast IPv6 destinations, and to the host itself, through every nftables base
 chain they meet; matches the walk does not model (xtables extensions, verdict maps, rate
@@ -299,6 +301,13 @@ FACTS: tuple[Fact, ...] = (
     F("isolation.human_accounts.*.shell", T.TEXT, "login shell"),
     F("isolation.docker_group_members", T.TEXTS, "members of the `docker` group", redact="users"),
     F("isolation.sudo_group_members", T.TEXTS, "members of sudo, wheel and admin", redact="users"),
+    F("isolation.cloud_accounts", T.LIST, "the default accounts of cloud images present (ubuntu, debian, admin, "
+      "ec2-user, ...), with what sudo grants them; unknown when sudoers cannot be read (root only)"),
+    F("isolation.cloud_accounts.*.name", T.TEXT, "the account", redact="user"),
+    F("isolation.cloud_accounts.*.sudo_scope", T.TEXT, "\"unrestricted\" (any command as root), \"restricted\", "
+      "\"none\" or \"unknown\"", choices=("unrestricted", "restricted", "none", "unknown")),
+    F("isolation.cloud_accounts.*.nopasswd_rules", T.TEXTS, "FILE:LINE of each rule that applies to it without a "
+      "password", redact="path"),
     F("isolation.credentials", T.LIST, "credential stores found in homes (presence only, never contents)"),
     F("isolation.credentials.*.kind", T.TEXT, "what it is",
       choices=("ssh_private_key", "aws", "azure", "gcloud", "browser_profile", "password_store", "kube")),
@@ -412,6 +421,11 @@ FACTS: tuple[Fact, ...] = (
     F("ssh.settings", T.MAP, "lower-case sshd keyword -> value"),
     F("ssh.settings.*", T.SETTING, "the value as sshd -T prints it", redact="sshd"),
     F("ssh.files_read", T.TEXTS, "configuration files in the order sshd reads them", redact="path"),
+    F("ssh.origins", T.MAP, "lower-case sshd keyword -> the file whose value sshd keeps (the first it reads); "
+      "unknown when a file could not be read"),
+    F("ssh.origins.*", T.TEXT, "the file", redact="path"),
+    F("ssh.socket_activated", T.BOOL, "ssh.socket starts sshd (Ubuntu 24.04's layout): the socket listens where its "
+      "ListenStream says, and a change of sshd's configuration needs a restart of ssh.service, not a reload"),
     # ------------------------------------------------------------------ packages
     F("packages", T.OBJECT, "update policy and NVIDIA packages"),
     F("packages.unattended_upgrades", T.OBJECT, "unattended-upgrades"),

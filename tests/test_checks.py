@@ -298,3 +298,38 @@ def test_no_check_passes_on_empty_facts_except_absence_checks() -> None:
         cid for cid, meta in REGISTRY.items() if run_check(meta, {}, thresholds[meta.threshold_kind]).status == "pass"
     )
     assert passing == []
+
+
+def test_ssh_finding_names_the_file_that_sets_the_value_and_socket_activation() -> None:
+    """cloud-init's drop-in sets PasswordAuthentication yes: the finding points at that file;
+    under ssh.socket a failing finding says that a change needs a restart, not a reload."""
+    cloud = "/etc/ssh/sshd_config.d/50-cloud-init.conf"
+    ssh = {"installed": True, "source": "sshd -T", "socket_activated": True,
+           "settings": {"passwordauthentication": "yes", "permitrootlogin": "no"},
+           "origins": {"passwordauthentication": cloud, "permitrootlogin": "/etc/ssh/sshd_config.d/01-hostcheck.conf"}}
+    failing = run_check(REGISTRY["SSH-1010"], {"ssh": ssh}, None)
+    assert (failing.status, failing.measured) == ("fail", "yes")
+    assert f"set in {cloud}" in failing.detail and "ssh.socket" in failing.detail, failing.detail
+    passing = run_check(REGISTRY["SSH-1020"], {"ssh": ssh}, None)
+    assert passing.status == "pass" and "ssh.socket" not in passing.detail, passing.detail
+    unread = run_check(REGISTRY["SSH-1010"], {"ssh": {**ssh, "origins": Unknown("permission denied"),
+                                                      "socket_activated": False}}, None)
+    assert unread.detail == "effective value from sshd -T", unread.detail
+
+
+CLOUD = "/etc/sudoers.d/90-cloud-init-users:3"
+
+
+@pytest.mark.parametrize(("accounts", "status", "measured"), [
+    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [CLOUD]}], "fail",
+     f"ubuntu: NOPASSWD ({CLOUD})"),
+    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": []}], "pass", "none for ubuntu"),
+    ([{"name": "admin", "sudo_scope": "restricted", "nopasswd_rules": ["/etc/sudoers.d/x:1"]}], "pass", "none for admin"),
+    ([{"name": "debian", "sudo_scope": "unknown", "nopasswd_rules": []}], "unknown", None),
+    ([], "pass", "no default cloud account"),
+    (Unknown("permission denied reading /etc/sudoers"), "unknown", None),
+])
+def test_cloud_account_nopasswd_sudo(accounts: Any, status: str, measured: Any) -> None:
+    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": accounts}}, None)
+    assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
+

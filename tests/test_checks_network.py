@@ -4,12 +4,15 @@ unknown (never a pass). The firewall and NAT cases use the raw evidence the coll
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcheck.checks import load_registry
 from hostcheck.facts import Unknown
+from hostcheck.firewall.ruleset import parse_nft_ruleset
 from hostcheck.judge import run_check
 
 REGISTRY = load_registry()
@@ -78,6 +81,76 @@ def iptables(*lines: str) -> dict[str, Any]:
     return {"network": {"firewall": {"nftables": [], "iptables": {"filter": list(lines), "rule_count": len(
         [line for line in lines if line.startswith("-A")])}}}}
 
+def _rule(family: str, table: str, chain: str, *expr: dict[str, Any]) -> dict[str, Any]:
+    return {"rule": {"family": family, "table": table, "chain": chain, "expr": list(expr)}}
+
+
+def _dport(proto: str, right: Any) -> dict[str, Any]:
+    return {"match": {"op": "==", "left": {"payload": {"protocol": proto, "field": "dport"}}, "right": right}}
+
+
+ACCEPT: dict[str, Any] = {"accept": None}
+
+
+def ufw_table(*allowed: int) -> list[dict[str, Any]]:
+    """ufw's chains as iptables-nft loads them into `ip filter` (the parts the walk reads: its
+    INPUT policy drop, the loopback and established accepts, ufw-not-local's `--dst-type
+    LOCAL` return and drop, ufw-user-input's `ufw allow PORT/tcp` rules), and the IPv6 table's
+    INPUT policy drop."""
+    t = ("ip", "filter")
+    chain = {"family": "ip", "table": "filter"}
+
+    def jump(target: str) -> dict[str, Any]:
+        return {"jump": {"target": target}}
+    return [
+        {"table": {"family": "ip", "name": "filter"}},
+        {"chain": {**chain, "name": "INPUT", "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}},
+        {"table": {"family": "ip6", "name": "filter"}},
+        {"chain": {"family": "ip6", "table": "filter", "name": "INPUT", "type": "filter", "hook": "input", "prio": 0,
+                   "policy": "drop"}},
+        {"chain": {"family": "ip6", "table": "filter", "name": "ufw6-user-input"}},
+        *({"chain": {**chain, "name": n}} for n in ("ufw-before-input", "ufw-not-local", "ufw-user-input")),
+        _rule(*t, "INPUT", {"counter": None}, jump("ufw-before-input")),
+        _rule(*t, "ufw-before-input", {"match": {"op": "==", "left": {"meta": {"key": "iifname"}}, "right": "lo"}}, ACCEPT),
+        _rule(*t, "ufw-before-input", {"match": {"op": "in", "left": {"ct": {"key": "state"}},
+                                                 "right": ["related", "established"]}}, ACCEPT),
+        _rule(*t, "ufw-before-input", jump("ufw-not-local")),
+        _rule(*t, "ufw-before-input", jump("ufw-user-input")),
+        _rule(*t, "ufw-not-local", {"match": {"op": "==", "left": {"fib": {"result": "type", "flags": ["daddr"]}},
+                                              "right": "local"}}, {"return": None}),
+        _rule(*t, "ufw-not-local", {"drop": None}),
+        *(_rule(*t, "ufw-user-input", {"match": {"op": "==", "left": {"meta": {"key": "l4proto"}}, "right": "tcp"}},
+                _dport("tcp", port), {"counter": None}, ACCEPT) for port in allowed),
+    ]
+
+
+def hostcheck_table(*opened: int) -> list[dict[str, Any]]:
+    """The profile's `inet hostcheck` input chain: SSH from the admin range, ``opened`` to everyone."""
+    t = ("inet", "hostcheck")
+    return [
+        {"table": {"family": "inet", "name": "hostcheck"}},
+        {"chain": {"family": "inet", "table": "hostcheck", "name": "input", "type": "filter", "hook": "input",
+                   "prio": -10, "policy": "drop"}},
+        _rule(*t, "input", {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}},
+                                      "right": "@admin_v4"}}, _dport("tcp", 22), ACCEPT),
+        *([_rule(*t, "input", _dport("tcp", {"set": list(opened)}), ACCEPT)] if opened else []),
+    ]
+
+
+def ruleset(*parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"network": {"firewall": {"iptables": None, "nftables": [item for part in parts for item in part]}}}
+
+
+def recorded_ufw() -> dict[str, Any]:
+    """ufw's real rules as iptables-nft loads them (conntrack and addrtype as xtables matches)."""
+    recorded = json.loads((Path(__file__).parent / "recorded/nft-ufw-beside-hostcheck-debian13.json").read_text())
+    items = parse_nft_ruleset(json.dumps({"nftables": recorded["nftables"]}))
+    assert isinstance(items, list)
+    return {"network": {"firewall": {"iptables": None, "nftables": items}}}
+
+
+RECORDED_UFW = recorded_ufw()
+
 CASES = [
     # (check, facts, threshold, status, measured)
     # NET-1010 firewall
@@ -86,6 +159,33 @@ CASES = [
     ("NET-1010", iptables(":INPUT ACCEPT [0:0]", "-A INPUT -p tcp --dport 22 -j ACCEPT"), None, "fail", "iptables: input accept"),
     ("NET-1010", iptables(":INPUT ACCEPT [0:0]", "-A INPUT -j DROP"), None, "pass", "iptables: input drop"),
     ("NET-1010", iptables(":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]"), None, "fail", "no firewall rules"),
+    ("NET-1010", ruleset(ufw_table(22)), None, "pass", "ufw: input drop"),
+    ("NET-1010", ruleset(hostcheck_table(8082), ufw_table(22)), None, "pass", "the hostcheck table and ufw: input drop"),
+    ("NET-1010", iptables(":INPUT DROP [0:0]", ":ufw-user-input - [0:0]", "-A INPUT -j ufw-user-input"), None, "pass",
+     "ufw: input drop"),
+    # NET-1080 a port the profile opens, dropped by ufw (a real ufw ruleset, then synthetic ones)
+    ("NET-1080", RECORDED_UFW, None, "fail", "ufw drops 8082/tcp"),
+    ("NET-1010", RECORDED_UFW, None, "pass", "the hostcheck table and ufw: input drop"),
+    ("NET-1080", ruleset(hostcheck_table(8082), ufw_table(22)), None, "fail", "ufw drops 8082/tcp"),
+    ("NET-1080", ruleset(hostcheck_table(8082, 8083), ufw_table(22, 8083)), None, "fail", "ufw drops 8082/tcp"),
+    ("NET-1080", ruleset(hostcheck_table(8082), ufw_table(22, 8082)), None, "pass", "ufw allows 8082/tcp"),
+    ("NET-1080", ruleset(hostcheck_table(), ufw_table(22)), None, "pass", "no port opened to everyone"),
+    ("NET-1080", ruleset(ufw_table(22)), None, "pass", "no hostcheck table"),
+    ("NET-1080", ruleset(hostcheck_table(8082)), None, "pass", "ufw not running"),
+    # an allow rule this audit cannot read (an xt match iptables-nft could not translate)
+    ("NET-1080", ruleset(hostcheck_table(8082), ufw_table(22), [_rule("ip", "filter", "ufw-user-input",
+                                                                     {"xt": {"type": "match", "name": "multiport"}}, ACCEPT)]),
+     None, "unknown", None),
+    ("NET-1080", {"network": {"firewall": {"nftables": Unknown("nft failed: permission denied"), "iptables": None}}}, None,
+     "unknown", None),
+    # NET-1090 LLMNR
+    ("NET-1090", {"network": {"listening": [{"proto": "udp", "port": 5355, "address": "0.0.0.0", "exposure": "all",
+                                              "process": "systemd-resolve"}]}}, None, "fail",
+     "listening on 5355: udp (systemd-resolve)"),
+    ("NET-1090", {"network": {"listening": [{"proto": "udp", "port": 5355, "address": "127.0.0.1", "exposure": "loopback"},
+                                             {"proto": "udp", "port": 53, "address": "127.0.0.53", "exposure": "loopback"}]}},
+     None, "pass", "nothing listening on 5355"),
+    ("NET-1090", {"network": {"listening": Unknown("ss failed")}}, None, "unknown", None),
     ("NET-1010", {"network": {"firewall": {"nftables": Unknown("nft failed: permission denied"), "iptables": None}}}, None,
      "unknown", None),
     ("NET-1010", {"network": {"firewall": Unknown("root is needed to read the ruleset")}}, None, "unknown", None),

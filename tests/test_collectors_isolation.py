@@ -256,7 +256,7 @@ def test_accounts_collect_contract() -> None:
     facts = accounts.collect(CollectContext())
     assert set(facts) == {"graphical_session", "display_manager", "human_accounts",
                           "docker_group_members", "sudo_group_members", "credentials",
-                          "unreadable_homes", "apparmor_enabled"}
+                          "unreadable_homes", "apparmor_enabled", "cloud_accounts"}
     expected_humans = accounts.human_accounts(accounts.parse_passwd(Path("/etc/passwd").read_text()))
     assert facts["human_accounts"] == expected_humans
     assert isinstance(facts["graphical_session"], (bool, Unknown))
@@ -720,12 +720,14 @@ def test_processes_in_a_container_pid_namespace_are_not_the_hosts(tmp_path: Path
 
 def test_sshd_collect_contract() -> None:
     facts = sshd.collect(CollectContext())
-    assert set(facts) == {"installed", "running", "source", "settings", "files_read"}
+    assert set(facts) == {"installed", "running", "source", "settings", "files_read", "origins", "socket_activated"}
     assert facts["installed"] is (sshd.find_sshd() is not None)
     assert facts["source"] in ("sshd -T", "config files")
     if isinstance(facts["settings"], dict):
         assert facts["settings"]["passwordauthentication"] in ("yes", "no")
         assert facts["files_read"][0] == sshd.MAIN_CONFIG
+    if isinstance(facts["origins"], dict):
+        assert set(facts["origins"].values()) <= set(facts["files_read"])
     assert_jsonable(facts)
 
 
@@ -1311,3 +1313,41 @@ def test_a_loop_of_container_network_modes_ends_unknown() -> None:
     loop = [_container("a", "one", "container:two"), _container("b", "two", "container:one")]
     got = docker_daemon.running_containers(InspectOnly(loop))
     assert isinstance(got, list) and all(isinstance(c["host_network"], Unknown) for c in got)
+
+
+def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
+    """cloud-init's drop-in turns passwords back on: the fact names that file, and a later file
+    setting the keyword again does not move it (sshd keeps the first value)."""
+    (tmp_path / "sshd_config.d").mkdir()
+    main = tmp_path / "sshd_config"
+    main.write_text("Include sshd_config.d/*.conf\nPasswordAuthentication no\nPort 22\n")
+    cloud = tmp_path / "sshd_config.d" / "50-cloud-init.conf"
+    cloud.write_text("PasswordAuthentication yes\n")
+    (tmp_path / "sshd_config.d" / "90-late.conf").write_text("PasswordAuthentication no\nPermitRootLogin no\n")
+    settings, _files, problems, origins = sshd._walk_files(main)
+    assert problems == [] and settings["passwordauthentication"] == "yes"
+    assert origins["passwordauthentication"] == str(cloud)
+    assert origins["permitrootlogin"] == str(tmp_path / "sshd_config.d" / "90-late.conf")
+    assert origins["port"] == str(main)
+    assert "kbdinteractiveauthentication" not in origins, "a compiled-in default comes from no file"
+
+
+def test_cloud_accounts_read_what_sudoers_grants_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cloud-init's rule for ubuntu is found with its file and line; an account that is not a
+    default cloud account is not looked at; no such account present: nothing to read."""
+    from hostcheck import sudoers
+
+    (tmp_path / "sudoers.d").mkdir()
+    (tmp_path / "sudoers").write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")
+    rule = tmp_path / "sudoers.d" / "90-cloud-init-users"
+    rule.write_text("# Created by cloud-init\n\n# User rules for ubuntu\nubuntu ALL=(ALL) NOPASSWD:ALL\n")
+    monkeypatch.setattr(sudoers, "SUDOERS", str(tmp_path / "sudoers"))
+    real_load = sudoers.load
+    monkeypatch.setattr(sudoers, "load", lambda read, listdir, root=str(tmp_path / "sudoers"), hostname=None:
+                        real_load(read, listdir, root=root, hostname=hostname))
+    passwd = accounts.parse_passwd("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n")
+    groups = accounts.parse_group("ubuntu:x:1000:\nalice:x:1001:\n")
+    found = accounts.cloud_accounts(passwd, groups)
+    assert found == [{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [f"{rule}:4"]}], found
+    assert accounts.cloud_accounts(passwd[1:], groups) == []
+

@@ -208,6 +208,28 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
 
 
 @check(
+    "ISO-1070",
+    title="No passwordless root for a default cloud account",
+    op="==",
+    threshold="none",
+    why="Cloud images give their first account (ubuntu, debian, admin, ec2-user, ...) sudo without a "
+    "password: whoever gets that account's shell (a stolen key, an escape from a container into it) is "
+    "root at once, and its name is the first one scanners try.",
+    fix="Give the account a password and remove its NOPASSWD rule (cloud-init writes it to "
+    "/etc/sudoers.d/90-cloud-init-users; check with `sudo visudo -c`), or delete the account if nobody uses it.",
+)
+def cloud_account_sudo(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    accounts = need(facts, "isolation.cloud_accounts")
+    root = [a for a in accounts if a.get("sudo_scope") == "unrestricted" and a.get("nopasswd_rules")]
+    if root:
+        return failed("; ".join(f"{a['name']}: NOPASSWD ({', '.join(a['nopasswd_rules'])})" for a in root))
+    unsure = [a["name"] for a in accounts if a.get("sudo_scope") == "unknown"]
+    if unsure:
+        return unknown(f"part of sudoers could not be read for {', '.join(unsure)}")
+    return passed(f"none for {', '.join(a['name'] for a in accounts)}" if accounts else "no default cloud account")
+
+
+@check(
     "ISO-1040",
     title="Containers cannot reach the owner's network",
     op="==",

@@ -18,6 +18,7 @@ from hostcheck.checks.base import (
     unknown,
 )
 from hostcheck.facts import Unknown, lookup
+from hostcheck.firewall import opened
 from hostcheck.firewall.summary import summarise
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 from hostcheck.netaddr import parse_address
@@ -82,7 +83,69 @@ def firewall_default_deny(facts: dict[str, Any], _threshold: Any) -> Outcome:
     backend = firewall.get("backend")
     if backend == "none":
         return failed("no firewall rules")
+    if firewall.get("ufw"):
+        backend = "the hostcheck table and ufw" if firewall.get("profile_table") else "ufw"
     return passed(f"{backend}: input {policy}") if policy == "drop" else failed(f"{backend}: input {policy}")
+
+
+@check(
+    "NET-1080",
+    title="Ports the host profile opens also pass ufw",
+    op="==",
+    threshold="none",
+    why="Every packet must pass every firewall: with ufw running beside the host profile's table, a "
+    "port the profile opens (a host service, the provider's range once enabled) that ufw does not "
+    "allow is still closed, and a listed host with no reachable ports earns nothing.",
+    fix="Disable ufw (`ufw disable`; site.yml does it and rollback enables it again), or allow the same "
+    "ports in ufw (`ufw allow PORT/tcp`).",
+    fix_role="firewall: firewall_enabled",
+)
+def opened_ports_not_dropped(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    ruleset = recorded_firewall(facts)
+    if isinstance(ruleset, dict):
+        ruleset = ruleset.get("nftables")
+    if isinstance(ruleset, Unknown):
+        return unknown(ruleset.reason)
+    if not isinstance(ruleset, list):
+        return unknown("the nftables ruleset could not be read (nft did not run)")
+    verdict = opened.judge(ruleset)
+    if not verdict["profile"]:
+        return passed("no hostcheck table")
+    if not verdict["ufw"]:
+        return passed("ufw not running")
+    dropped = [p["port"] for p in verdict["ports"] if p["ufw"] == "drops"]
+    if dropped:
+        return failed(f"ufw drops {', '.join(dropped)}", "opened in inet hostcheck; no rule of ufw-user-input "
+                      "accepts it, and ufw's input policy is drop")
+    unsure = [p["port"] for p in verdict["ports"] if p["ufw"] == "undetermined"]
+    if unsure:
+        return unknown(f"rules this audit cannot evaluate decide {', '.join(unsure)} in ufw-user-input")
+    ports = [p["port"] for p in verdict["ports"]]
+    return passed(f"ufw allows {', '.join(ports)}" if ports else "no port opened to everyone")
+
+
+LLMNR_PORT = 5355  # RFC 4795
+
+
+@check(
+    "NET-1090",
+    title="No LLMNR responder on the network",
+    op="==",
+    threshold="none",
+    why="LLMNR (port 5355; systemd-resolved answers it unless told otherwise) asks the local network for "
+    "names DNS does not resolve: any device there can answer with its own address for any name, and "
+    "learns this host's name from its answers.",
+    fix="Turn it off: a file /etc/systemd/resolved.conf.d/no-llmnr.conf with `[Resolve]` and "
+    "`LLMNR=no`, then `systemctl restart systemd-resolved`.",
+)
+def no_llmnr(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    listening = listening_sockets(facts)
+    found = sorted({
+        f"{s.get('proto')}" + (f" ({s['process']})" if isinstance(s.get("process"), str) else "")
+        for s in listening if s.get("port") == LLMNR_PORT and s.get("exposure") != "loopback"})
+    if found:
+        return failed(f"listening on {LLMNR_PORT}: {', '.join(found)}")
+    return passed(f"nothing listening on {LLMNR_PORT}")
 
 
 @check(

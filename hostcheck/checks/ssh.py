@@ -58,6 +58,12 @@ def _ssh_rule(key: str, good: frozenset[str]) -> Any:
                           else "sshd not running, nothing listening on its port (macOS Remote Login off)")
         source = lookup(facts, "ssh.source")
         origin = f"effective value from {source}" if isinstance(source, str) else ""
+        origins = lookup(facts, "ssh.origins")
+        where = origins.get(key) if isinstance(origins, dict) else None
+        if isinstance(where, str):
+            origin = f"{origin}, set in {where}" if origin else f"set in {where}"
+        if value not in good and lookup(facts, "ssh.socket_activated") is True:
+            origin += "; sshd is started by ssh.socket (after a change: restart ssh.service, a reload stops it)"
         return pass_if(value in good, value, origin)
 
     return judge

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import stat
 import time
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ HUMAN_UID_MIN = 1000
 HUMAN_UID_MAX = 65534  # exclusive: 65534 is nobody
 NON_LOGIN_SHELLS = frozenset({"nologin", "false", "true", "sync", "halt", "shutdown", ""})
 SUDO_GROUPS = ("sudo", "wheel", "admin")
+# The accounts cloud images create for their first login (cloud-init's default_user, the
+# distributions' own images), each given sudo without a password.
+CLOUD_ACCOUNTS = ("ubuntu", "debian", "admin", "ec2-user", "centos", "fedora", "rocky", "almalinux",
+                  "cloud-user", "azureuser", "opc")
 GRAPHICAL_SESSION_TYPES = frozenset({"x11", "wayland", "mir"})
 # /proc/PID/comm is cut at 15 characters, so names here stay short.
 GRAPHICAL_PROCESSES = frozenset(
@@ -299,4 +304,26 @@ def collect(ctx: Any) -> dict[str, Any]:
     else:
         facts["docker_group_members"] = group_members(groups, passwd, ("docker",))
         facts["sudo_group_members"] = group_members(groups, passwd, SUDO_GROUPS)
+    facts["cloud_accounts"] = passwd_text if isinstance(passwd_text, Unknown) else cloud_accounts(passwd, groups)
     return facts
+
+
+def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[dict[str, Any]] | Unknown:
+    """What sudo grants each default cloud account present (sudoers is root-only)."""
+    from hostcheck import sudoers
+    from hostcheck.collectors.agents import _groups_of, _listdir, _read_sudoers  # agents imports this module
+
+    present = [e for e in passwd if e.name in CLOUD_ACCOUNTS]
+    if not present:
+        return []
+    loaded = sudoers.load(_read_sudoers, _listdir, hostname=socket.gethostname())
+    if isinstance(loaded, Unknown):
+        return Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
+    found = []
+    for entry in present:
+        member_of = _groups_of(entry, groups)
+        view = sudoers.account_view(loaded, entry.name, {g.name for g in member_of}, uid=entry.uid,
+                                    gids={g.gid for g in member_of} | {entry.gid})
+        found.append({"name": entry.name, "sudo_scope": view["scope"],
+                      "nopasswd_rules": [f"{r['file']}:{r['line']}" for r in view["rules"] if r["nopasswd"]]})
+    return found

@@ -71,7 +71,10 @@ def _normalise(key: str, value: str) -> str:
     return VALUE_SYNONYMS.get((key, value), value)
 
 
-def _store(settings: dict[str, Any], key: str, value: str) -> None:
+def _store(settings: dict[str, Any], key: str, value: str, origins: dict[str, str] | None = None,
+           path: str = "") -> None:
+    if origins is not None and key not in settings:
+        origins[key] = path
     if key in MULTI_VALUED:
         current = settings.get(key)
         if current is None:
@@ -154,6 +157,7 @@ def _read_config(
     files_read: list[str],
     problems: list[str],
     depth: int,
+    origins: dict[str, str],
 ) -> None:
     if depth > MAX_INCLUDE_DEPTH:
         problems.append(f"{path}: Include nested deeper than {MAX_INCLUDE_DEPTH}")
@@ -186,15 +190,15 @@ def _read_config(
                     matches = []
                 for inc in matches:
                     # An included file's Match blocks end with that file.
-                    _read_config(inc, base_dir, active, settings, files_read, problems, depth + 1)
+                    _read_config(inc, base_dir, active, settings, files_read, problems, depth + 1, origins)
             continue
         if not active or not args:
             continue
         if keyword in SPLIT_ARGS:
             for arg in args:
-                _store(settings, keyword, arg)
+                _store(settings, keyword, arg, origins, path)
         else:
-            _store(settings, keyword, _normalise(keyword, " ".join(args)))
+            _store(settings, keyword, _normalise(keyword, " ".join(args)), origins, path)
 
 
 def effective_from_files(root_config_path: str | Path) -> tuple[dict[str, Any], list[str], list[str]]:
@@ -205,14 +209,21 @@ def effective_from_files(root_config_path: str | Path) -> tuple[dict[str, Any], 
     of the main file (/etc/ssh), and OpenSSH defaults fill what no file sets.
     Returns (settings, files read in order, problems).
     """
+    settings, files_read, problems, _origins = _walk_files(root_config_path)
+    return settings, files_read, problems
+
+
+def _walk_files(root_config_path: str | Path) -> tuple[dict[str, Any], list[str], list[str], dict[str, str]]:
+    """:func:`effective_from_files`, and the file that set each keyword (defaults have none)."""
     root = str(root_config_path)
     settings: dict[str, Any] = {}
     files_read: list[str] = []
     problems: list[str] = []
-    _read_config(root, os.path.dirname(root) or ".", True, settings, files_read, problems, 0)
+    origins: dict[str, str] = {}
+    _read_config(root, os.path.dirname(root) or ".", True, settings, files_read, problems, 0, origins)
     for key, value in DEFAULTS.items():
         settings.setdefault(key, value)
-    return settings, files_read, problems
+    return settings, files_read, problems, origins
 
 
 def find_sshd() -> str | None:
@@ -227,27 +238,41 @@ def sshd_running() -> bool:
     return "sshd" in host_process_names()
 
 
+def socket_activated() -> bool | Unknown:
+    """Whether ssh.socket starts sshd (Ubuntu 24.04's layout; optional on Debian)."""
+    result = run_command(["systemctl", "is-active", "ssh.socket"], timeout=2.0)
+    if isinstance(result, Unknown):
+        return result
+    state = result.stdout.strip()
+    if state in ("active", "inactive", "failed", "activating", "deactivating"):
+        return state == "active"
+    return Unknown(f"systemctl is-active ssh.socket: {state or result.returncode}")
+
+
 def collect(ctx: Any) -> dict[str, Any]:
     binary = find_sshd()
-    facts: dict[str, Any] = {"installed": binary is not None, "running": sshd_running()}
+    facts: dict[str, Any] = {"installed": binary is not None, "running": sshd_running(),
+                             "socket_activated": socket_activated()}
     tried = ""
     if binary is not None:
         result = run_command([binary, "-T"], timeout=2.0)
         if isinstance(result, Unknown):
             tried = result.reason
         elif result.returncode == 0 and result.stdout.strip():
+            _settings, files_read, problems, origins = _walk_files(MAIN_CONFIG)
             facts.update(
                 source="sshd -T",
                 settings=collected(parse_sshd_T(result.stdout)),
-                files_read=_files_for(MAIN_CONFIG),
+                files_read=files_read,
+                origins=_origins_fact(origins, problems),
             )
             return facts
         else:
             tried = (result.stderr or result.stdout).strip()[:200] or f"exit {result.returncode}"
 
     after = f" (sshd -T: {tried})" if tried else ""
-    settings, files_read, problems = effective_from_files(MAIN_CONFIG)
-    facts.update(source="config files", files_read=files_read)
+    settings, files_read, problems, origins = _walk_files(MAIN_CONFIG)
+    facts.update(source="config files", files_read=files_read, origins=_origins_fact(origins, problems))
     if problems:
         # An unreadable drop-in may set any keyword first, so no value can be trusted.
         facts["settings"] = Unknown(f"cannot read the sshd configuration: {'; '.join(problems)}{after}")
@@ -256,7 +281,9 @@ def collect(ctx: Any) -> dict[str, Any]:
     return facts
 
 
-def _files_for(main: str) -> list[str]:
-    """The files sshd read, for the report (same order as the fallback would read them)."""
-    _settings, files_read, _problems = effective_from_files(main)
-    return files_read
+def _origins_fact(origins: dict[str, str], problems: list[str]) -> dict[str, str] | Unknown:
+    """The file that sets each collected keyword; unknown when a file could not be read (it may
+    set any keyword first)."""
+    if problems:
+        return Unknown(f"cannot read the sshd configuration: {'; '.join(problems)}")
+    return collected(origins)

@@ -55,7 +55,9 @@ PROBES_V6 = (
 # for every port blocks it.
 LOOPBACK_PROBE = Probe("this host's loopback-only services (route_localnet=1)", "input", "127.0.0.1", "tcp", None)
 TRANSPORTS = frozenset({"tcp", "udp", "udplite", "sctp", "dccp", "icmp", "icmpv6", "igmp"})
-UPLINK = "\x00uplink"  # the interface a packet leaves by: never equal to a named interface
+UPLINK = "\x00uplink"
+# iptables-nft's `-m comment`: matches every packet (ufw tags its rules with it)
+XT_COMMENT = {"type": "match", "name": "comment"}  # the interface a packet leaves by: never equal to a named interface
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ class Packet:
     daddr: ipaddress.IPv4Address | ipaddress.IPv6Address
     proto: str
     dport: int | None
+    # Whether the destination is one of the host's own addresses (`fib daddr type local`, as
+    # ufw's ufw-not-local chain asks); None: not known.
+    daddr_local: bool | None = None
 
 
 class _Undecidable(Exception):
@@ -148,6 +153,10 @@ class Walker:
                 if p.dport is None:
                     raise _Undecidable
                 return "scalar", p.dport
+        if isinstance(left, dict) and isinstance(left.get("fib"), dict) and p.daddr_local is not None:
+            fib = left["fib"]
+            if fib.get("result") == "type" and fib.get("flags") in (["daddr"], "daddr"):
+                return "scalar", "local" if p.daddr_local else "unicast"
         if isinstance(left, dict) and isinstance(left.get("ct"), dict):
             key = left["ct"].get("key")
             if key == "state":
@@ -214,7 +223,7 @@ class Walker:
                     return False, None
             elif set(statement) & {"accept", "drop", "reject", "return", "jump", "goto"}:
                 verdict = statement
-            elif set(statement) <= {"counter", "log", "comment", "notrack"}:
+            elif set(statement) <= {"counter", "log", "comment", "notrack"} or statement.get("xt", {}) == XT_COMMENT:
                 continue
             elif set(statement) & {"vmap", "queue"}:
                 return None, {"unknown": None}
@@ -275,7 +284,8 @@ class Walker:
 def walk(ruleset: Ruleset, probe: Probe, iifname: str) -> dict[str, Any]:
     """The verdict on one probe packet coming in on ``iifname``, with the evidence."""
     daddr = ipaddress.ip_address(probe.daddr)
-    packet = Packet(daddr.version, iifname, UPLINK, daddr, probe.proto, probe.dport)
+    packet = Packet(daddr.version, iifname, UPLINK, daddr, probe.proto, probe.dport,
+                    daddr_local=True if probe.hook == "input" else None)
     chains = ruleset.base_chains(probe.hook, packet.family)
     verdicts = {}
     for key in chains:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.facts import Unknown
+from hostcheck.firewall.opened import PROFILE_INPUT, has_ufw
 from hostcheck.firewall.ruleset import Ruleset
 
 FILTER_VERDICTS = frozenset({"drop", "reject"})
@@ -76,6 +77,9 @@ def summarise_nft(items: list[Any]) -> dict[str, Any]:
     return {
         "backend": "nftables" if rs.has_tables else "none",
         "readable": True,
+        # ufw's chains: with them loaded, ufw's policy decides as much as any other table's
+        "ufw": has_ufw(rs),
+        "profile_table": PROFILE_INPUT in rs.chains,
         "input_policy": _hook_policy(rs, "input"),
         "forward_policy": _hook_policy(rs, "forward"),
         "rule_count": rs.rule_count,
@@ -113,6 +117,8 @@ def summarise_iptables(kept: dict[str, Any]) -> dict[str, Any]:
     return {
         "backend": "iptables" if rule_count or any(p != "accept" for p in policies.values()) else "none",
         "readable": True,
+        "ufw": "ufw-user-input" in policies,
+        "profile_table": False,
         "input_policy": policy("INPUT"),
         "forward_policy": policy("FORWARD"),
         "rule_count": rule_count,

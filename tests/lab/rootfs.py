@@ -58,11 +58,15 @@ PACKAGES: tuple[str, ...] = (
 )
 """Debian packages in the lab rootfs. docker.io is deliberately absent (large; roles install it)."""
 
-ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io",), "trixie": ("docker.io", "docker-cli")}
-"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default).
-Downloaded (not installed) into the rootfs's apt archive when it is built, so a role's ``apt``
-task installs them from the cache instead of the mirror; the install itself, and what the
-rollback manifest records, stay real."""
+UBUNTU_DEFAULT_PACKAGES = ("ufw", "systemd-resolved", "needrestart")
+"""What an Ubuntu Server image has that a Debian one lacks, installed by the profile lifecycle's
+Ubuntu-default host (tests/profile/test_profile_lifecycle.py) from the rootfs's apt archive."""
+ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io", *UBUNTU_DEFAULT_PACKAGES),
+                                             "trixie": ("docker.io", "docker-cli", *UBUNTU_DEFAULT_PACKAGES)}
+"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default), and
+UBUNTU_DEFAULT_PACKAGES. Downloaded (not installed) into the rootfs's apt archive when it is
+built, so an ``apt`` install finds them in the cache instead of the mirror; the install itself,
+and what the rollback manifest records, stay real."""
 
 RECIPE_VERSION = 2
 """Bump whenever :func:`_customize` changes, so cached trees are rebuilt."""

@@ -2,9 +2,14 @@
 and rollback, with the host's state measured from inside and from outside at each stage.
 
 One nspawn lab host (Debian 12, and again Debian 13; real systemd and sshd) is prepared the
-way a rented-out machine often is: a cloud-init drop-in that turns password logins back on,
-a human account in the docker group, and hostcheck installed so the audit gate and the audit
-reports are real.
+way Ubuntu Server ships (Vast requires Ubuntu 22.04/24.04, which the lab cannot build), each
+default reproduced with Debian's own packages: ufw enabled with `ufw allow OpenSSH`, sshd
+started by ssh.socket with ssh.service disabled (Ubuntu 24.04's layout), cloud-init's sshd
+drop-in turning password logins back on and its sudoers file giving `ubuntu` NOPASSWD sudo,
+systemd-resolved's 127.0.0.53 stub, needrestart and unattended-upgrades. Plus a human account
+in the docker group, and hostcheck installed so the audit gate and the audit reports are
+real. (The profile on plain Debian 12 is tests/profile/test_egress_isolation.py's converge and
+rollback.) What differs from real Ubuntu: docs/roles.md, "Ubuntu Server's defaults".
 The lifecycle runs once per distribution (module fixture; Debian 13 leaves out what only
 Ansible decides, see FULL_SUITE); each test then asserts on what was measured, so the tests
 can be selected or reordered freely.
@@ -35,7 +40,7 @@ import pytest
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.nspawn import LabHost
 from tests.lab.rootfs import SUITES as SUITES_VERSION
-from tests.lab.rootfs import ensure_rootfs
+from tests.lab.rootfs import UBUNTU_DEFAULT_PACKAGES, ensure_rootfs
 from tests.lab.steps import Steps
 from tests.profile import play
 
@@ -76,6 +81,11 @@ IDLE_UNITS = ("apt-daily.service", "apt-daily-upgrade.service", "apt-daily.timer
 REACHED_TARGETS = ("network-pre.target", "network-online.target")
 AGENT_UNITS = ("vastai.service", "vast_metrics.service", "crisper.service", "spinner.service")
 AUDIT = f"{HOSTCHECK} audit --policy dedicated-host --offline --format json --timeout 60"
+OPENED_PORT = 8082
+"""A host service the profile opens (firewall_allowed_tcp_ports): ufw would still drop it."""
+# The sysctls ufw's start (every boot, every `ufw reload`) writes from /etc/ufw/sysctl.conf and
+# host_baseline sets too: the two fought over them while ufw stayed enabled.
+UFW_SYSCTLS = "net.ipv4.conf.all.log_martians net.ipv4.conf.default.log_martians net.ipv4.conf.all.accept_redirects"
 
 
 @dataclass
@@ -89,12 +99,16 @@ class Lifecycle:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def audit_statuses(host: LabHost) -> dict[str, str]:
+def audit_findings(host: LabHost) -> dict[str, dict[str, Any]]:
     result = host.sudo(AUDIT, timeout=180)
     assert result.rc in (0, 3), f"audit failed rc={result.rc}: {result.stderr[-2000:]}"
     report = json.loads(result.stdout)
     (policy,) = report["policies"]
-    return {f["id"]: f["status"] for f in policy["findings"]}
+    return {f["id"]: f for f in policy["findings"]}
+
+
+def audit_statuses(host: LabHost) -> dict[str, str]:
+    return {i: f["status"] for i, f in audit_findings(host).items()}
 
 
 def flat(text: str) -> str:
@@ -134,7 +148,7 @@ def build_test_image(host: LabHost) -> None:
 # Budgets of the set-up's steps: at least 3x a cold run on the 2-core CI machine (cold: an
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
-BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 180, "check": 600, "converge": 1200, "rerun": 600,
+BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 300, "check": 600, "converge": 1200, "rerun": 600,
           "probes": 1200, "play": 600, "rollback": 900}
 
 
@@ -154,7 +168,8 @@ def life(request: pytest.FixtureRequest, lab, tmp_path_factory) -> Iterator[Life
     inventory = host.inventory_path
     # The lab's kmod package stands in for an NVIDIA driver package (none exists here): the
     # hold mechanism is the same, and rollback must release it.
-    test_vars = {"provider_vast_enabled": True, "host_baseline_hold_extra_packages": ["kmod"]}
+    test_vars = {"provider_vast_enabled": True, "host_baseline_hold_extra_packages": ["kmod"],
+                 "firewall_allowed_tcp_ports": [OPENED_PORT]}
     try:
         # ---- the host as it might come from a cloud image --------------------------------
         with steps.step("install hostcheck", BUDGET["install hostcheck"]):
@@ -185,6 +200,12 @@ def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp
     p["listener_outside"] = outside(host, 8081)
     p["ssh_outside"] = outside(host, 22)
     host.sudo("pkill -f '[h]ttp.server 8081'")
+    host.sudo(f"setsid nohup python3 -m http.server {OPENED_PORT} >/dev/null 2>&1 < /dev/null &", check=True)
+    time.sleep(1)
+    p["opened_outside"] = outside(host, OPENED_PORT)
+    host.sudo(f"pkill -f '[h]ttp.server {OPENED_PORT}'")
+    p["ssh_layout"] = unit_states(host, ("ssh.socket", "ssh.service", "ufw.service"))
+    p["ufw_status"] = host.sudo("ufw status").stdout.strip()
     build_test_image(host)
     host.sudo("docker run -d --name web -p 8080:80 labpy -m http.server 80", check=True)
     time.sleep(2)
@@ -221,11 +242,38 @@ def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp
     p["docker_group_converged"] = host.sudo("getent group docker").stdout.strip()
 
 
+# Ubuntu Server's defaults, with Debian's packages (prefetched into the rootfs: rootfs.UBUNTU_DEFAULT_PACKAGES).
+# resolved gets the lab's resolver as its upstream (on Ubuntu, the DHCP lease's); ufw.service is
+# started as a boot would (its rules are loaded already, so it only records that); the switch to
+# ssh.socket keeps this session (KillMode=process) and the next connection starts sshd from it.
+UBUNTU_DEFAULTS = f"""set -e
+printf 'PasswordAuthentication yes\\n' > /etc/ssh/sshd_config.d/50-cloud-init.conf
+systemctl reload ssh
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q --no-install-recommends {' '.join(UBUNTU_DEFAULT_PACKAGES)} >/dev/null
+mkdir -p /etc/systemd/resolved.conf.d
+printf '[Resolve]\\nDNS=10.0.2.3\\n' > /etc/systemd/resolved.conf.d/lab-upstream.conf
+systemctl restart systemd-resolved
+useradd -m -s /bin/bash -G sudo ubuntu
+printf '# Created by cloud-init\\n\\n# User rules for ubuntu\\nubuntu ALL=(ALL) NOPASSWD:ALL\\n' > /etc/sudoers.d/90-cloud-init-users
+chmod 440 /etc/sudoers.d/90-cloud-init-users
+ufw allow OpenSSH >/dev/null
+ufw --force enable >/dev/null
+systemctl start ufw.service
+systemctl disable --now ssh.service
+systemctl enable --now ssh.socket
+"""
+
+
 def prepare(host: LabHost, life: Lifecycle) -> None:
-    """The host as it might come from a cloud image; two snapshots of it idle."""
-    host.sudo("printf 'PasswordAuthentication yes\\n' > /etc/ssh/sshd_config.d/50-cloud-init.conf && "
-              "systemctl reload ssh && groupadd docker && useradd -m -s /bin/bash -G docker alice",
-              check=True)
+    """The host as Ubuntu Server ships it (UBUNTU_DEFAULTS), a human in the docker group; two
+    snapshots of it idle, and its runtime network state."""
+    host.sudo(UBUNTU_DEFAULTS, timeout=120, check=True)
+    host.sudo("groupadd docker && useradd -m -s /bin/bash -G docker alice", check=True)
+    host.close_ssh_masters()
+    life.probes["ssh_layout_before"] = unit_states(host, ("ssh.socket", "ssh.service", "ufw.service"))
+    life.probes["tables_before"] = host.sudo("nft list tables").stdout
+    life.probes["runtime_before"] = play.runtime_snapshot(host)
     life.probes["password_login_before"] = host.password_login(host.admin_password)
     life.snaps["idle_a"] = play.snapshot(host)
     time.sleep(2)
@@ -240,17 +288,28 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     life.plays["check"] = P("check", BUDGET["check"], inventory, "site.yml", extra_vars=test_vars, check=True,
                             diff=True)
     life.snaps["after_check"] = play.snapshot(host)
-    life.audits["before"] = audit_statuses(host)
+    before = audit_findings(host)
+    life.audits["before"] = {i: f["status"] for i, f in before.items()}
+    life.probes["audit_before"] = before
 
     # ---- converge, then rerun ---------------------------------------------------------
     life.plays["converge"] = P("converge", BUDGET["converge"], inventory, "site.yml", extra_vars=test_vars)
     assert life.plays["converge"].rc == 0, life.plays["converge"].describe()
+    # ufw's reload (what its start at boot does too) must change nothing now; the rerun shows it
+    life.probes["sysctls_before_ufw_reload"] = host.sudo(f"sysctl {UFW_SYSCTLS}").stdout
+    life.probes["ufw_reload"] = host.sudo("ufw reload")
+    life.probes["sysctls_after_ufw_reload"] = host.sudo(f"sysctl {UFW_SYSCTLS}").stdout
     life.plays["rerun"] = P("rerun", BUDGET["rerun"], inventory, "site.yml", extra_vars=test_vars)
     life.snaps["converged"] = play.snapshot(host)
     if life.suite == FULL_SUITE:
         life.plays["check_converged"] = P("check_converged", BUDGET["check"], inventory, "site.yml",
                                           extra_vars=test_vars, check=True)
     life.audits["converged"] = audit_statuses(host)
+    # ufw enabled again by hand beside the profile's table: the audit names both, and the port
+    # the profile opens that ufw drops; then back to the converged state
+    host.sudo("ufw --force enable", check=True)
+    life.probes["audit_ufw_reenabled"] = audit_findings(host)
+    host.sudo("ufw disable", check=True)
 
     # ---- what the converged host looks like -------------------------------------------
     with steps.step("probes", BUDGET["probes"]):
@@ -273,6 +332,7 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     host.close_ssh_masters()
     p["password_login_after_rollback"] = host.password_login(host.admin_password)
     p["tables_after_rollback"] = host.sudo("nft list tables").stdout
+    p["runtime_after_rollback"] = play.runtime_snapshot(host)
     p["manifest_dir_after_rollback"] = host.sudo("test -e /var/lib/hostcheck-profile && echo present || echo gone").stdout.strip()
     life.audits["rolled_back"] = audit_statuses(host)
 
@@ -384,6 +444,16 @@ def test_effective_sshd_settings(life: Lifecycle) -> None:
     assert sshd["x11forwarding"] == "no"
 
 
+def test_sshd_stays_socket_activated(life: Lifecycle) -> None:
+    """Ubuntu 24.04's layout before and after: ssh.socket starts sshd, ssh.service stays
+    disabled; the converge restarted the socket-started sshd (a reload kills it) and it runs."""
+    before, after = life.probes["ssh_layout_before"], life.probes["ssh_layout"]
+    assert before["ssh.socket"] == ("enabled", "active") and before["ssh.service"][0] == "disabled", before
+    assert after["ssh.socket"] == ("enabled", "active"), after
+    assert after["ssh.service"] == ("disabled", "active"), "started by the socket for this run's connections"
+    assert "ssh_hardening : Restart the socket-started sshd" in life.plays["converge"].changed_tasks
+
+
 def test_sshd_drop_in_is_root_only_and_first(life: Lifecycle) -> None:
     assert life.probes["dropin_stat"] == "root root 600"
     assert life.probes["dropins"][0] == "01-hostcheck.conf", life.probes["dropins"]
@@ -411,6 +481,53 @@ def test_published_container_port_does_not_bypass_the_policy(life: Lifecycle) ->
     assert p["published_outside_when_allowed"] == "open"
     assert p["published_outside_again"] == "timeout"
     assert "table ip nat" in p["tables"], "Docker's own NAT table must exist for this test to mean anything"
+
+
+def test_opened_port_reaches_the_host_through_ufws_defaults(life: Lifecycle) -> None:
+    """firewall_allowed_tcp_ports opens a host service from the admin side: ufw, which drops it
+    by default, has been taken over (disabled, its rules kept in its files for rollback)."""
+    assert life.probes["opened_outside"] == "open"
+    assert life.probes["ufw_status"] == "Status: inactive"
+    assert life.probes["ssh_layout"]["ufw.service"][0] == "enabled", "ufw's unit stays as it was"
+
+
+def test_ufw_reload_changes_nothing(life: Lifecycle) -> None:
+    """`ufw reload` (ufw's start at boot runs the same code) leaves the profile's sysctls as they
+    are and loads no rules: the rerun after it reports changed=0 (test_second_run_changes_nothing)."""
+    assert life.probes["ufw_reload"].rc == 0, life.probes["ufw_reload"]
+    assert "not enabled" in life.probes["ufw_reload"].stdout, life.probes["ufw_reload"]
+    assert life.probes["sysctls_after_ufw_reload"] == life.probes["sysctls_before_ufw_reload"]
+    assert "net.ipv4.conf.all.log_martians = 1" in life.probes["sysctls_after_ufw_reload"]
+
+
+def test_audit_says_which_firewall_decides(life: Lifecycle) -> None:
+    """Before the profile ufw is the firewall (NET-1010 names it); with ufw enabled again by
+    hand beside the profile's table, the audit names both and finds the port the profile opens
+    that ufw drops (NET-1080), from the real rules ufw and the profile loaded."""
+    before, both = life.probes["audit_before"], life.probes["audit_ufw_reenabled"]
+    assert (before["NET-1010"]["status"], before["NET-1010"]["measured"]) == ("pass", "ufw: input drop"), before["NET-1010"]
+    assert before["NET-1080"]["measured"] == "no hostcheck table", before["NET-1080"]
+    assert both["NET-1010"]["measured"] == "the hostcheck table and ufw: input drop", both["NET-1010"]
+    assert (both["NET-1080"]["status"], both["NET-1080"]["measured"]) == ("warn", f"ufw drops {OPENED_PORT}/tcp"), \
+        both["NET-1080"]
+    assert life.audits["converged"]["NET-1080"] == "pass"
+
+
+def test_audit_points_at_cloud_inits_drop_in(life: Lifecycle) -> None:
+    """SSH-1010 before the profile: the failing value comes from cloud-init's drop-in, and sshd
+    is started by ssh.socket."""
+    finding = life.probes["audit_before"]["SSH-1010"]
+    assert finding["status"] == "fail"
+    assert "set in /etc/ssh/sshd_config.d/50-cloud-init.conf" in finding["detail"], finding
+    assert "ssh.socket" in finding["detail"], finding
+
+
+def test_audit_flags_the_cloud_users_passwordless_sudo(life: Lifecycle) -> None:
+    """cloud-init's rule giving `ubuntu` root without a password, found with its file and line
+    (the lab's own admin has such a rule too, and is named as well)."""
+    finding = life.probes["audit_before"]["ISO-1070"]
+    assert finding["status"] == "warn", finding
+    assert "ubuntu: NOPASSWD (/etc/sudoers.d/90-cloud-init-users:4)" in finding["measured"], finding
 
 
 def test_ruleset_shape(life: Lifecycle) -> None:
@@ -592,8 +709,16 @@ def test_rollback_removes_packages_users_units_and_holds(life: Lifecycle) -> Non
     assert before.groups == after.groups, "docker group with alice back in it, gpuprovider gone"
     assert before.holds == after.holds
     assert play.unit_diff(before, after, ignore_active=IDLE_UNITS + REACHED_TARGETS) == {}
-    assert life.probes["tables_after_rollback"].strip() == ""
+    assert life.probes["tables_after_rollback"] == life.probes["tables_before"], "ufw's tables stay, Docker's go"
     assert life.probes["manifest_dir_after_rollback"] == "gone"
+
+
+def test_rollback_restores_the_runtime_network_state(life: Lifecycle) -> None:
+    """Sysctls, both firewall backends' rules (ufw's chains back, Docker's gone from ufw's
+    tables), bridges, links, addresses and routes equal the host before the profile. Loaded
+    modules belong to the machine's shared kernel and are left out."""
+    diff = play.runtime_diff(life.probes["runtime_before"], life.probes["runtime_after_rollback"], skip=("modules",))
+    assert diff == {}, diff
 
 
 def test_rollback_restores_password_login(life: Lifecycle) -> None:
@@ -618,7 +743,7 @@ def test_audit_findings_cleared_by_the_profile(life: Lifecycle) -> None:
     before, after = life.audits["before"], life.audits["converged"]
     still_failing = {i: after[i] for i in CLEARED_BY_PROFILE if after.get(i) != "pass"}
     assert still_failing == {}, {"before": {i: before.get(i) for i in CLEARED_BY_PROFILE}, "after": after}
-    assert before["NET-1010"] == "fail" and before["SSH-1010"] == "fail"
+    assert before["SSH-1010"] == "fail"
 
 
 def test_audit_after_rollback_matches_the_first_report(life: Lifecycle) -> None:

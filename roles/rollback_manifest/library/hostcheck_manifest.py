@@ -84,7 +84,9 @@ options:
     description:
       - nftables tables (C(family name), e.g. C(ip nat)) whose absence is recorded; rollback
         deletes those that did not exist and exist now (Docker's iptables-nft tables outlive
-        the purged engine until the next boot).
+        the purged engine until the next boot). Of an iptables-nft table that exists already
+        (ufw's C(ip filter)) its chains, policies and rules are recorded; rollback removes the
+        chains and rules added since and sets changed policies back.
     type: list
     elements: str
     default: []

@@ -12,6 +12,7 @@ import grp
 import os
 import pwd
 import re
+import shlex
 import shutil
 import tempfile
 
@@ -337,8 +338,10 @@ class SysctlDefaultKind(Kind):
 
 
 class NftTableKind(Kind):
-    """An nftables table that did not exist (Docker's iptables-nft tables outlive the purged
-    engine until the next boot)."""
+    """An nftables table: one that did not exist is deleted on rollback (Docker's iptables-nft
+    tables outlive the purged engine until the next boot); in one that existed (ufw's
+    ``ip filter``), the chains and rules added since are removed and changed chain policies set
+    back, from its iptables-nft rules recorded then."""
 
     NAME = "nft_table"
 
@@ -347,16 +350,81 @@ class NftTableKind(Kind):
             return
         existing = nft_tables(rec.module)
         for table in values:
-            if existing is not None and rec.manifest.find(self.NAME, table) is None and table not in existing:
+            if existing is None or rec.manifest.find(self.NAME, table) is not None:
+                continue
+            if table not in existing:
                 rec.add(rec.entry(self.NAME, table))
+                continue
+            saved = iptables_table(rec.module, table)
+            if saved is not None:
+                rec.add(rec.entry(self.NAME, table, existed=True, chains=saved[0], rules=saved[1]))
 
     def undo(self, ctx, entry):
         existing = nft_tables(ctx.module) or set()
-        if entry["key"] in existing:
-            ctx.undone.append({"nft_table": entry["key"], "action": "delete"})
-            family, name = entry["key"].split(" ", 1)
-            return ctx.run(["nft", "delete", "table", family, name], "nft table " + entry["key"])
-        return True
+        if entry["key"] not in existing:
+            return True
+        if entry.get("existed"):
+            return self._remove_added(ctx, entry)
+        ctx.undone.append({"nft_table": entry["key"], "action": "delete"})
+        family, name = entry["key"].split(" ", 1)
+        return ctx.run(["nft", "delete", "table", family, name], "nft table " + entry["key"])
+
+    @staticmethod
+    def _remove_added(ctx, entry):
+        now = iptables_table(ctx.module, entry["key"])
+        if now is None:
+            ctx.errors.append({"what": "nft table " + entry["key"], "why": "iptables-nft cannot read it"})
+            return False
+        chains, rules = now
+        binary = [ctx.module.get_bin_path(IPTABLES_NFT[entry["key"].split()[0]]), "-w", "-t", entry["key"].split()[1]]
+        new_chains = [c for c in chains if c not in entry["chains"]]
+        before = list(entry["rules"])
+        added = []
+        for rule in rules:
+            if rule in before:
+                before.remove(rule)
+            elif shlex.split(rule)[1] not in new_chains:
+                added.append(rule)
+        what = "nft table " + entry["key"]
+        ok = True
+        if new_chains or added:
+            ctx.undone.append({"nft_table": entry["key"], "action": "remove added", "chains": new_chains,
+                               "rules": added})
+        for chain in new_chains:
+            ok &= ctx.run(binary + ["-F", chain], what)
+        for rule in reversed(added):
+            ok &= ctx.run(binary + ["-D"] + shlex.split(rule)[1:], what)
+        for chain in new_chains:
+            ok &= ctx.run(binary + ["-X", chain], what)
+        for chain, policy in entry["chains"].items():
+            if policy != "-" and chains.get(chain, policy) != policy:
+                ctx.undone.append({"nft_table": entry["key"], "action": "policy", "chain": chain, "policy": policy})
+                ok &= ctx.run(binary + ["-P", chain, policy], what)
+        return ok
+
+
+# iptables-nft's own tables, by nftables family: the tool that reads and edits them.
+IPTABLES_NFT = {"ip": "iptables-nft", "ip6": "ip6tables-nft"}
+
+
+def iptables_table(module, table):
+    """(chain -> policy, rule lines "-A CHAIN ...") of an iptables-nft table, or None when it
+    is not one (another family, native nft rules iptables cannot print, no iptables-nft)."""
+    family, name = table.split(" ", 1)
+    binary = module.get_bin_path(IPTABLES_NFT.get(family, "") + "-save") if family in IPTABLES_NFT else None
+    if binary is None:
+        return None
+    rc, out, err = module.run_command([binary, "-t", name])
+    if rc != 0 or "incompatible" in out + err:
+        return None
+    chains, rules = {}, []
+    for line in out.splitlines():
+        if line.startswith(":"):
+            chain, policy = line[1:].split()[:2]
+            chains[chain] = policy
+        elif line.startswith("-A "):
+            rules.append(line.strip())
+    return chains, rules
 
 
 class PackagesKind(Kind):
