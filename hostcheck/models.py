@@ -181,6 +181,16 @@ class EgressVerdict(StrEnum):
     """A rule the walk does not model decides it."""
 
 
+class UfwPortVerdict(StrEnum):
+    """What ufw's user input chain does with a port the host profile opens
+    (:mod:`hostcheck.firewall.opened`)."""
+
+    ALLOWS = "allows"
+    DROPS = "drops"
+    UNDETERMINED = "undetermined"
+    """A rule the walk does not model decides it."""
+
+
 CHECK_ID_PATTERN = rf"^({'|'.join(Family)})-[0-9]{{4}}$"
 CHECK_ID_RE = re.compile(CHECK_ID_PATTERN)
 POLICY_FORMAT = 1

@@ -20,7 +20,7 @@ from hostcheck.checks.base import (
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall import opened
 from hostcheck.firewall.summary import summarise
-from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
+from hostcheck.models import InboundResult, NatBehaviour, NatVerdict, UfwPortVerdict
 from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
 
@@ -113,11 +113,11 @@ def opened_ports_not_dropped(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return passed("no hostcheck table")
     if not verdict["ufw"]:
         return passed("ufw not running")
-    dropped = [p["port"] for p in verdict["ports"] if p["ufw"] == "drops"]
+    dropped = [p["port"] for p in verdict["ports"] if p["ufw"] == UfwPortVerdict.DROPS]
     if dropped:
         return failed(f"ufw drops {', '.join(dropped)}", "opened in inet hostcheck; no rule of ufw-user-input "
                       "accepts it, and ufw's input policy is drop")
-    unsure = [p["port"] for p in verdict["ports"] if p["ufw"] == "undetermined"]
+    unsure = [p["port"] for p in verdict["ports"] if p["ufw"] == UfwPortVerdict.UNDETERMINED]
     if unsure:
         return unknown(f"rules this audit cannot evaluate decide {', '.join(unsure)} in ufw-user-input")
     ports = [p["port"] for p in verdict["ports"]]

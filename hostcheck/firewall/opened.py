@@ -11,6 +11,7 @@ from typing import Any
 
 from hostcheck.firewall.egress import UPLINK, Packet, Walker
 from hostcheck.firewall.ruleset import Key, Ruleset
+from hostcheck.models import UfwPortVerdict
 
 PROFILE_INPUT: Key = ("inet", "hostcheck", "input")
 UFW_INPUT: Key = ("ip", "filter", "INPUT")
@@ -88,10 +89,10 @@ def judge(items: list[Any]) -> dict[str, Any]:
         packet = Packet(4, UPLINK, UPLINK, HOST_ADDRESS, proto, port, daddr_local=True)
         outcomes = Walker(rs, packet).chain(UFW_USER_INPUT)
         if outcomes == {"accept"} or outcomes == {"return"} and policy == "accept":
-            verdict = "allows"
+            verdict = UfwPortVerdict.ALLOWS
         elif outcomes == {"return"} and policy == "drop":
-            verdict = "drops"
+            verdict = UfwPortVerdict.DROPS
         else:
-            verdict = "undetermined"
+            verdict = UfwPortVerdict.UNDETERMINED
         result["ports"].append({"port": f"{port}/{proto}", "ufw": verdict})
     return result
