@@ -141,7 +141,11 @@ def test_no_planted_markup_survives_a_markdown_report() -> None:
 
 def test_no_planted_markup_survives_the_markdown_offer(tmp_path: Path) -> None:
     facts = _hostile_facts()
-    facts["meta"] = json.loads((SNAPSHOTS / "reference-laptop.json").read_text())["meta"]  # `offer` checks its times
+    # `offer` checks the facts' times (ISO 8601, with a zone), so those keep the snapshot's values.
+    original = json.loads((SNAPSHOTS / "reference-laptop.json").read_text())
+    facts["meta"] = original["meta"]
+    facts["gpu"]["devices"][0]["thermal_slowdown"] = original["gpu"]["devices"][0]["thermal_slowdown"]
+    facts["agents"]["sudo_activity"]["since"] = original["agents"]["sudo_activity"]["since"]
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(facts))
     proc = hostcheck("offer", "--format", "markdown", "--facts", str(path))
