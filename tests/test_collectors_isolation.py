@@ -994,6 +994,7 @@ def _nft_summary(text: str) -> dict[str, Any] | Unknown:
 def test_nft_json_summary_canned() -> None:
     assert _nft_summary(json.dumps(NFT_JSON_FIREWALLD_LIKE)) == {
         "backend": "nftables", "readable": True,
+        "ufw": False, "profile_table": False,  # neither ufw's chains nor the profile's inet hostcheck table
         "input_policy": "drop",       # accept policy, but an unconditional final reject
         "forward_policy": "accept",   # only IPv4 forwarding is dropped
         "rule_count": 4,
@@ -1001,8 +1002,8 @@ def test_nft_json_summary_canned() -> None:
     }
     empty = {"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}}]}
     assert _nft_summary(json.dumps(empty)) == {
-        "backend": "none", "readable": True, "input_policy": "none", "forward_policy": "none",
-        "rule_count": 0, "docker_user_chain_filters": False}
+        "backend": "none", "readable": True, "ufw": False, "profile_table": False, "input_policy": "none",
+        "forward_policy": "none", "rule_count": 0, "docker_user_chain_filters": False}
     assert isinstance(_nft_summary("not json"), Unknown)
     assert isinstance(_nft_summary("[1, 2]"), Unknown)
 
@@ -1028,8 +1029,8 @@ def test_iptables_save_summary_canned() -> None:
         COMMIT
         """)
     assert summary.summarise({"nftables": None, "iptables": ruleset.keep_iptables_save(text)}) == {
-        "backend": "iptables", "readable": True, "input_policy": "drop", "forward_policy": "drop",
-        "rule_count": 6, "docker_user_chain_filters": True}
+        "backend": "iptables", "readable": True, "ufw": False, "profile_table": False,  # no ufw-user-input chain
+        "input_policy": "drop", "forward_policy": "drop", "rule_count": 6, "docker_user_chain_filters": True}
 
 
 def test_iptables_rule_comments_are_not_kept_and_do_not_hide_a_final_drop() -> None:
@@ -1114,6 +1115,7 @@ def test_real_nft_ruleset_in_namespace(tmp_path: Path) -> None:
         listed = _in_netns(ns, ["nft", "-j", "list", "ruleset"]).stdout
     assert _nft_summary(listed) == {
         "backend": "nftables", "readable": True,
+        "ufw": False, "profile_table": False,  # the table is not the profile's inet hostcheck
         "input_policy": "drop",
         "forward_policy": "accept",
         "rule_count": 6,

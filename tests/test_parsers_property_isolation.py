@@ -18,7 +18,7 @@ from hostcheck.firewall import ruleset, summary
 from hostcheck.netaddr import classify_address
 
 SCOPES = {"loopback", "link-local", "private", "cgnat", "global", "other"}
-FIREWALL_KEYS = {"backend", "readable", "input_policy", "forward_policy", "rule_count",
+FIREWALL_KEYS = {"backend", "readable", "ufw", "profile_table", "input_policy", "forward_policy", "rule_count",
                  "docker_user_chain_filters"}
 
 any_text = st.text(max_size=2000)

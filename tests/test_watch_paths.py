@@ -23,7 +23,8 @@ import pytest
 
 from hostcheck.watch.recorder import read_boot_id
 from hostcheck.watch.store import DEFAULT_DB
-from tests.helpers import REPO, hostcheck
+from tests.helpers import hostcheck
+from tests.unprivileged import readable_copy
 
 NOBODY = 65534
 # A closed port on loopback: the recording sends nothing off this machine.
@@ -37,9 +38,14 @@ def as_nobody() -> list[str]:
 
 
 def run_as_nobody(home: Path, args: list[str], **env: str) -> tuple[int, str, str]:
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "80", **env}
-    proc = subprocess.run([*as_nobody(), sys.executable, "-m", "hostcheck.cli", *args], capture_output=True, text=True,
-                          timeout=60, env=environment, cwd=REPO)
+    # A copy of the package nobody can read (the checkout may sit under a 0700 directory), run by
+    # the base interpreter (the virtualenv's may sit there too).
+    code = readable_copy("hostcheck.cli", "hostcheck.watch.cli", "hostcheck.watch.recorder", "hostcheck.watch.render")
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "80",
+                   "PYTHONPATH": str(code), **env}
+    python = getattr(sys, "_base_executable", sys.executable)
+    proc = subprocess.run([*as_nobody(), python, "-s", "-m", "hostcheck.cli", *args], capture_output=True, text=True,
+                          timeout=60, env=environment, cwd=home)
     return proc.returncode, proc.stdout, proc.stderr
 
 

@@ -247,6 +247,14 @@ def need(facts: dict[str, Any], path: str) -> Any:
     return value
 
 
+KERNEL_NAME = "system.os_kernel_name"
+
+
+def is_macos(facts: dict[str, Any]) -> bool:
+    """The facts come from a Mac (a Darwin kernel); False when the kernel is not known."""
+    return bool(lookup(facts, KERNEL_NAME) == "Darwin")
+
+
 _GPU_DEVICES = "gpu.devices"
 
 

@@ -20,6 +20,7 @@ from hostcheck.checks.base import (
     device_field,
     display_adapters,
     failed,
+    is_macos,
     known_devices,
     listed_devices,
     need,
@@ -31,7 +32,7 @@ from hostcheck.checks.base import (
     unknown,
     version_tuple,
 )
-from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch, is_macos
+from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch
 from hostcheck.facts import Unknown, lookup
 from hostcheck.laptop import laptop_verdict
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import (
+    KERNEL_NAME,
     CheckResult,
     Missing,
     Outcome,
@@ -22,7 +23,6 @@ from hostcheck.checks.base import (
 from hostcheck.checks.isolation import display_manager, graphical_session
 from hostcheck.facts import Unknown, lookup
 
-_KERNEL = "system.os_kernel_name"
 _CHASSIS = "power.chassis_type"
 _BATTERY = "power.battery_present"
 APPLE_ARCHES = ("arm64", "aarch64")
@@ -32,11 +32,6 @@ APPLE_ARCHES = ("arm64", "aarch64")
 def gpu_count(facts: dict[str, Any]) -> int:
     """GPUs to share the host between (at least 1, so per-GPU shares stay defined)."""
     return max(1, len(known_devices(facts)))
-
-
-def is_macos(facts: dict[str, Any]) -> bool:
-    """The facts come from a Mac (a Darwin kernel); False when the kernel is not known."""
-    return bool(lookup(facts, _KERNEL) == "Darwin")
 
 
 def cpu_arch(facts: dict[str, Any]) -> str:
@@ -181,7 +176,7 @@ def _os_in(facts: dict[str, Any], threshold: Any) -> Outcome:
     precondition="Apple Silicon Macs only",
 )
 def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    kernel = str(need(facts, _KERNEL))
+    kernel = str(need(facts, KERNEL_NAME))
     arch = cpu_arch(facts)
     measured = f"{kernel} {arch}"
     return passed(measured) if kernel == "Darwin" and arch in APPLE_ARCHES else failed(measured)
@@ -359,7 +354,7 @@ def server_install(facts: dict[str, Any], _threshold: Any) -> Outcome:
     precondition="Linux KVM hosts only",
 )
 def linux_kvm(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    kernel = str(need(facts, _KERNEL))
+    kernel = str(need(facts, KERNEL_NAME))
     if kernel != "Linux":
         return failed(kernel, f"{kernel} is not a Linux KVM host")
     kvm = need(facts, "system.kvm_device")

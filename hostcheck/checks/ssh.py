@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import Missing, Outcome, check, need, pass_if, passed, setting
+from hostcheck.checks.base import Missing, Outcome, check, is_macos, need, pass_if, passed, setting
 from hostcheck.checks.network import listening_sockets
 from hostcheck.facts import Unknown, lookup
 
@@ -25,8 +25,6 @@ def ssh_ports(facts: dict[str, Any]) -> set[str]:
 def _remote_login_off(facts: dict[str, Any]) -> bool:
     """macOS with sshd not running and nothing listening on its port: Remote Login is off
     (launchd listens on the port itself while it is on, and starts sshd per connection)."""
-    from hostcheck.checks.machine import is_macos  # machine -> isolation -> ssh at import time
-
     if not is_macos(facts) or lookup(facts, "ssh.running") is not False:
         return False
     try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hostcheck import sudoers
 from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
@@ -308,11 +309,60 @@ def collect(ctx: Any) -> dict[str, Any]:
     return facts
 
 
+MAX_INCLUDE_DIR_ENTRIES = 4096
+
+
+def _exists(path: str) -> bool | Unknown:
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        return False
+    except PermissionError:
+        return Unknown(f"permission denied looking up {path}")
+    except OSError as exc:
+        return Unknown(f"cannot look up {path}: {exc.strerror or exc}")
+    return True
+
+
+def _listdir(path: str) -> list[str] | Unknown | None:
+    """The regular files in a sudoers include directory (sudo skips everything else), all of
+    them: the reader sorts them as sudo does and says so when it reads fewer. None when the
+    directory does not exist (sudo ignores it)."""
+    names: list[str] = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if len(names) >= MAX_INCLUDE_DIR_ENTRIES:
+                    return Unknown(f"{path} holds more than {MAX_INCLUDE_DIR_ENTRIES} entries: not read")
+                try:
+                    if entry.is_file(follow_symlinks=True):
+                        names.append(entry.name)
+                except OSError:
+                    names.append(entry.name)  # reading it will say why it cannot be read
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        return Unknown(f"permission denied listing {path} (needs root)")
+    except OSError as exc:
+        return Unknown(f"cannot list {path}: {exc.strerror or exc}")
+    return names
+
+
+def _read_sudoers(path: str) -> str | Unknown | None:
+    # One character past the bound, so the reader sees that a file is longer and says so.
+    if _exists(path) is False:
+        return None
+    return read_text(path, limit=sudoers.MAX_FILE_CHARS + 1)
+
+
+def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]:
+    return sorted((g for g in groups if entry.name in g.members or g.gid == entry.gid), key=lambda g: g.name)
+
+
 def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[dict[str, Any]] | Unknown:
     """What sudo grants each default cloud account present (sudoers is root-only)."""
-    from hostcheck import sudoers
-    from hostcheck.collectors.agents import _groups_of, _listdir, _read_sudoers  # agents imports this module
-
     present = [e for e in passwd if e.name in CLOUD_ACCOUNTS]
     if not present:
         return []

@@ -20,7 +20,15 @@ from typing import Any
 from hostcheck import sudoers
 from hostcheck.agents import Agent, load_catalog
 from hostcheck.collectors._run import read_text, run_command
-from hostcheck.collectors.accounts import GroupEntry, PasswdEntry, parse_group, parse_passwd
+from hostcheck.collectors.accounts import (
+    PasswdEntry,
+    _exists,
+    _groups_of,
+    _listdir,
+    _read_sudoers,
+    parse_group,
+    parse_passwd,
+)
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.facts import Unknown
 
@@ -41,56 +49,10 @@ UPDATE_UNITS = ("apt-daily.timer", "apt-daily-upgrade.timer", "apt-daily.service
 KERNEL_PARAMS = ("nvidia_drm.modeset", "intel_iommu", "amd_iommu", "iommu", "vfio-pci.ids",
                  "vfio_iommu_type1.allow_unsafe_interrupts")
 DPKG_INFO = Path("/var/lib/dpkg/info")
-MAX_INCLUDE_DIR_ENTRIES = 4096
 # sudo's syslog line: "USER : [TTY=... ; ]PWD=... ; USER=root ; COMMAND=..." (or a refusal
 # "USER : command not allowed ; ...").
 REFUSALS = ("command not allowed", "a password is required", "incorrect password", "user NOT in sudoers")
 SUDO_LINE = re.compile(r"^\s*(?P<user>[^\s:]+) : (?P<rest>.*)$")
-
-
-def _exists(path: str) -> bool | Unknown:
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except NotADirectoryError:
-        return False
-    except PermissionError:
-        return Unknown(f"permission denied looking up {path}")
-    except OSError as exc:
-        return Unknown(f"cannot look up {path}: {exc.strerror or exc}")
-    return True
-
-
-def _listdir(path: str) -> list[str] | Unknown | None:
-    """The regular files in a sudoers include directory (sudo skips everything else), all of
-    them: the reader sorts them as sudo does and says so when it reads fewer. None when the
-    directory does not exist (sudo ignores it)."""
-    names: list[str] = []
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if len(names) >= MAX_INCLUDE_DIR_ENTRIES:
-                    return Unknown(f"{path} holds more than {MAX_INCLUDE_DIR_ENTRIES} entries: not read")
-                try:
-                    if entry.is_file(follow_symlinks=True):
-                        names.append(entry.name)
-                except OSError:
-                    names.append(entry.name)  # reading it will say why it cannot be read
-    except FileNotFoundError:
-        return None
-    except PermissionError:
-        return Unknown(f"permission denied listing {path} (needs root)")
-    except OSError as exc:
-        return Unknown(f"cannot list {path}: {exc.strerror or exc}")
-    return names
-
-
-def _read_sudoers(path: str) -> str | Unknown | None:
-    # One character past the bound, so the reader sees that a file is longer and says so.
-    if _exists(path) is False:
-        return None
-    return read_text(path, limit=sudoers.MAX_FILE_CHARS + 1)
 
 
 def parse_unit_show(text: str) -> dict[str, dict[str, str]]:
@@ -128,10 +90,6 @@ def unit_states(units: tuple[str, ...]) -> dict[str, dict[str, Any]] | Unknown:
             "active": props.get("ActiveState") == "active",
         }
     return out
-
-
-def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]:
-    return sorted((g for g in groups if entry.name in g.members or g.gid == entry.gid), key=lambda g: g.name)
 
 
 def _package_installed(name: str) -> bool:

@@ -78,7 +78,9 @@ def test_carrier_hop_answering_from_a_public_address_is_no_proof(natlab: nb.NatL
 @pytest.mark.parametrize("natlab", ["double"], indirect=True)
 def test_double_nat_is_detected_and_blocks_vast(natlab: nb.NatLab) -> None:
     """Home router behind another private-range NAT router: the hop after the home router is
-    private and the home router reports no public WAN address -> double NAT; Vast: blocker."""
+    private and the home router reports no public WAN address -> double NAT; Vast: a risk (its
+    double-NAT rule stands only in a draft page, and a draft rule is never a blocker by itself),
+    and undetermined while the outside probe that would settle the blockers has not run."""
     facts = natlab.run_host("collect", nb.collect_args())["result"]
     hops = facts["path"]["hops"]
     assert [(h["ttl"], h["address"]) for h in hops[:2]] == [(1, nb.HOME_LAN_IP), (2, "10.0.0.1")]
@@ -97,10 +99,10 @@ def test_double_nat_is_detected_and_blocks_vast(natlab: nb.NatLab) -> None:
         "NET-1030": "unknown",
         "NET-1040": "unknown",
         "NET-1050": "pass",
-        "NET-1110": "fail",
+        "NET-1110": "warn",
         "NET-1120": "pass",
     }
-    assert (vast, blockers) == ("not feasible", ["NET-1110"])
+    assert (vast, blockers) == ("undetermined", [])
 
 
 @pytest.mark.parametrize("dead", ["refusing", "silent"])
@@ -223,9 +225,11 @@ def test_ipv6_only_host_blocks_vast_and_quickpod(natlab: nb.NatLab) -> None:
     assert facts["inbound"]["peer"] == nb.HOST_IP6
     assert {p["result"] for p in facts["inbound"]["ports"]} == {"reachable"}
     statuses, vast, blockers = judged(facts)
-    assert statuses["NET-1120"] == "fail"
-    assert statuses["NET-1040"] == "fail"
-    assert (vast, blockers) == ("not feasible", ["NET-1040", "NET-1120"])
+    # Vast: no port reached over IPv4 fails the published listing minimum (NET-1045, a blocker);
+    # the per-GPU count and "IPv6-only is unsupported" are draft rules there (risks).
+    assert statuses["NET-1120"] == "warn"
+    assert statuses["NET-1040"] == "warn"
+    assert (vast, blockers) == ("not feasible", ["NET-1045"])
     _, quickpod, quickpod_blockers = judged(facts, "quickpod")
     assert (quickpod, quickpod_blockers) == ("not feasible", ["NET-1040", "NET-1120"])
 
@@ -265,6 +269,6 @@ def test_saved_facts_are_judged_again_from_their_evidence(natlab: nb.NatLab, tmp
     saved.write_text(json.dumps(facts))
     _, report = audit_json("--facts", str(saved), "--policy", "vast")
     findings = {f["id"]: f for f in policy_result(report, "vast")["findings"]}
-    assert findings["NET-1110"]["status"] == "fail"
+    assert findings["NET-1110"]["status"] == "warn"  # a draft rule's risk in Vast's policy
     assert "judged from the raw evidence" in findings["NET-1110"]["detail"]
     assert findings["NET-1120"]["status"] == "pass"
