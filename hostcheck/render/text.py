@@ -84,10 +84,10 @@ def step_text(step: PlanStep) -> str:
 
 
 def unknown_text(group: UnknownGroup) -> str:
-    """'reading them needs root: 5 checks (ISO-1040, ...) — run `sudo hostcheck audit`'."""
+    """'reading them needs root: 5 checks not judged (ISO-1040, ...); run `sudo hostcheck audit`'."""
     count = f"{len(group.checks)} check{'s' if len(group.checks) != 1 else ''}"
     text = f"{group.cause}: {count} not judged ({ids_text(group.checks)})"
-    return text + (f" — {group.then}" if group.then else "")
+    return text + (f"; {group.then}" if group.then else "")
 
 
 def policy_counts(policy: PolicyResult) -> str:
