@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +18,7 @@ from hostcheck.cli_common import UsageError, check_timeout
 from hostcheck.collectors import CollectContext
 from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.http_client import Endpoint, parse_endpoint
-from hostcheck.netprobe.private_files import PrivateFileError, check_private
+from hostcheck.netprobe.private_files import PrivateFileError, read_private
 from hostcheck.netprobe.probe_protocol import MAX_TOKEN_LENGTH, TOKEN_ENV, check_token
 from hostcheck.netprobe.stun_servers import parse_server
 
@@ -54,14 +53,9 @@ def read_token(token_file: Path | None) -> str | None:
     """The probe token from --token-file or the environment; never from argv (``ps`` shows argv)."""
     if token_file is not None:
         try:
-            # O_NONBLOCK: a FIFO without a writer must not hang us before the check below.
-            fd = os.open(token_file, os.O_RDONLY | os.O_NONBLOCK)
-            with open(fd, "rb") as fh:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    raise UsageError(f"--token-file {token_file}: not a regular file")
-                refuse_shared(token_file, st, "--token-file")
-                raw = fh.read(MAX_TOKEN_LENGTH + 2)
+            raw = read_private(token_file, MAX_TOKEN_LENGTH)
+        except PrivateFileError as exc:
+            raise UsageError(f"--token-file {exc}") from None
         except OSError as exc:
             raise UsageError(f"--token-file {token_file}: {exc.strerror or exc}") from None
         try:
@@ -76,14 +70,6 @@ def read_token(token_file: Path | None) -> str | None:
         return check_token(text)
     except ValueError as exc:
         raise UsageError(f"{'--token-file' if token_file else TOKEN_ENV}: {exc}") from None
-
-
-def refuse_shared(path: Path, st: Any, what: str) -> None:
-    """Refuse a secret that others could read or replace, as ssh does with keys."""
-    try:
-        check_private(path, st)
-    except PrivateFileError as exc:
-        raise UsageError(f"{what} {exc}") from None
 
 
 def probe_endpoint(probe: str, fingerprint: str | None) -> Endpoint:

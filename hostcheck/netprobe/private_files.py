@@ -1,7 +1,8 @@
 """Secrets on disk (the probe token, the TLS key and its directory) must be private.
 
 As ssh does with private keys: a file or directory that another user could read, or replace,
-is refused with the command that fixes it, rather than used. Pure checks on a ``stat`` result.
+is refused with the command that fixes it, rather than used: checks on a ``stat`` result, and
+one reader of a small secret file that applies them to the file it opened.
 """
 
 from __future__ import annotations
@@ -29,3 +30,17 @@ def check_private(path: Path, st: os.stat_result, *, directory: bool = False) ->
             f"{path}: mode {stat.S_IMODE(st.st_mode):04o} lets {who} read or change it; "
             f"it holds a secret, so it is refused: {fix} {path}"
         )
+
+
+def read_private(path: Path, limit: int) -> bytes:
+    """At most ``limit`` + 2 bytes of the secret in ``path`` (so a caller sees an over-long one),
+    checked on the descriptor it reads: a regular file, private. PrivateFileError when it is not;
+    OSError when it cannot be read."""
+    # O_NONBLOCK: a FIFO without a writer must not hang us before the check below.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PrivateFileError(f"{path}: not a regular file")
+        check_private(path, st)
+        return fh.read(limit + 2)

@@ -32,10 +32,8 @@ from __future__ import annotations
 import datetime as dt
 import http.client
 import json
-import os
 import queue
 import socket
-import stat
 import threading
 import time
 import urllib.parse
@@ -45,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.errors import InputError
-from hostcheck.netprobe.private_files import PrivateFileError, check_private
+from hostcheck.netprobe.private_files import PrivateFileError, read_private
 from hostcheck.watch.analysis import UP, sample_state
 from hostcheck.watch.follow import EventTail
 from hostcheck.watch.store import Event, Sample, WatchWriter
@@ -74,13 +72,7 @@ class Destination:
 def read_url_file(path: Path, option: str, insecure_http: bool) -> urllib.parse.SplitResult:
     """The URL in ``path`` (one line), from a file others cannot read; https unless ``insecure_http``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with open(fd, "rb") as fh:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{option} {path}: not a regular file")
-            check_private(path, st)
-            raw = fh.read(MAX_URL + 2)
+        raw = read_private(path, MAX_URL)
     except PrivateFileError as exc:
         raise InputError(f"{option} {exc}") from None
     except OSError as exc:
