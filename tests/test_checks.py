@@ -177,6 +177,9 @@ CASES = [
     ("PWR-1010", {"power": {"chassis_type": Unknown("no DMI")}}, None, "unknown", None),
     ("STO-1010", {"storage": {"docker_root": {"exists": True, "path": "/var/lib/docker", "free_gib": 300.0}}}, 238, "pass", 300.0),
     ("STO-1010", {"storage": {"docker_root": {"exists": False}, "root": {"free_gib": 40.0}}}, 65, "fail", 40.0),
+    # Whether Docker's data root exists is not known: the root filesystem's free space is no stand-in.
+    ("STO-1010", {"storage": {"docker_root": {"exists": Unknown("stat failed")}, "root": {"free_gib": 400.0}}}, 65,
+     "unknown", None),
     ("STO-1020", {"storage": {"docker_root": {"exists": True, "path": "/d", "rotational": True}}}, None, "fail", "HDD"),
     ("STO-1020", {"storage": {"docker_root": {"exists": True, "path": "/d",
                   "rotational": Unknown("vda is a virtual disk: its rotational flag says nothing about the storage behind it")}}}, None, "unknown", None),

@@ -24,8 +24,10 @@ _DOCKER_ROOT = "storage.docker_root"
 def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Where container data lands: Docker's data root if it exists, else the root filesystem."""
     docker = lookup(facts, _DOCKER_ROOT)
-    if isinstance(docker, dict) and docker.get("exists") is True:
-        return docker, f"Docker data root {docker.get('path')}"
+    if isinstance(docker, dict):
+        exists = need(facts, f"{_DOCKER_ROOT}.exists")  # not known: the root filesystem is no stand-in
+        if exists is True:
+            return docker, f"Docker data root {docker.get('path')}"
     root = need(facts, "storage.root")
     return root, "root filesystem (no Docker data root yet)"
 
