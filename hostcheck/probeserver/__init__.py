@@ -1,7 +1,8 @@
 """The internet-facing probe server (``hostcheck probe-server``), apart from everything that
 runs on the host being audited.
 
-- ``server``: the aiohttp server, its connection guard and TLS gate (``serve``, ``start_server``);
+- ``server``: the entry points (``serve``, ``start_server``), over ``app`` (state and routes),
+  ``guard`` (connection caps, deadlines, the TLS gate) and ``process`` (logs, file limits, start/stop);
 - ``limits``: its caps, connection table, byte budget and counters (pure bookkeeping);
 - ``speed_endpoint``: the speed test's server side; ``connectback``: the probe's one action;
 - ``tls``: its certificate (self-signed and pinned, or the user's).
