@@ -147,7 +147,9 @@ link-local and multicast IPv6 destinations, and to the host itself, through ever
 chain they meet; matches the walk does not model (xtables extensions, verdict maps, rate
 limits) make a probe undetermined, as do legacy iptables tables when nothing drops it.
 `nat`, `path`, `cgnat` and `inbound` come from the reachability collector (`--offline` makes
-each unknown and sends nothing); `path` is the raw evidence the NAT checks judge. `bandwidth`
+each unknown and sends nothing); `path` is the raw evidence the NAT checks judge. `port_range`
+is read by the same collector, and its first, last and evenly spaced
+middle ports ride in the inbound probe, TCP and UDP. `bandwidth`
 is written only by `hostcheck audit --speedtest --probe URL` (NET-1070 is unknown without it)."""),
     Section("watch", "watch", """The reliability window from a `hostcheck watch` database
 (`/var/lib/hostcheck-watch/watch.db`, or `hostcheck audit --watch-db PATH`), opened read-only;
@@ -557,6 +559,15 @@ FACTS: tuple[Fact, ...] = (
     F(f"{_NET}.inbound.ports.*.result", T.TEXT, "whether the probe reached this host", choices=INBOUND),
     F(f"{_NET}.inbound.ports.*.detail", T.TEXT, "what the server said", redact="text"),
     F(f"{_NET}.inbound.reason", T.TEXT, "why nothing was probed", redact="text"),
+    F(f"{_NET}.inbound.seen_from", T.TEXT, "where the probe server reached this host from: \"inside\" when the "
+      "address it saw is private (hairpin NAT or the same network), which proves nothing about outside",
+      choices=("outside", "inside")),
+    F(f"{_NET}.port_range", T.OBJECT, "the port range the provider agent forwards to renters: the agent's "
+      "`/var/lib/vastai_kaalia/host_port_range`, else `--port-range`"),
+    F(f"{_NET}.port_range.first", T.INT, "its first port"),
+    F(f"{_NET}.port_range.last", T.INT, "its last port"),
+    F(f"{_NET}.port_range.count", T.INT, "how many ports it holds"),
+    F(f"{_NET}.port_range.source", T.TEXT, "where it was read", choices=("agent", "owner")),
     F(f"{_NET}.bandwidth", T.OBJECT, "the speed test against the probe server",
       when="`hostcheck audit --speedtest --probe URL`"),
     F(f"{_NET}.bandwidth.measured", T.BOOL, "both directions were measured"),

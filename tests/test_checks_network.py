@@ -68,6 +68,23 @@ def both(port: int, result: str = "reachable") -> dict[tuple[int, str], str]:
 THREE = {**both(40000), **both(40001), **both(40002)}
 
 
+def ranged(first: int, last: int, results: dict[tuple[int, str], str], *, seen_from: str = "outside",
+           peer: str = "198.51.100.2", gpus: int = 1, source: str = "agent") -> dict[str, Any]:
+    """A probe of the configured range ``first``-``last`` (and the GPUs it serves)."""
+    facts = inbound(peer, results, gpus)
+    facts["network"]["inbound"]["seen_from"] = seen_from
+    facts["network"]["port_range"] = {"first": first, "last": last, "count": last - first + 1, "source": source}
+    return facts
+
+
+# A range of 200 ports sampled at its first, last and two middle ports; the router forwards
+# only 40000-40099 (the upper half was lost), and in TCP_ONLY no UDP at all.
+SAMPLE = (40000, 40066, 40133, 40199)
+SHRUNK = {k: v for p in SAMPLE for k, v in both(p, "reachable" if p <= 40099 else "unreachable").items()}
+TCP_ONLY = {(p, proto): "reachable" if proto == "tcp" else "unreachable" for p in SAMPLE for proto in ("tcp", "udp")}
+WHOLE = {k: v for p in SAMPLE for k, v in both(p).items()}
+
+
 def nft_input(policy: str) -> dict[str, Any]:
     """The recorded ruleset of one nftables table whose input chain has ``policy``."""
     return {"network": {"firewall": {"iptables": None, "nftables": [
@@ -242,6 +259,23 @@ CASES = [
     ("NET-1045", inbound("198.51.100.2", {(40001, "tcp"): "reachable", (40001, "udp"): "unreachable"}), 1, "fail", 0),
     ("NET-1045", inbound("2001:db8:1::10", THREE), 1, "fail", 0.0),  # reached over IPv6 only
     ("NET-1045", {"network": {"inbound": {"probed": False, "ports": [], "reason": "no outside probe"}}}, 1, "unknown", None),
+    # NET-1040/1045 through hairpin NAT: a success from inside the LAN is never counted
+    ("NET-1040", ranged(40000, 40002, THREE, seen_from="inside", peer="192.168.1.1"), 3, "unknown", None),
+    ("NET-1045", ranged(40000, 40199, WHOLE, seen_from="inside", peer="192.168.1.1"), 1, "unknown", None),
+    # NET-1130 the forwarded range, first to last, TCP and UDP, from outside
+    ("NET-1130", ranged(40000, 40199, WHOLE), None, "pass", f"{len(WHOLE)} of {len(WHOLE)} reached"),
+    ("NET-1130", ranged(40000, 40199, SHRUNK), None, "fail", f"{sum(v == 'reachable' for v in SHRUNK.values())} of {len(SHRUNK)} reached"),
+    ("NET-1130", ranged(40000, 40199, TCP_ONLY), None, "fail", f"{len(SAMPLE)} of {len(TCP_ONLY)} reached"),
+    ("NET-1130", ranged(40000, 40199, WHOLE, seen_from="inside", peer="192.168.1.1"), None, "unknown", None),
+    ("NET-1130", ranged(40000, 40199, WHOLE, peer="2001:db8:1::10"), None, "fail", "none over IPv4"),
+    ("NET-1130", ranged(40000, 40199, {**WHOLE, (40199, "udp"): "unverified"}), None, "unknown", f"{len(WHOLE) - 1} of {len(WHOLE)} reached"),
+    ("NET-1130", ranged(41000, 41010, WHOLE), None, "unknown", None),  # no probed port lies in the range
+    ("NET-1130", {"network": {"port_range": Unknown("no port range configured"), "inbound": inbound("198.51.100.2", WHOLE)["network"]["inbound"]}}, None, "unknown", None),
+    ("NET-1130", {"network": {"port_range": {"first": 40000, "last": 40199}, "inbound": {"probed": False, "ports": [], "reason": "no probe"}}}, None, "unknown", None),
+    # NET-1140 the range's size per GPU: count / GPUs against the policy's ports per GPU
+    ("NET-1140", ranged(40000, 40199, WHOLE, gpus=2), 3, "pass", 200 / 2),
+    ("NET-1140", ranged(40000, 40004, WHOLE, gpus=2), 3, "fail", 5 / 2),
+    ("NET-1140", {"network": {"port_range": Unknown("/var/lib/vastai_kaalia/host_port_range: 40200-40000 is reversed")}}, 3, "unknown", None),
     # NET-1050 mapping behaviour
     ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent"}}}, None, "pass", "endpoint-independent"),
     ("NET-1050", {"network": {"nat": {"mapping": "endpoint-independent", "mapping_method": "two-servers"}}}, None, "pass", "endpoint-independent"),
@@ -286,3 +320,20 @@ def test_saved_evidence_is_judged_with_todays_rules() -> None:
 def test_ipv6_only_ports_say_why_they_do_not_count() -> None:
     outcome = run_check(REGISTRY["NET-1040"], inbound("2001:db8:1::10", THREE), 3)
     assert "over IPv6" in outcome.detail and "3 of 3 probed ports reachable" in outcome.detail
+
+
+def test_a_shrunk_range_names_the_ports_and_what_the_platform_needs() -> None:
+    outcome = run_check(REGISTRY["NET-1130"], ranged(40000, 40199, SHRUNK), None)
+    lost = ", ".join(str(p) for p in SAMPLE if p > 40099)
+    assert f"TCP {lost}; UDP {lost}" in outcome.detail
+    assert "40000-40199 forwarded, TCP and UDP" in outcome.detail
+
+
+def test_a_tcp_only_forward_names_every_udp_port() -> None:
+    outcome = run_check(REGISTRY["NET-1130"], ranged(40000, 40199, TCP_ONLY), None)
+    assert f"not reached from outside: UDP {', '.join(map(str, SAMPLE))};" in outcome.detail
+
+
+def test_a_hairpin_success_says_where_it_came_from() -> None:
+    outcome = run_check(REGISTRY["NET-1130"], ranged(40000, 40199, WHOLE, seen_from="inside", peer="192.168.1.1"), None)
+    assert "inside the LAN" in outcome.detail and "192.168.1.1" in outcome.detail

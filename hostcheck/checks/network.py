@@ -1,4 +1,4 @@
-"""Network checks: firewall, link, CGNAT, NAT behaviour, inbound reachability."""
+"""Network checks: firewall, link, CGNAT, NAT behaviour, inbound reachability, the forwarded range."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from hostcheck.firewall.summary import summarise
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict, UfwPortVerdict
 from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
+from hostcheck.netprobe.port_range import PortRange, judge_range, name_ports
 
 _FIREWALL = "network.firewall"
 _DEFAULT_ROUTE = "network.default_route"
@@ -35,6 +36,7 @@ def recorded_firewall(facts: dict[str, Any]) -> Any:
     return lookup(facts, _FIREWALL)
 
 _INBOUND_PORTS = "network.inbound.ports"
+_PORT_RANGE = "network.port_range"
 
 
 def listening_sockets(facts: dict[str, Any]) -> Any:
@@ -284,12 +286,27 @@ FORWARD_PORTS_FIX = (
 )
 
 
+def _not_from_outside(inbound: dict[str, Any]) -> Outcome | None:
+    """Unknown when no probe ran, or when the probe server reached this host from inside the
+    LAN (hairpin NAT, a server on the same network): such a success never counts as outside."""
+    if not inbound.get("probed"):
+        return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
+    if inbound.get("seen_from") == "inside":
+        return unknown(
+            f"reached from inside the LAN only: the probe server saw the private address {inbound.get('peer')} "
+            "(hairpin NAT or a server on the same network), which proves nothing about outside; run "
+            "`hostcheck probe-server` outside your network"
+        )
+    return None
+
+
 def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     """How many probed ports were reached from outside over IPv4 (and what was probed), or the
     outcome that settles it first: no probe run, or the probe reached over IPv6."""
     inbound = need(facts, "network.inbound")
-    if not inbound.get("probed"):
-        return unknown(f"unverified: {inbound.get('reason') or 'no outside probe was run (--probe URL)'}")
+    not_outside = _not_from_outside(inbound)
+    if not_outside is not None:
+        return not_outside
     # A port counts once, and only if every protocol probed on it got through (Vast forwards TCP and UDP).
     by_port: dict[Any, list[str]] = {}
     ports = need(facts, _INBOUND_PORTS)
@@ -342,6 +359,87 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
 def inbound_port_any(facts: dict[str, Any], threshold: Any) -> CheckResult:
     counted = _reachable_ports(facts)
     return counted if isinstance(counted, Outcome) else compare(counted[0], threshold, counted[1])
+
+
+def configured_range(facts: dict[str, Any]) -> PortRange:
+    """``network.port_range`` as a :class:`PortRange`; :class:`Missing` when it is not known."""
+    value = need(facts, _PORT_RANGE)
+    try:
+        return PortRange(int(value["first"]), int(value["last"]), str(value.get("source") or "owner"))
+    except (TypeError, KeyError, ValueError):
+        raise Missing(_PORT_RANGE, "not a first/last mapping") from None
+
+
+RANGE_FIX = (
+    "Forward the agent's whole port range, TCP and UDP, on the router to this host, and reserve the host's "
+    "LAN address in the router's DHCP settings so the forward cannot point at an old address; then check "
+    "again from outside: `hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE` (with "
+    "`--port-range FIRST-LAST` when the agent's range file cannot be read)."
+)
+
+
+@check(
+    "NET-1130",
+    title="The forwarded port range reaches this host from outside, TCP and UDP",
+    op="==",
+    threshold="none",
+    requirement="the agent's port range must reach this host from outside, first to last port, TCP and UDP",
+    why="The platform's self-test and renters use ports anywhere in the range the agent is configured for, "
+    "over TCP and UDP. A router that forwards a shorter range (after a firmware update, or a range sized "
+    "for fewer GPUs), only TCP, or to a LAN address the host no longer has fails the self-test with no "
+    "response, although every test from inside the LAN passes (hairpin NAT).",
+    fix=RANGE_FIX,
+    fix_role="firewall: firewall_provider_ports",
+)
+def forwarded_range(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    port_range = configured_range(facts)
+    inbound = need(facts, "network.inbound")
+    not_outside = _not_from_outside(inbound)
+    if not_outside is not None:
+        return not_outside
+    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
+    if peer is not None and peer.version == 6:
+        return failed("none over IPv4", f"the probe server saw {peer}: the range was reached over IPv6, and the "
+                      "platform forwards it over IPv4")
+    ports = need(facts, _INBOUND_PORTS)
+    if not isinstance(ports, list):
+        raise Missing(_INBOUND_PORTS, "not a list")
+    verdict = judge_range(port_range, [p for p in ports if isinstance(p, dict)])
+    span = f"{port_range.first}-{port_range.last}"
+    if not verdict.probed:
+        return unknown(f"no port of the range {span} was probed")
+    measured = f"{verdict.reached} of {len(verdict.probed)} reached"
+    if verdict.missed:
+        in_use = f"; in use here, not judged: {name_ports(verdict.unverified)}" if verdict.unverified else ""
+        return failed(
+            measured,
+            f"not reached from outside: {name_ports(verdict.missed)}{in_use}; the platform needs all of "
+            f"{span} forwarded, TCP and UDP",
+        )
+    if verdict.unverified:
+        return unknown(f"in use on this host, so the probe could not tell: {name_ports(verdict.unverified)}", measured)
+    return passed(measured, f"first, last and middle ports of {span}, TCP and UDP")
+
+
+@check(
+    "NET-1140",
+    title="The port range holds enough ports per GPU",
+    op=">=",
+    unit="ports/GPU",
+    threshold="number",
+    why="The platform gives each rented GPU its own ports out of the agent's range; a machine that gained "
+    "GPUs outgrows a range sized for fewer, and its self-test fails.",
+    fix="Widen the range (the agent's host_port_range and the router's forward together), so it holds "
+    "the policy's ports for every GPU.",
+    fix_role="firewall: firewall_provider_ports",
+)
+def range_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    port_range = configured_range(facts)
+    devices = listed_devices(facts)
+    gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
+    where = "the agent's range file" if port_range.source == "agent" else "--port-range"
+    detail = f"{port_range.count} ports ({port_range.first}-{port_range.last}, from {where}) for {gpus} GPU(s)"
+    return compare(round(port_range.count / gpus, 2), threshold, detail)
 
 
 @check(

@@ -21,6 +21,7 @@ from typing import Any
 
 from hostcheck import __version__
 from hostcheck.facts import FACTS_FORMAT, Unknown
+from hostcheck.netprobe.port_range import AGENT_RANGE_FILE
 
 # Import names, not modules: importing psutil/pynvml/docker is deferred to audit time so
 # that `hostcheck --help` stays fast.
@@ -55,6 +56,9 @@ class CollectContext:
     probe_token: str | None = None
     probe_fingerprint: str | None = None
     probe_ports: list[int] = field(default_factory=list)
+    # The owner's --port-range FIRST-LAST, and where the agent keeps its own range.
+    port_range: str | None = None
+    agent_range_file: str = AGENT_RANGE_FILE
     # Extra networks to treat as "global" (the NAT lab's documentation ranges).
     public_ranges: list[str] = field(default_factory=list)
     # A `hostcheck watch` database to judge uptime from (None: the default path).

@@ -1,6 +1,8 @@
 """Network reachability: NAT behaviour (STUN/RFC 5780), CGNAT signals, inbound ports.
 
-Fills ``network.nat``, ``network.cgnat`` and ``network.inbound`` (docs/facts.md). All
+Fills ``network.nat``, ``network.cgnat``, ``network.inbound`` and ``network.port_range``
+(docs/facts.md): the forwarded range's sample (:mod:`hostcheck.netprobe.port_range`) rides in
+the same probe request as the ``--probe-port`` ports. All
 probes run at once, each bounded, inside one network budget (``NETWORK_BUDGET_S``, and
 never past the audit's own deadline), so silent servers cost time only up to that budget.
 Read-only: NAT-PMP and UPnP are asked for the router's address only; no port mapping is
@@ -36,14 +38,16 @@ from hostcheck.netprobe.gateway import (
     upnp_external_address,
 )
 from hostcheck.netprobe.hops import udp_hops
+from hostcheck.netprobe.port_range import PortRange, configured_range, probe_list
 from hostcheck.netprobe.probe_client import request_probe
+from hostcheck.netprobe.probe_protocol import DEFAULT_MAX_PORTS
 from hostcheck.netprobe.stun_client import BindingResult, fmt_address, source_address, stun_binding
 from hostcheck.netprobe.stun_servers import resolve_servers
 
 SECTION = "network"
 TIMEOUT = 6.0
 NEEDS_NETWORK = True
-OFFLINE_KEYS = ("nat", "cgnat", "path", "inbound")
+OFFLINE_KEYS = ("nat", "cgnat", "path", "inbound", "port_range")
 
 DEFAULT_STUN_SERVERS: tuple[str, ...] = ("stun.nextcloud.com:3478", "stun.l.google.com:19302")
 NETWORK_BUDGET_S = 5.5
@@ -95,10 +99,12 @@ def offline_facts(reason: str = "not probed: --offline") -> dict[str, Any]:
 def collect(ctx: CollectContext) -> dict[str, Any]:
     if ctx.offline:
         return offline_facts()
+    port_range = configured_range(ctx.port_range, ctx.agent_range_file)
+    range_facts = port_range.facts() if isinstance(port_range, PortRange) else port_range
     budget = NETWORK_BUDGET_S
     if ctx.deadline:
         budget = min(budget, ctx.remaining() - MARGIN_S)
-    return probe_reachability(
+    facts = probe_reachability(
         stun_servers=list(ctx.stun_servers) or list(DEFAULT_STUN_SERVERS),
         public_ranges=list(ctx.public_ranges),
         probe_url=ctx.probe_url,
@@ -106,7 +112,9 @@ def collect(ctx: CollectContext) -> dict[str, Any]:
         probe_fingerprint=ctx.probe_fingerprint,
         probe_ports=list(ctx.probe_ports),
         deadline=time.monotonic() + max(0.0, budget),
+        port_range=port_range if isinstance(port_range, PortRange) else None,
     )
+    return {**facts, "port_range": range_facts}
 
 
 def probe_reachability(
@@ -118,6 +126,7 @@ def probe_reachability(
     probe_ports: list[int],
     deadline: float,
     probe_fingerprint: str | None = None,
+    port_range: PortRange | None = None,
 ) -> dict[str, Any]:
     """Run every reachability probe concurrently and return the facts subtrees."""
     started = time.monotonic()
@@ -135,8 +144,8 @@ def probe_reachability(
         )
     upnp = _Task("UPnP", lambda: upnp_external_address(_left(router_end, UPNP_TIMEOUT_S), UPNP_DISCOVER_MS))
     inbound_task = None
-    if probe_url and probe_token and probe_ports:
-        ports = [(p, proto) for p in probe_ports for proto in ("tcp", "udp")]
+    ports = probe_list(port_range, probe_ports, DEFAULT_MAX_PORTS)
+    if probe_url and probe_token and ports:
         inbound_task = _Task(
             "inbound probe", lambda: request_probe(
                 probe_url, probe_token, ports, _left(probes_end, 5.0), probe_fingerprint
@@ -147,7 +156,7 @@ def probe_reachability(
     pmp = natpmp.result(router_end + JOIN_SLACK_S) if natpmp else gateway
     igd = upnp.result(router_end + JOIN_SLACK_S)
     inbound = _inbound_facts(
-        probe_url, probe_token, probe_ports, inbound_task.result(deadline) if inbound_task else None
+        probe_url, probe_token, ports, inbound_task.result(deadline) if inbound_task else None, public_ranges
     )
     nat, disc = _nat_facts(phase)
     path = _path_facts(phase, disc, pmp, igd, public_ranges)
@@ -368,8 +377,10 @@ def _router(answer: Any) -> Any:
 # -- inbound -------------------------------------------------------------------------------
 
 
-def _inbound_facts(url: str | None, token: str | None, ports: list[int], answer: Any) -> dict[str, Any]:
-    listed = [{"port": p, "proto": proto, "result": InboundResult.UNVERIFIED} for p in ports for proto in ("tcp", "udp")]
+def _inbound_facts(
+    url: str | None, token: str | None, ports: list[tuple[int, str]], answer: Any, public_ranges: list[str]
+) -> dict[str, Any]:
+    listed = [{"port": p, "proto": proto, "result": InboundResult.UNVERIFIED} for p, proto in ports]
     if not url:
         return {
             "probed": False,
@@ -383,4 +394,10 @@ def _inbound_facts(url: str | None, token: str | None, ports: list[int], answer:
         return {"probed": False, "ports": [], "reason": "no ports named to probe"}
     if isinstance(answer, Unknown):
         return {"probed": False, "ports": listed, "reason": answer.reason}
+    peer = answer.get("peer")
+    if answer.get("probed") and isinstance(peer, str):
+        # A probe server that connected back to a private address reached this host from
+        # inside the LAN (hairpin NAT, or a server on the same network): nothing it reached
+        # proves the router forwards anything from outside.
+        answer["seen_from"] = "outside" if classify_address(peer, public_ranges) == "global" else "inside"
     return answer

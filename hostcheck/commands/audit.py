@@ -27,6 +27,7 @@ from hostcheck.commands.live import (
     FingerprintOpt,
     InsecureHttpOpt,
     OfflineOpt,
+    PortRangeOpt,
     ProbeOpt,
     ProbePortOpt,
     PublicRangeOpt,
@@ -88,6 +89,7 @@ def audit(
     probe_fingerprint: FingerprintOpt = None,
     argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
+    port_range: PortRangeOpt = None,
     public_range: PublicRangeOpt = [],  # noqa: B006
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = DEFAULT_SPEED_SECONDS,
@@ -117,7 +119,7 @@ def audit(
         facts = load_snapshot(facts_file)
     else:
         ctx = collect_context(offline, timeout, stun_server, probe, token_file, probe_port, public_range,
-                              probe_fingerprint, insecure_http)
+                              probe_fingerprint, insecure_http, port_range)
         ctx.watch_db = None if watch_db is None else str(watch_db)
         ctx.agent_since = agent_since_epoch(agent_since)
         caps = speedtest_caps(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
@@ -181,6 +183,7 @@ def facts(
     probe_fingerprint: FingerprintOpt = None,
     argv_token: ArgvTokenOpt = None,
     probe_port: ProbePortOpt = [],  # noqa: B006
+    port_range: PortRangeOpt = None,
     public_range: PublicRangeOpt = [],  # noqa: B006
     insecure_http: InsecureHttpOpt = False,
     agent_since: AgentSinceOpt = None,
@@ -197,7 +200,7 @@ def facts(
         data = to_jsonable(load_snapshot(upgrade))
     else:
         ctx = collect_context(offline, timeout, stun_server, probe, token_file, probe_port, public_range,
-                              probe_fingerprint, insecure_http)
+                              probe_fingerprint, insecure_http, port_range)
         ctx.agent_since = agent_since_epoch(agent_since)
         data = to_jsonable(collect_live(ctx, show_progress=False))
     if redact_output:

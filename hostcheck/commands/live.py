@@ -18,6 +18,7 @@ from hostcheck.cli_common import UsageError, check_timeout
 from hostcheck.collectors import CollectContext
 from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.http_client import Endpoint, parse_endpoint
+from hostcheck.netprobe.port_range import PortRangeError, parse_port_range
 from hostcheck.netprobe.private_files import PrivateFileError, read_private
 from hostcheck.netprobe.probe_protocol import MAX_TOKEN_LENGTH, TOKEN_ENV, check_token
 from hostcheck.netprobe.stun_servers import parse_server
@@ -44,6 +45,7 @@ ArgvTokenOpt = Annotated[str | None, typer.Option("--token", hidden=True, callba
 InsecureHttpOpt = Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// --probe URL (the token crosses the network in clear): for labs only.")]
 FingerprintOpt = Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint the probe server printed (pins its self-signed certificate).")]
 ProbePortOpt = Annotated[list[int], typer.Option("--probe-port", min=1, max=65535, help="Port to verify from outside (repeatable).")]
+PortRangeOpt = Annotated[str | None, typer.Option("--port-range", help="The forwarded port range FIRST-LAST, when the agent's own range file is absent or unreadable: its first, last and middle ports are probed.")]
 PublicRangeOpt = Annotated[list[str], typer.Option("--public-range", help="CIDR to treat as public (labs).")]
 SpeedSecondsOpt = Annotated[float, typer.Option("--speedtest-seconds", help=f"Time cap of the whole speed test, seconds ({TIME_CAP_RANGE}).")]
 SpeedMaxMbOpt = Annotated[int, typer.Option("--speedtest-max-mb", help=f"Byte cap of the speed test, both directions together, MB ({BYTE_CAP_RANGE}).")]
@@ -100,8 +102,14 @@ def refuse_cleartext(endpoint: Endpoint, insecure_http: bool) -> None:
 
 def collect_context(offline: bool, timeout: float, stun_server: list[str], probe: str | None,
                     token_file: Path | None, probe_port: list[int], public_range: list[str],
-                    probe_fingerprint: str | None = None, insecure_http: bool = False) -> CollectContext:
+                    probe_fingerprint: str | None = None, insecure_http: bool = False,
+                    port_range: str | None = None) -> CollectContext:
     check_timeout(timeout)
+    if port_range is not None:
+        try:
+            parse_port_range(port_range, "owner")
+        except PortRangeError as exc:
+            raise UsageError(f"--port-range: {exc}") from None
     if probe:
         endpoint = probe_endpoint(probe, probe_fingerprint)
         if not offline:
@@ -127,6 +135,7 @@ def collect_context(offline: bool, timeout: float, stun_server: list[str], probe
         probe_token=token,
         probe_fingerprint=probe_fingerprint,
         probe_ports=list(probe_port),
+        port_range=port_range,
         public_ranges=list(public_range),
     )
 

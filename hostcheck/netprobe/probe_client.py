@@ -16,7 +16,7 @@ from typing import Any
 
 from hostcheck.models import InboundResult
 from hostcheck.netprobe.http_client import ServerError, check_status, connect, parse_endpoint
-from hostcheck.netprobe.probe_protocol import PROBE_PREFIX
+from hostcheck.netprobe.probe_protocol import DEFAULT_MAX_PORTS, PROBE_PREFIX
 
 MAX_ANSWER = 65536
 
@@ -128,7 +128,8 @@ def post_json(url: str, token: str, path: str, payload: object, timeout: float,
 
 
 def request_probe(
-    url: str, token: str, ports: list[tuple[int, str]], timeout: float, fingerprint: str | None = None
+    url: str, token: str, ports: list[tuple[int, str]], timeout: float, fingerprint: str | None = None,
+    max_ports: int = DEFAULT_MAX_PORTS,
 ) -> dict[str, Any]:
     """Ask the probe server at ``url`` to connect back to us on ``ports`` [(port, "tcp"|"udp")].
 
@@ -136,7 +137,9 @@ def request_probe(
     saw it), ``ports`` [{port, proto, result, detail}] and ``reason``. A port counts as
     reachable only when its nonce reached our listener; when the port is already in use
     here the result is "unverified" (something answered, but we cannot see that it was us).
-    Never raises for network trouble: it becomes ``probed: False`` with the reason.
+    Never raises for network trouble: it becomes ``probed: False`` with the reason. A list
+    longer than the server takes (``max_ports`` entries) is refused here, before any listener
+    opens or anything is sent.
     """
 
     def unverified(why: str) -> dict[str, Any]:
@@ -155,6 +158,10 @@ def request_probe(
         return unverified(str(exc))
     if not ports:
         return unverified("no ports to probe")
+    if len(ports) > max_ports:
+        return unverified(
+            f"{len(ports)} port checks asked; a probe server takes at most {max_ports} per request (nothing was sent)"
+        )
     listeners = [_Listener(p, proto, secrets.token_urlsafe(18)) for p, proto in ports]
     for lst in listeners:
         lst.start()

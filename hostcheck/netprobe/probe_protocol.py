@@ -31,6 +31,9 @@ from typing import Any
 from hostcheck.models import InboundResult
 
 MAX_BODY = 4096
+DEFAULT_MAX_PORTS = 16
+"""Entries (port and protocol) one probe request may carry unless the server is started with
+another ``--max-ports``; the client asks for no more than this."""
 MIN_TOKEN_LENGTH = 16
 MAX_TOKEN_LENGTH = 512
 PROBE_PREFIX = b"HOSTCHECK-PROBE "
@@ -58,7 +61,7 @@ class ProbeRequest:
     ports: tuple[PortProbe, ...]
 
 
-def parse_probe_request(body: bytes, *, max_ports: int = 16) -> ProbeRequest:
+def parse_probe_request(body: bytes, *, max_ports: int = DEFAULT_MAX_PORTS) -> ProbeRequest:
     """Parse and validate a probe request body; anything else is a :class:`ProbeRequestError`.
 
     A request carrying a target field is refused, so a client cannot believe it had a third

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hostcheck.errors import InputError
+from hostcheck.netprobe.probe_protocol import DEFAULT_MAX_PORTS
 from hostcheck.netprobe.speed_protocol import DEFAULT_STREAM_BYTES, MAX_SECONDS, MAX_STREAM_BYTES
 
 MAX_CONCURRENT_PROBES = 4
@@ -27,7 +28,7 @@ PREFIX_V6_BITS = (16, 128)
 
 @dataclass(frozen=True)
 class Limits:
-    max_ports: int = 16
+    max_ports: int = DEFAULT_MAX_PORTS
     rate_per_min: int = 30
     """Authenticated requests per caller per minute."""
     overall_per_min: int = 300

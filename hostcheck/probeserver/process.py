@@ -12,6 +12,7 @@ import ssl
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hostcheck.netprobe.probe_protocol import DEFAULT_MAX_PORTS
 from hostcheck.probeserver.app import ProbeService, log
 from hostcheck.probeserver.guard import GuardedServer, TlsGate
 from hostcheck.probeserver.limits import DEFAULT_SPEED_BUDGET, MAX_CONCURRENT_PROBES, Limits
@@ -163,7 +164,7 @@ def serve(
     port: int,
     token: str,
     *,
-    max_ports: int = 16,
+    max_ports: int = DEFAULT_MAX_PORTS,
     rate_per_min: int = 30,
     speed_budget_bytes_per_hour: int = DEFAULT_SPEED_BUDGET,
     limits: Limits | None = None,
