@@ -35,6 +35,7 @@ def recorded_firewall(facts: dict[str, Any]) -> Any:
     """The firewall's ruleset as recorded (evidence the checks judge), or an :class:`Unknown`."""
     return lookup(facts, _FIREWALL)
 
+_INBOUND = "network.inbound"
 _INBOUND_PORTS = "network.inbound.ports"
 _PORT_RANGE = "network.port_range"
 
@@ -300,10 +301,24 @@ def _not_from_outside(inbound: dict[str, Any]) -> Outcome | None:
     return None
 
 
+def _ipv6_peer(inbound: dict[str, Any]) -> Any:
+    """The address the probe server saw when it is IPv6 (the ports were then not reached over
+    the IPv4 forward the platforms use), else None."""
+    seen = inbound.get("peer")
+    peer = parse_address(seen) if isinstance(seen, str) else None
+    return peer if peer is not None and peer.version == 6 else None
+
+
+def _gpu_count(facts: dict[str, Any]) -> int:
+    """The GPUs listed here; 1 (per machine) when they are not known."""
+    devices = listed_devices(facts)
+    return len(devices) if isinstance(devices, list) and devices else 1
+
+
 def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
     """How many probed ports were reached from outside over IPv4 (and what was probed), or the
     outcome that settles it first: no probe run, or the probe reached over IPv6."""
-    inbound = need(facts, "network.inbound")
+    inbound = need(facts, _INBOUND)
     not_outside = _not_from_outside(inbound)
     if not_outside is not None:
         return not_outside
@@ -316,8 +331,8 @@ def _reachable_ports(facts: dict[str, Any]) -> Outcome | tuple[int, str]:
         by_port.setdefault(probe.get("port"), []).append(probe.get("result"))
     reachable = sum(1 for results in by_port.values() if results and all(r == InboundResult.REACHABLE for r in results))
     detail = f"{reachable} of {len(by_port)} probed ports reachable"
-    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
-    if peer is not None and peer.version == 6:
+    peer = _ipv6_peer(inbound)
+    if peer is not None:
         return failed(0.0, f"{detail}, but over IPv6 (the probe server saw {peer}): none counts as an IPv4 port")
     return reachable, detail
 
@@ -339,9 +354,7 @@ def inbound_ports(facts: dict[str, Any], threshold: Any) -> CheckResult:
     if isinstance(counted, Outcome):
         return counted
     reachable, detail = counted
-    devices = listed_devices(facts)
-    gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
-    return compare(round(reachable / gpus, 2), threshold, detail)
+    return compare(round(reachable / _gpu_count(facts), 2), threshold, detail)
 
 
 @check(
@@ -393,12 +406,12 @@ RANGE_FIX = (
 )
 def forwarded_range(facts: dict[str, Any], _threshold: Any) -> Outcome:
     port_range = configured_range(facts)
-    inbound = need(facts, "network.inbound")
+    inbound = need(facts, _INBOUND)
     not_outside = _not_from_outside(inbound)
     if not_outside is not None:
         return not_outside
-    peer = parse_address(inbound.get("peer")) if isinstance(inbound.get("peer"), str) else None
-    if peer is not None and peer.version == 6:
+    peer = _ipv6_peer(inbound)
+    if peer is not None:
         return failed("none over IPv4", f"the probe server saw {peer}: the range was reached over IPv6, and the "
                       "platform forwards it over IPv4")
     ports = need(facts, _INBOUND_PORTS)
@@ -424,6 +437,7 @@ def forwarded_range(facts: dict[str, Any], _threshold: Any) -> Outcome:
 @check(
     "NET-1140",
     title="The port range holds enough ports per GPU",
+    requirement="the agent's port range must hold enough ports for every GPU",
     op=">=",
     unit="ports/GPU",
     threshold="number",
@@ -435,8 +449,7 @@ def forwarded_range(facts: dict[str, Any], _threshold: Any) -> Outcome:
 )
 def range_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     port_range = configured_range(facts)
-    devices = listed_devices(facts)
-    gpus = len(devices) if isinstance(devices, list) and devices else 1  # per machine when GPUs are unknown
+    gpus = _gpu_count(facts)
     where = "the agent's range file" if port_range.source == "agent" else "--port-range"
     detail = f"{port_range.count} ports ({port_range.first}-{port_range.last}, from {where}) for {gpus} GPU(s)"
     return compare(round(port_range.count / gpus, 2), threshold, detail)

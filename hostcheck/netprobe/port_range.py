@@ -119,9 +119,12 @@ def probe_list(port_range: PortRange | None, extra: list[int], max_entries: int)
     The caller refuses a list longer than ``max_entries`` (the owner asked for too many)."""
     ports = list(dict.fromkeys(extra))
     if port_range is not None:
-        room = max_entries // len(PROTOS) - len(ports)
-        sample = sample_ports(port_range, max(2, room))
-        ports += [p for p in sample if p not in ports]
+        size = max_entries // len(PROTOS)
+        for count in range(max(2, size), 1, -1):
+            added = [p for p in sample_ports(port_range, count) if p not in ports]
+            if len(ports) + len(added) <= size:
+                break
+        ports += added
     return [(p, proto) for p in ports for proto in PROTOS]
 
 

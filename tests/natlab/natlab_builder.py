@@ -140,13 +140,15 @@ def remove_stale_labs() -> list[str]:
 
 
 def home_ruleset(
-    variant: str, firewall: bool, block_udp: bool = False, hairpin_wan: str | None = None
+    variant: str, firewall: bool, block_udp: bool = False, hairpin_wan: str | None = None,
+    forwards: tuple[tuple[str, int, int], ...] = (),
 ) -> str:
     """The home router's nftables tables for a NAT variant (replaced atomically).
 
     Only our own tables are replaced, so miniupnpd's tables stay as they are. With
     ``hairpin_wan`` (the router's WAN address) the router also loops LAN traffic sent to its
-    WAN address back to the host ("NAT loopback"), the way some routers do.
+    WAN address back to the host ("NAT loopback"), the way some routers do. ``forwards`` are
+    port ranges ``(proto, first, last)`` forwarded from the WAN to the host, whatever the variant.
     """
     if variant not in HOME_VARIANTS:
         raise ValueError(variant)
@@ -173,6 +175,7 @@ def home_ruleset(
         decl,
         "chain prerouting { type nat hook prerouting priority dstnat; policy accept;",
         pre,
+        "".join(f'iifname "wan0" {proto} dport {first}-{last} dnat to {HOST_IP}\n' for proto, first, last in forwards),
         (f'iifname "lan0" ip daddr {hairpin_wan} dnat to {HOST_IP}\n' if hairpin_wan else ""),
         "}",
         "chain postrouting { type nat hook postrouting priority srcnat; policy accept;",
@@ -405,8 +408,9 @@ class NatLab:
         self.close()
 
     # -- router configuration ----------------------------------------------------
-    def set_home(self, variant: str, firewall: bool, block_udp: bool = False, hairpin: bool = False) -> None:
-        self.nft("home", home_ruleset(variant, firewall, block_udp, self.home_wan_ip if hairpin else None))
+    def set_home(self, variant: str, firewall: bool, block_udp: bool = False, hairpin: bool = False,
+                 forwards: tuple[tuple[str, int, int], ...] = ()) -> None:
+        self.nft("home", home_ruleset(variant, firewall, block_udp, self.home_wan_ip if hairpin else None, forwards))
         self.home_variant, self.home_firewall = variant, firewall
 
     def set_isp(self, firewall: bool) -> None:
@@ -542,15 +546,16 @@ class NatLab:
         raise RuntimeError(f"nothing listens on tcp port {port} in {role} after {timeout}s")
 
     def start_probe_server(
-        self, token: str, *, bind: str = INET_IP, port: int = PROBE_SERVER_PORT, name: str = "probe-server", **kw: int
+        self, token: str, *, bind: str = INET_IP, port: int = PROBE_SERVER_PORT, name: str = "probe-server",
+        role: str = "inet", **kw: int,
     ) -> str:
         code = (
             "import sys; sys.path.insert(0, sys.argv[1]);"
             "from hostcheck.probeserver.server import serve;"
             "serve(sys.argv[2], int(sys.argv[3]), sys.argv[4], **__import__('json').loads(sys.argv[5]))"
         )
-        self.popen(name, "inet", [PYTHON, "-c", code, str(REPO), bind, str(port), token, json.dumps(kw)])
-        self.wait_tcp_listen("inet", port)
+        self.popen(name, role, [PYTHON, "-c", code, str(REPO), bind, str(port), token, json.dumps(kw)])
+        self.wait_tcp_listen(role, port)
         return f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"
 
     def start_responder(self, name: str, mode: str, port: int, code: int = 420) -> None:

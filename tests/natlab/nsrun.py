@@ -2,7 +2,7 @@
 
 ``ip netns exec NS python nsrun.py MODE '{json args}'``. Modes:
 - ``collect``: the reachability collector (args: stun_servers, public_ranges, probe_url,
-  probe_token, probe_ports, budget_s);
+  probe_token, probe_ports, port_range, agent_range_file, budget_s);
 - ``discover``: RFC 5780 discovery against one server (args: server [host, port]);
 - ``probe``: ``request_probe`` against a probe server (args: url, token, ports, timeout);
 - ``raw_probe``: POST a raw JSON body to the probe server (args: url, token, body).
@@ -37,7 +37,10 @@ def main() -> None:
             probe_token=args.get("probe_token"),
             probe_ports=list(args.get("probe_ports", [])),
             public_ranges=list(args.get("public_ranges", [])),
+            port_range=args.get("port_range"),
         )
+        if "agent_range_file" in args:
+            ctx.agent_range_file = str(args["agent_range_file"])
         ctx.deadline = time.monotonic() + budget
         out = to_jsonable(reachability.collect(ctx))
     elif mode == "discover":
