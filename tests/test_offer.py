@@ -118,6 +118,9 @@ def test_speedtest_and_probe_results_become_measured() -> None:
     assert fields["inet_up"].value == round(38.25 * 10**6 / 2**20, 1)
     assert fields["inet_down"].label is Label.MEASURED
     assert (fields["direct_port_count"].value, fields["direct_port_count"].label) == (1, Label.MEASURED)
+    facts["network"]["inbound"].update(peer="192.168.1.1", seen_from="inside")  # through hairpin NAT
+    inside = {f.name: f for f in build_offer(facts).fields}["direct_port_count"]
+    assert (inside.value, inside.label) == (None, Label.NOT_MEASURED) and "inside the LAN" in inside.how
 
 
 def test_disk_measurement_labels() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from hostcheck.netprobe import probe_protocol as ps
 from hostcheck.netprobe.probe_client import request_probe
 from hostcheck.netprobe.probe_protocol import (
+    DEFAULT_MAX_PORTS,
     PortProbe,
     ProbeRequest,
     ProbeRequestError,
@@ -26,6 +28,7 @@ from hostcheck.netprobe.probe_protocol import (
     parse_probe_request,
     token_matches,
 )
+from hostcheck.probeserver.connectback import UDP_WAIT_S
 from hostcheck.probeserver.limits import (
     ByteBudget,
     ConnectionTable,
@@ -286,6 +289,23 @@ def test_rate_limit_charges_authenticated_callers(probe_server: RunningThread) -
 def test_too_many_ports(probe_server: RunningThread) -> None:
     status, answer = post(probe_server.url, {"ports": [port(p) for p in range(1000, 1005)]})
     assert status == 400 and "at most 4 ports" in answer["error"]
+
+
+def test_a_full_request_waits_for_its_ports_at_once() -> None:
+    """Sixteen UDP ports that never echo cost one UDP wait, not one per few ports: a request
+    served in turns would outlast the client's 5 s."""
+    srv = start_in_thread(Limits(rate_per_min=20, request_deadline_s=10))
+    try:
+        silent: set[int] = set()
+        while len(silent) < DEFAULT_MAX_PORTS:
+            silent.add(free_port())
+        started = time.monotonic()
+        status, answer = post(srv.url, {"ports": [port(p, "udp") for p in silent]})
+        elapsed = time.monotonic() - started
+    finally:
+        srv.stop()
+    assert status == 200 and {r["detail"] for r in answer["results"]} == {"no echo"}
+    assert elapsed < 2 * UDP_WAIT_S, elapsed
 
 
 def test_unknown_paths_and_health(probe_server: RunningThread) -> None:

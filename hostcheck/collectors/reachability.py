@@ -391,7 +391,7 @@ def _inbound_facts(
     if not token:
         return {"probed": False, "ports": listed, "reason": "a probe server URL was given without its token"}
     if not ports:
-        return {"probed": False, "ports": [], "reason": "no ports named to probe"}
+        return {"probed": False, "ports": [], "reason": "no ports named to probe (--probe-port PORT, or --port-range FIRST-LAST)"}
     if isinstance(answer, Unknown):
         return {"probed": False, "ports": listed, "reason": answer.reason}
     peer = answer.get("peer")

@@ -300,6 +300,10 @@ def _direct_ports(facts: dict[str, Any]) -> OfferField:
     definition = "open ports on host's router"
     inbound = _get(facts, "network", "inbound")
     ports = inbound.get("ports") if isinstance(inbound, dict) else None
+    if isinstance(inbound, dict) and inbound.get("seen_from") == "inside":
+        return OfferField("direct_port_count", None, "", Label.NOT_MEASURED,
+                          "not measured: the probe server reached this host from inside the LAN (hairpin NAT or "
+                          "the same network); run it outside", definition, _source(CLI_DOC))
     if isinstance(inbound, dict) and inbound.get("probed") is True and isinstance(ports, list):
         reachable = sum(1 for p in ports if isinstance(p, dict) and p.get("result") == InboundResult.REACHABLE)
         how = (f"{reachable} of the {len(ports)} ports probed from outside answered; Vast counts the range the "

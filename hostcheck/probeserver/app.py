@@ -12,6 +12,7 @@ import logging
 import resource
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from aiohttp import http_exceptions, web
@@ -66,6 +67,10 @@ class ProbeService:
         self.budget = ByteBudget(limits.speed_budget_bytes_per_hour)
         self.out_of_files = OutOfFiles()
         self.probes_running = 0
+        # Every port of every running probe at once: each waits up to its own timeout, so
+        # a request's ports in turns (the default executor has a few threads per core) would
+        # outlast the client's wait. Bounded like the descriptors they hold.
+        self.probe_threads = ThreadPoolExecutor(MAX_CONCURRENT_PROBES * limits.max_ports, "connect-back")
         self.routes: dict[tuple[str, str], Route] = {("POST", "/probe"): _probe_route}
         self.route_deadlines: dict[str, float] = {}
         """Routes whose answer may take longer than the request deadline (the speed test)."""
@@ -166,7 +171,10 @@ async def _probe_route(service: ProbeService, request: web.BaseRequest, peer: st
         return service._refuse(503, "busy; try again shortly")
     service.probes_running += 1
     try:
-        results = await asyncio.gather(*(asyncio.to_thread(probe_one, peer, p) for p in parsed.ports))
+        loop = asyncio.get_running_loop()
+        results = await asyncio.gather(
+            *(loop.run_in_executor(service.probe_threads, probe_one, peer, p) for p in parsed.ports)
+        )
     finally:
         service.probes_running -= 1
     service.stats.add("probes")

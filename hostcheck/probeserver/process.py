@@ -115,6 +115,7 @@ class RunningServer:
             self._summary.cancel()
         self._server.close()
         await self._server.wait_closed()
+        self.service.probe_threads.shutdown(wait=False, cancel_futures=True)
         self.log_summary()
 
 
