@@ -49,7 +49,7 @@ KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivil
                "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
 VARS = {"host_baseline_time_sync": False, "host_baseline_hardening": False, "host_baseline_journald": False,
         "host_baseline_security_updates": False, "host_baseline_logind_ignore_lid": False,
-        "host_baseline_disable_core_dumps": False,
+        "host_baseline_disable_core_dumps": False, "host_baseline_smartmontools": False,
         "docker_host_packages": [], "docker_host_start": False,
         "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
 
