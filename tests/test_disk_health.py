@@ -152,6 +152,15 @@ def test_an_emulated_drive_answers_for_the_emulation_only() -> None:
     assert verdict("STO-1100", drive, threshold=100)[0] == "skipped"
 
 
+def test_the_vm_lanes_emulated_drive_as_recorded_is_unknown_never_judged() -> None:
+    data = json.loads((RECORDED / "smartctl-nvme-qemu-emulated.json").read_text())["output"]
+    drive = parsed(data, device="/dev/nvme0", vm="kvm")
+    log = data["nvme_smart_health_information_log"]
+    assert drive["emulated_by"] == "kvm" and drive["available_spare"] == log["available_spare"]
+    for check_id in ("STO-1070", "STO-1080", "STO-1090"):
+        assert verdict(check_id, drive)[0] == "unknown"
+
+
 def test_scan_keeps_only_device_paths_and_plain_types_and_at_most_16() -> None:
     devices = [{"name": f"/dev/sd{chr(97 + i)}", "type": "sat"} for i in range(20)]
     devices[:0] = [{"name": "/etc/shadow", "type": "ata"}, {"name": "/dev/sdz", "type": "sat; reboot"},

@@ -244,7 +244,7 @@ def nvme_spare(facts: dict[str, Any], _threshold: Any) -> Outcome:
 def _errors(drive: dict[str, Any]) -> DriveVerdict:
     if (why := _protocol_unknown(drive)) is not None:
         return "unknown", why
-    names = {"NVMe": ("media_errors",), "ATA": ("reallocated_sectors", "pending_sectors")}.get(drive.get("protocol"))
+    names = {"NVMe": ("media_errors",), "ATA": ("reallocated_sectors", "pending_sectors")}.get(str(drive.get("protocol")))
     if names is None:
         return "n/a", ""
     got = _fields(drive, *names)

@@ -92,8 +92,9 @@ def parse_drive(text: str, exit_status: int, device: str, vm: str | None = None)
     if exit_status & (_OPEN_FAILED | _COMMAND_FAILED):
         said = _messages(data) or f"exit status {exit_status}"
         return _unreadable(device, Unknown(f"smartctl could not read {device}: {said}"))
-    info = data.get("device") if isinstance(data.get("device"), dict) else {}
-    protocol = info.get("protocol") if info.get("protocol") in PROTOCOLS else None
+    info = data.get("device")
+    said_protocol = info.get("protocol") if isinstance(info, dict) else None
+    protocol = said_protocol if said_protocol in PROTOCOLS else None
     model = data.get("model_name") if isinstance(data.get("model_name"), str) else data.get("scsi_model_name")
     model = model[:80] if isinstance(model, str) else Unknown("smartctl reported no model")
     status = data.get("smart_status")
