@@ -153,24 +153,29 @@ def test_out_of_service_xids_take_the_gpu_down_until_recovery(tmp_path: Path) ->
         "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
     ]
     (tmp_path / "boot_id").write_text("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa\n")
-    listener = TcpListener()
     states = []
+    for n in range(1, len(lines) + 1):
+        journal = write_journal(tmp_path / f"j{n}.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines[:n])])
+        states.append(record_one_step(tmp_path, journal, tmp_path / f"w{n}.db").samples[0].gpu_ok)
+    assert states == [True, False, True]
+
+
+def record_one_step(tmp_path: Path, journal: Path, db: Path) -> Any:
+    """One recorder step over a real journal file (boot id file at tmp_path/boot_id)."""
+    listener = TcpListener()
     try:
-        for n in range(1, len(lines) + 1):
-            journal = write_journal(tmp_path / f"j{n}.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines[:n])])
-            config = WatchConfig(db=tmp_path / f"w{n}.db", interval_s=60, targets=[f"tcp:127.0.0.1:{listener.port}"],
-                                 probe_timeout_s=0.5, journal_command=["journalctl", "--file", str(journal)],
-                                 dpkg_log=tmp_path / "dpkg.log", nvml=FakeNvml([laptop_3080ti()]),
-                                 boot_id_path=tmp_path / "boot_id", container_mark=tmp_path / "no-mark",
-                                 power_supply_dir=tmp_path / "none", upsc_command=[str(tmp_path / "no-upsc")])  # fmt: skip
-            rec = Recorder(config, clocks=Clocks(), log=lambda _m: None)
-            rec.step()
-            rec.writer.close()
-            rec.prober.close()
-            states.append(read_recording(tmp_path / f"w{n}.db").samples[0].gpu_ok)
+        config = WatchConfig(db=db, interval_s=60, targets=[f"tcp:127.0.0.1:{listener.port}"],
+                             probe_timeout_s=0.5, journal_command=["journalctl", "--file", str(journal)],
+                             dpkg_log=tmp_path / "dpkg.log", nvml=FakeNvml([laptop_3080ti()]),
+                             boot_id_path=tmp_path / "boot_id", container_mark=tmp_path / "no-mark",
+                             power_supply_dir=tmp_path / "none", upsc_command=[str(tmp_path / "no-upsc")])  # fmt: skip
+        rec = Recorder(config, clocks=Clocks(), log=lambda _m: None)
+        rec.step()
+        rec.writer.close()
+        rec.prober.close()
     finally:
         listener.close()
-    assert states == [True, False, True]
+    return read_recording(db)
 
 
 @pytest.mark.skipif(not JOURNAL_REMOTE.exists(), reason="systemd-journal-remote is not installed (scripts/test installs it)")
@@ -190,20 +195,7 @@ def test_a_gpu_lost_without_an_xid_is_counted_once(tmp_path: Path) -> None:
     ]
     (tmp_path / "boot_id").write_text("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa\n")
     journal = write_journal(tmp_path / "j.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines)])
-    listener = TcpListener()
-    try:
-        config = WatchConfig(db=tmp_path / "w.db", interval_s=60, targets=[f"tcp:127.0.0.1:{listener.port}"],
-                             probe_timeout_s=0.5, journal_command=["journalctl", "--file", str(journal)],
-                             dpkg_log=tmp_path / "dpkg.log", nvml=FakeNvml([laptop_3080ti()]),
-                             boot_id_path=tmp_path / "boot_id", container_mark=tmp_path / "no-mark",
-                             power_supply_dir=tmp_path / "none", upsc_command=[str(tmp_path / "no-upsc")])  # fmt: skip
-        rec = Recorder(config, clocks=Clocks(), log=lambda _m: None)
-        rec.step()
-        rec.writer.close()
-        rec.prober.close()
-    finally:
-        listener.close()
-    recording = read_recording(tmp_path / "w.db")
+    recording = record_one_step(tmp_path, journal, tmp_path / "w.db")
     losses = [(e.detail["bus"], e.detail["numbered"]) for e in recording.events if e.kind == "xid"]
     assert losses == [("0000:44:00", True), ("0000:b3:00.0", False)]
     assert recording.samples[0].gpu_ok is False
