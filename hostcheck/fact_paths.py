@@ -107,7 +107,7 @@ device is a laptop part is judged by GPU-1060 from `name` and `power.chassis_typ
     Section("system", "system", """On macOS `os_id` is "macos", `os_version_id` the release ("14.5") and
 `cpu_model` sysctl's brand string ("Apple M2 Pro")."""),
     Section("power", "power", "Chassis, batteries and AC, and whether systemd may put the machine to sleep."),
-    Section("storage", "storage", """`docker_root.path` is the data root dockerd uses: a `--data-root` flag (the
+    Section("storage", "storage, disk_health", """`docker_root.path` is the data root dockerd uses: a `--data-root` flag (the
 running dockerd's command line, else the systemd unit's ExecStart with its drop-ins), else
 `data-root`/`graph` in daemon.json, else `/var/lib/docker`; unknown when daemon.json cannot be
 read and no flag settles it. `rotational` is unknown on virtio/Xen disks and, when true,
@@ -290,6 +290,27 @@ FACTS: tuple[Fact, ...] = (
     F("storage.swap", T.LIST, "active swap devices and files"),
     F("storage.swap.*.device", T.TEXT, "the swap device or file", redact="path"),
     F("storage.swap.*.encrypted", T.BOOL, "encrypted swap"),
+    F("storage.smart", T.OBJECT, "drive health from smartmontools (`smartctl --json`)"),
+    F("storage.smart.drives", T.LIST, "one entry per drive `smartctl --scan` lists (at most 16); unknown without "
+      "root, without smartctl, or when no drive has SMART data (virtio and Xen disks)"),
+    F("storage.smart.drives.*.device", T.TEXT, "the device smartctl read (\"/dev/nvme0\")", redact="path"),
+    F("storage.smart.drives.*.protocol", T.TEXT, "how smartctl talks to the drive", choices=("NVMe", "ATA", "SCSI")),
+    F("storage.smart.drives.*.model", T.TEXT, "the drive's model name"),
+    F("storage.smart.drives.*.emulated_by", T.TEXT, "the hypervisor whose emulated drive this is (its SMART data "
+      "describes the emulation); null on a real drive"),
+    F("storage.smart.drives.*.passed", T.BOOL, "the drive's own overall verdict (`smartctl -H`)"),
+    F("storage.smart.drives.*.critical_warning", T.INT, "NVMe critical warning bits (0: none); null on other drives"),
+    F("storage.smart.drives.*.available_spare", T.INT, "NVMe spare capacity left; null on other drives", unit="%"),
+    F("storage.smart.drives.*.available_spare_threshold", T.INT, "the NVMe spare level the maker set as the point "
+      "of concern; null on other drives", unit="%"),
+    F("storage.smart.drives.*.percentage_used", T.INT, "NVMe estimate of rated endurance used (may pass 100); "
+      "null on other drives", unit="%"),
+    F("storage.smart.drives.*.media_errors", T.INT, "NVMe unrecovered media and data integrity errors; null on "
+      "other drives"),
+    F("storage.smart.drives.*.reallocated_sectors", T.INT, "ATA attribute 5 (Reallocated_Sector_Ct), raw; null on "
+      "other drives"),
+    F("storage.smart.drives.*.pending_sectors", T.INT, "ATA attribute 197 (Current_Pending_Sector), raw; null on "
+      "other drives"),
     # ------------------------------------------------------------------ isolation
     F("isolation", T.OBJECT, "people, sessions and credentials on the machine"),
     F("isolation.graphical_session", T.BOOL, "a logind session of type x11/wayland, or an X/Wayland server running; "
@@ -435,6 +456,14 @@ FACTS: tuple[Fact, ...] = (
     F("packages.unattended_upgrades.enabled", T.BOOL, "APT::Periodic::Unattended-Upgrade \"1\""),
     F("packages.nvidia_packages", T.TEXTS, "installed packages matching nvidia, libnvidia, cuda-drivers"),
     F("packages.nvidia_held", T.TEXTS, "those on hold"),
+    F("packages.nvidia_versions", T.OBJECT, "the NVIDIA driver's parts, which must be one version"),
+    F("packages.nvidia_versions.kernel_module", T.TEXT, "the loaded kernel module (`/proc/driver/nvidia/version`)"),
+    F("packages.nvidia_versions.library", T.TEXT, "the user-space NVML library programs load (libnvidia-ml.so.VERSION)"),
+    F("packages.nvidia_versions.package", T.TEXT, "the installed package that ships it (libnvidia-ml1, "
+      "libnvidia-compute-NNN), upstream version"),
+    F("packages.reboot_required", T.OBJECT, "a reboot a package asked for (`/var/run/reboot-required`)"),
+    F("packages.reboot_required.pending", T.BOOL, "the flag file exists"),
+    F("packages.reboot_required.packages", T.TEXTS, "the packages that asked (`reboot-required.pkgs`, at most 50)"),
     F("packages.apt_sources", T.OBJECT, "APT sources (collector apt_sources)"),
     F("packages.apt_sources.sources", T.LIST, "binary `deb` sources from sources.list, *.list and deb822 *.sources"),
     F("packages.apt_sources.sources.*.type", T.TEXT, "\"deb\""),

@@ -810,7 +810,7 @@ def test_unattended_enabled_follows_apt_file_order(tmp_path: Path) -> None:
 
 def test_packages_collect_contract() -> None:
     facts = packages.collect(CollectContext())
-    assert set(facts) == {"unattended_upgrades", "nvidia_packages", "nvidia_held"}
+    assert set(facts) == {"unattended_upgrades", "nvidia_packages", "nvidia_held", "nvidia_versions", "reboot_required"}
     if Path(packages.DPKG_STATUS).exists():
         pkgs = packages.parse_dpkg_status(Path(packages.DPKG_STATUS).read_text(errors="replace"))
         assert facts["unattended_upgrades"]["installed"] is (

@@ -116,6 +116,17 @@ def test_xid_154_takes_its_action_from_its_message(message: str, action: str | N
          {"kind": "aer", "severity": "uncorrected-fatal", "needs_reboot": True}),
         ("nvidia 0000:01:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)",
          {"kind": "aer", "severity": "uncorrected-nonfatal"}),
+        # Without an Xid number (NVIDIA/NVSentinel issue 155, one multi-line kernel record as dmesg printed it):
+        # the catalogue's Xid 79, as NVSentinel and gpud count it, marked unnumbered.
+        ("NVRM: The NVIDIA GPU 0000:b3:00.0\n               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+         "               NVRM: fallen off the bus and is not responding to commands.",
+         {"kind": "xid", "code": 79, "numbered": False, "bus": "0000:b3:00.0", "needs_reboot": True, "hardware": True}),
+        ("NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.",
+         {"kind": "xid", "code": 79, "numbered": False, "bus": "0000:01:00.0", "effect": "out_of_service"}),
+        ("NVRM: fallen off the bus and is not responding to commands.",
+         {"kind": "xid", "code": 79, "numbered": False, "bus": ""}),
+        ("NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", {"kind": "xid", "code": 79, "numbered": True}),
+        ("r8169 0000:03:00.0 eth0: my cable fell off the bus", None),
         ("usb 1-1: new high-speed USB device", None),
     ],
 )  # fmt: skip
@@ -142,21 +153,49 @@ def test_out_of_service_xids_take_the_gpu_down_until_recovery(tmp_path: Path) ->
         "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
     ]
     (tmp_path / "boot_id").write_text("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa\n")
-    listener = TcpListener()
     states = []
+    for n in range(1, len(lines) + 1):
+        journal = write_journal(tmp_path / f"j{n}.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines[:n])])
+        states.append(record_one_step(tmp_path, journal, tmp_path / f"w{n}.db").samples[0].gpu_ok)
+    assert states == [True, False, True]
+
+
+def record_one_step(tmp_path: Path, journal: Path, db: Path) -> Any:
+    """One recorder step over a real journal file (boot id file at tmp_path/boot_id)."""
+    listener = TcpListener()
     try:
-        for n in range(1, len(lines) + 1):
-            journal = write_journal(tmp_path / f"j{n}.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines[:n])])
-            config = WatchConfig(db=tmp_path / f"w{n}.db", interval_s=60, targets=[f"tcp:127.0.0.1:{listener.port}"],
-                                 probe_timeout_s=0.5, journal_command=["journalctl", "--file", str(journal)],
-                                 dpkg_log=tmp_path / "dpkg.log", nvml=FakeNvml([laptop_3080ti()]),
-                                 boot_id_path=tmp_path / "boot_id", container_mark=tmp_path / "no-mark",
-                                 power_supply_dir=tmp_path / "none", upsc_command=[str(tmp_path / "no-upsc")])  # fmt: skip
-            rec = Recorder(config, clocks=Clocks(), log=lambda _m: None)
-            rec.step()
-            rec.writer.close()
-            rec.prober.close()
-            states.append(read_recording(tmp_path / f"w{n}.db").samples[0].gpu_ok)
+        config = WatchConfig(db=db, interval_s=60, targets=[f"tcp:127.0.0.1:{listener.port}"],
+                             probe_timeout_s=0.5, journal_command=["journalctl", "--file", str(journal)],
+                             dpkg_log=tmp_path / "dpkg.log", nvml=FakeNvml([laptop_3080ti()]),
+                             boot_id_path=tmp_path / "boot_id", container_mark=tmp_path / "no-mark",
+                             power_supply_dir=tmp_path / "none", upsc_command=[str(tmp_path / "no-upsc")])  # fmt: skip
+        rec = Recorder(config, clocks=Clocks(), log=lambda _m: None)
+        rec.step()
+        rec.writer.close()
+        rec.prober.close()
     finally:
         listener.close()
-    assert states == [True, False, True]
+    return read_recording(db)
+
+
+@pytest.mark.skipif(not JOURNAL_REMOTE.exists(), reason="systemd-journal-remote is not installed (scripts/test installs it)")
+def test_a_gpu_lost_without_an_xid_is_counted_once(tmp_path: Path) -> None:
+    """Through a real journal file: an Xid 79 followed a second later by the same GPU's unnumbered
+    "fallen off the bus" line (older drivers print both) is one loss; another GPU's unnumbered
+    line alone is a loss of its own, and takes the GPU out of service."""
+    import time
+
+    boot = "a" * 32
+    now = time.time()
+    lines = [
+        "NVRM: Xid (PCI:0000:44:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+        "NVRM: GPU 0000:44:00.0: GPU has fallen off the bus.",
+        "NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+        "NVRM: fallen off the bus and is not responding to commands.",
+    ]
+    (tmp_path / "boot_id").write_text("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa\n")
+    journal = write_journal(tmp_path / "j.journal", [journal_entry(boot, now - 30 + i, m) for i, m in enumerate(lines)])
+    recording = record_one_step(tmp_path, journal, tmp_path / "w.db")
+    losses = [(e.detail["bus"], e.detail["numbered"]) for e in recording.events if e.kind == "xid"]
+    assert losses == [("0000:44:00", True), ("0000:b3:00.0", False)]
+    assert recording.samples[0].gpu_ok is False

@@ -106,7 +106,15 @@ class StunResponder(Peer):
 
 
 def journal_export(entries: list[dict[str, str]]) -> bytes:
-    return "".join("".join(f"{k}={v}\n" for k, v in e.items()) + "\n" for e in entries).encode()
+    """The journal export format; a value with a newline in it (a multi-line kernel record) in
+    the format's binary field form: name, newline, 64-bit little-endian length, data, newline."""
+    def field(key: str, value: str) -> bytes:
+        if "\n" not in value:
+            return f"{key}={value}\n".encode()
+        data = value.encode()
+        return key.encode() + b"\n" + len(data).to_bytes(8, "little") + data + b"\n"
+
+    return b"".join(b"".join(field(k, v) for k, v in e.items()) + b"\n" for e in entries)
 
 
 def journal_entry(boot: str, t: float, message: str, transport: str = "kernel", monotonic: float | None = None,

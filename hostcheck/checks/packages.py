@@ -1,10 +1,12 @@
-"""Package checks (PKG-*): automatic security updates, their source, the held NVIDIA driver."""
+"""Package checks (PKG-*): automatic security updates, their source, the held NVIDIA driver, its
+parts at one version, a pending reboot."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of
+from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of, unknown
+from hostcheck.facts import Unknown, lookup
 
 _UNATTENDED = "packages.unattended_upgrades"
 _APT_SOURCES = "packages.apt_sources"
@@ -79,3 +81,61 @@ def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if security:
         return passed("present", ", ".join(sorted({f"{s['uri']} {s['suite']}" for s in security})))
     return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")
+
+
+_VERSIONS = "packages.nvidia_versions"
+_PARTS = (("kernel_module", "kernel module"), ("library", "library"), ("package", "package"))
+
+
+@check(
+    "PKG-1040",
+    title="NVIDIA kernel module and libraries at one version",
+    op="==",
+    threshold="none",
+    requirement="the loaded NVIDIA kernel module, its user-space library and its package must be one version",
+    why="An upgrade of the driver's libraries under a loaded kernel module (an unattended upgrade "
+    "without a reboot) leaves NVML and every GPU container failing with 'Driver/library version "
+    "mismatch' at the next job start, not at the upgrade.",
+    fix="Reboot in a maintenance window to load the module that matches the libraries, then hold the "
+    "NVIDIA packages so it does not happen again.",
+    fix_role="host_baseline: host_baseline_hold_nvidia",
+)
+def driver_versions(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    parts = need(facts, _VERSIONS)
+    known = {label: parts.get(key) for key, label in _PARTS if isinstance(parts.get(key), str)}
+    reason = lookup(facts, "gpu.nvml.reason")
+    said_mismatch = isinstance(reason, str) and "mismatch" in reason.lower()
+    text = ", ".join(f"{label} {version}" for label, version in known.items())
+    if len(set(known.values())) > 1 or said_mismatch:
+        return failed(text or "NVML: driver/library version mismatch", reason if said_mismatch else "")
+    module = parts.get("kernel_module")
+    if isinstance(module, Unknown):
+        if not known:
+            return skipped("no NVIDIA driver installed")
+        return unknown(f"{module.reason}; {text} installed")
+    if len(known) < 2:
+        missing = "; ".join(parts[k].reason for k, _ in _PARTS if isinstance(parts.get(k), Unknown))
+        return unknown(f"only the {text} is known: {missing}")
+    return passed(text)
+
+
+@check(
+    "PKG-1050",
+    title="No reboot pending",
+    op="==",
+    threshold="none",
+    requirement="a reboot a package asked for must not be pending",
+    why="Until the reboot, the machine runs the old kernel and modules beside new libraries: an "
+    "NVIDIA driver upgrade waiting for it fails the next GPU job, and the reboot itself, when it "
+    "comes unplanned, ends renters' jobs.",
+    fix="Reboot in a maintenance window (after unlisting or scheduling it with the platform).",
+)
+def reboot_pending(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    state = need(facts, "packages.reboot_required")
+    if not need(facts, "packages.reboot_required.pending"):
+        return passed("none pending")
+    packages = state.get("packages")
+    names = packages if isinstance(packages, list) else []
+    nvidia = [n for n in names if "nvidia" in n]
+    listed = ", ".join((nvidia + [n for n in names if n not in nvidia])[:5])
+    return failed("reboot pending", f"asked by {listed}" if listed else "")

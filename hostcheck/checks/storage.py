@@ -13,6 +13,7 @@ from hostcheck.checks.base import (
     failed,
     need,
     passed,
+    skipped,
     unknown,
 )
 from hostcheck.checks.machine import gpu_count
@@ -140,3 +141,157 @@ def docker_separate(facts: dict[str, Any], _threshold: Any) -> Outcome:
 )
 def root_free(facts: dict[str, Any], threshold: Any) -> CheckResult:
     return compare(round(float(need(facts, "storage.root.free_gib")), 1), threshold)
+
+
+_DRIVES = "storage.smart.drives"
+DriveVerdict = tuple[str, str]
+"""(pass | fail | unknown | n/a, what was read) for one drive."""
+
+
+def _judge_drives(facts: dict[str, Any], judge: Any, what: str) -> Outcome:
+    """Judge every real drive smartctl read: one failing drive fails the check, an unreadable
+    one makes it unknown (never a pass), drives the check does not apply to are left out, and
+    an emulated drive answers for the emulation only."""
+    drives = need(facts, _DRIVES)
+    verdicts: dict[str, list[str]] = {"pass": [], "fail": [], "unknown": [], "n/a": []}
+    emulated = []
+    for drive in drives:
+        name = str(drive.get("device"))
+        if isinstance(drive.get("emulated_by"), str):
+            emulated.append(f"{name} (emulated by {drive['emulated_by']})")
+            continue
+        status, text = judge(drive)
+        verdicts[status].append(f"{name}: {text}")
+    if verdicts["fail"]:
+        return failed("; ".join(verdicts["fail"]), "; ".join(verdicts["unknown"]))
+    if verdicts["unknown"]:
+        return unknown("; ".join(verdicts["unknown"]))
+    if verdicts["pass"]:
+        return passed("; ".join(verdicts["pass"]))
+    if emulated:
+        return unknown(f"only emulated drives ({', '.join(emulated)}): their SMART data describes the emulation, "
+                       "not the storage behind it")
+    return skipped(f"no {what} among the drives smartctl read")
+
+
+def _fields(drive: dict[str, Any], *names: str) -> list[Any] | str:
+    """The drive's values of ``names``, or the reason the first unknown one is unknown."""
+    values = [drive.get(n) for n in names]
+    for value in values:
+        if isinstance(value, Unknown):
+            return value.reason
+    return values
+
+
+def _warning(drive: dict[str, Any]) -> DriveVerdict:
+    if drive.get("protocol") == "NVMe":
+        got = _fields(drive, "critical_warning")
+        if isinstance(got, str):
+            return "unknown", got
+        return ("pass", "critical warning 0x00") if got[0] == 0 else ("fail", f"critical warning 0x{got[0]:02x}")
+    passed_ = drive.get("passed")
+    if isinstance(passed_, Unknown):
+        return "unknown", passed_.reason
+    return ("pass", "SMART PASSED") if passed_ else ("fail", "SMART FAILED")
+
+
+@check(
+    "STO-1070",
+    title="Drives raise no health warning",
+    op="==",
+    threshold="none",
+    requirement="every drive must report no critical warning (NVMe) and SMART PASSED",
+    why="The warning is the drive's own alarm (spare used up, overheating, reliability degraded, "
+    "read-only media); a failing drive fails jobs and corrupts renters' data before it stops.",
+    fix="Back up, unlist the machine and replace the drive (`sudo smartctl -x DEVICE` says which warning).",
+)
+def drive_warning(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    return _judge_drives(facts, _warning, "drive")
+
+
+def _protocol_unknown(drive: dict[str, Any]) -> str | None:
+    protocol = drive.get("protocol")
+    return protocol.reason if isinstance(protocol, Unknown) else None
+
+
+def _spare(drive: dict[str, Any]) -> DriveVerdict:
+    if (why := _protocol_unknown(drive)) is not None:
+        return "unknown", why
+    if drive.get("protocol") != "NVMe":
+        return "n/a", ""
+    got = _fields(drive, "available_spare", "available_spare_threshold")
+    if isinstance(got, str):
+        return "unknown", got
+    spare, floor = got
+    verdict = "pass" if spare >= floor else "fail"
+    return verdict, f"spare {spare} % (threshold {floor} %)"
+
+
+@check(
+    "STO-1080",
+    title="NVMe spare capacity above its threshold",
+    op="==",
+    threshold="none",
+    requirement="each NVMe drive's available spare must be at or above the threshold its maker set",
+    why="Spare blocks replace failing ones; below the maker's threshold the drive is running out of "
+    "room to hide its wear.",
+    fix="Plan the drive's replacement now; back up what it holds.",
+)
+def nvme_spare(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    return _judge_drives(facts, _spare, "NVMe drive")
+
+
+def _errors(drive: dict[str, Any]) -> DriveVerdict:
+    if (why := _protocol_unknown(drive)) is not None:
+        return "unknown", why
+    names = {"NVMe": ("media_errors",), "ATA": ("reallocated_sectors", "pending_sectors")}.get(str(drive.get("protocol")))
+    if names is None:
+        return "n/a", ""
+    got = _fields(drive, *names)
+    if isinstance(got, str):
+        return "unknown", got
+    text = ", ".join(f"{n.replace('_', ' ')} {v}" for n, v in zip(names, got, strict=True))
+    return ("pass" if not any(got) else "fail"), text
+
+
+@check(
+    "STO-1090",
+    title="No media errors or bad sectors",
+    op="==",
+    threshold="none",
+    requirement="NVMe media errors, and SATA reallocated and pending sectors, must be 0",
+    why="Each is data the drive could not read back or had to move; a count above zero on a drive "
+    "holding renters' data means it is corrupting data, whatever its overall verdict says.",
+    fix="Back up and replace the drive; watch the count between checks (`sudo smartctl -x DEVICE`).",
+)
+def drive_errors(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    return _judge_drives(facts, _errors, "NVMe or SATA drive")
+
+
+@check(
+    "STO-1100",
+    title="NVMe drive's rated endurance left",
+    op="<",
+    unit="% used",
+    threshold="number",
+    requirement="each NVMe drive's percentage used must be below the threshold",
+    why="Percentage used is the maker's estimate of rated endurance consumed: not a failure on its "
+    "own, but the time to plan a replacement.",
+    fix="Plan the drive's replacement before it reaches its rated endurance.",
+)
+def nvme_wear(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    drives = need(facts, _DRIVES)
+    used: list[tuple[int, str]] = []
+    for drive in drives:
+        if (why := _protocol_unknown(drive)) is not None:
+            return unknown(why)
+        if drive.get("protocol") != "NVMe" or isinstance(drive.get("emulated_by"), str):
+            continue
+        value = drive.get("percentage_used")
+        if isinstance(value, Unknown):
+            return unknown(value.reason)
+        used.append((int(value), str(drive.get("device"))))
+    if not used:
+        return skipped("no real NVMe drive among the drives smartctl read")
+    worst, name = max(used)
+    return compare(worst, threshold, f"{name} has used {worst} % of its rated endurance")

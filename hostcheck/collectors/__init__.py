@@ -30,6 +30,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "hostcheck.collectors.system",
     "hostcheck.collectors.power",
     "hostcheck.collectors.storage",
+    "hostcheck.collectors.disk_health",
     "hostcheck.collectors.accounts",
     "hostcheck.collectors.agents",
     "hostcheck.collectors.docker_daemon",

@@ -40,11 +40,12 @@ from hostcheck.watch.probes import (
     parse_targets,
 )
 from hostcheck.watch.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
-from hostcheck.watch.xid import classify_line
+from hostcheck.watch.xid import FALLEN_OFF_XID, classify_line, pci_slot
 
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
 CLOCK_JUMP_S = 2.0
 PRUNE_EVERY_S = 3600.0
+SAME_LOSS_S = 300.0  # an unnumbered "fallen off the bus" this soon after Xid 79 of the GPU repeats it
 THROTTLE_WATCHED = frozenset(
     {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
 )
@@ -171,6 +172,7 @@ class Recorder:
         self.nvml = config.nvml
         self.nvml_seen = False
         self.gpu_out_of_service: str | None = None  # the Xid this boot whose catalogue action is a GPU reset or reboot
+        self.fallen_off_at: dict[str, float] = {}  # PCI slot -> when its numbered Xid 79 was logged
         self.last_throttle: dict[str, list[str]] = {}
         self.counters: dict[int, tuple[float, float | None, float | None]] = {}  # gpu -> (boottime, thermal, power)
         self.ecc: dict[int, tuple[int, int]] = {}
@@ -257,14 +259,29 @@ class Recorder:
             if detail is None:
                 continue
             kind = str(detail.pop("kind"))
+            t = entry_time(entry) or now
+            if kind == "xid" and self._repeats_xid_79(detail, t):
+                continue
             if kind == "xid" and self.boot_id.startswith(str(entry.get("_BOOT_ID", self.boot_id))):
                 if detail.get("effect") == "out_of_service":
                     self.gpu_out_of_service = f"Xid {detail.get('code')} ({detail.get('immediate')})"
                 elif detail.get("code") == 154 and detail.get("immediate") == "IGNORE":
                     self.gpu_out_of_service = None  # the driver says no recovery action is needed any more
-            self._event(kind, detail, t=entry_time(entry) or now)
+            self._event(kind, detail, t=t)
         if new_cursor and new_cursor != cursor:
             self.writer.set_meta("kernel_cursor", new_cursor)
+
+    def _repeats_xid_79(self, detail: dict[str, Any], t: float) -> bool:
+        """An unnumbered "fallen off the bus" line right after the numbered Xid 79 of the same GPU
+        is the same loss told twice (older drivers print both): counted once."""
+        if detail.get("code") != FALLEN_OFF_XID:
+            return False
+        slot = pci_slot(str(detail.get("bus") or ""))
+        if detail.get("numbered", True):
+            self.fallen_off_at[slot] = t
+            return False
+        recent = [at for s, at in self.fallen_off_at.items() if slot in ("", s)]
+        return any(0 <= t - at <= SAME_LOSS_S for at in recent)
 
     def _packages(self, now: float) -> None:
         position = self.writer.get_meta("dpkg_position")

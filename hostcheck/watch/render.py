@@ -135,7 +135,9 @@ def _event_line(e: dict[str, Any]) -> str:
         action = d.get("immediate") or "no action given by the catalogue"
         effect = {"out_of_service": ": the GPU is out of service until reset or reboot", "app": ": the application must restart"}
         hw = ", points at hardware" if d.get("hardware") else ""
-        return f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')} (NVIDIA's catalogue: {action}{effect.get(d.get('effect'), '')}{hw})"
+        said = (f"Xid {d.get('code')} on {d.get('bus')}: {d.get('name')}" if d.get("numbered", True) else
+                f"GPU {d.get('bus') or '(bus not named)'} fell off the bus, with no Xid number (counted as Xid {d.get('code')})")
+        return f"{said} (NVIDIA's catalogue: {action}{effect.get(d.get('effect'), '')}{hw})"
     if kind == "clock_jump":
         return f"wall clock stepped by {d.get('step_s'):+g} s (outages are measured on the boot clock; nothing lost)"
     if kind == "ecc" and d.get("available") is False:

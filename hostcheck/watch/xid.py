@@ -1,5 +1,11 @@
 """NVIDIA Xid and PCIe AER kernel-log lines, classified by NVIDIA's Xid catalogue
-(the catalogue is data: xid_catalog.yaml, with its source and the date it was read)."""
+(the catalogue is data: xid_catalog.yaml, with its source and the date it was read).
+
+Some drivers report a GPU that fell off the bus without an Xid number ("NVRM: The NVIDIA GPU
+0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and is not
+responding to commands."; NVIDIA/NVSentinel issue 155, leptonai/gpud issue 604): such a line is
+the catalogue's Xid 79 (what both projects count it as) with ``numbered`` false, so the
+recorder and the audit count the loss whatever the driver printed."""
 
 from __future__ import annotations
 
@@ -17,6 +23,11 @@ CATALOG_SOURCES = ("source", "recovery_action_source", "aer_source")
 EFFECTS = frozenset({"out_of_service", "app", "attention", "none", "by_message"})
 XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d{1,4}),")
 RECOVERY_RE = re.compile(r"recovery action changed from .*? to 0x(?P<number>[0-9A-Fa-f]+)(?: \((?P<name>[^)]*)\))?")
+# The bus as the unnumbered message names it ("0000:b3:00.0", "PCI:0000:01:00"), when it does.
+FALLEN_RE = re.compile(
+    r"NVRM: (?:The NVIDIA GPU |GPU (?:at )?)?(?:PCI:)?(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)?"
+    r".{0,200}?\bfallen off the bus", re.S)
+FALLEN_OFF_XID = 79
 AER_RE = re.compile(r"\bAER: (?P<what>(?:Multiple )?(?:Corrected|Uncorrected \((?:Non-)?Fatal\)) error)")
 AER_SEVERITY_RE = re.compile(r"PCIe Bus Error: severity=(?P<sev>Corrected|Uncorrected \((?:Non-)?Fatal\)|Uncorrectable \((?:Non-)?Fatal\))")
 
@@ -89,18 +100,31 @@ def _recovery_action(message: str) -> tuple[str | None, str]:
     return str(row["bucket"]), _effect(str(row["bucket"]))
 
 
+def pci_slot(bus: str) -> str:
+    """'PCI:0000:01:00' and '0000:01:00.0' -> '0000:01:00': the two spellings of one GPU."""
+    text = bus.lower().removeprefix("pci:")
+    return text.rsplit(".", 1)[0] if text.count(":") == 2 and "." in text else text
+
+
+def _xid_detail(code: int, bus: str, text: str, numbered: bool) -> dict[str, Any]:
+    info = lookup_xid(code, text)
+    return {
+        "kind": "xid", "code": info.code, "bus": bus, "name": info.description,
+        "mnemonic": info.mnemonic, "immediate": info.immediate, "effect": info.effect,
+        "needs_reboot": info.out_of_service, "hardware": info.hardware, "in_table": info.in_catalog,
+        "numbered": numbered, "line": text[:300],
+    }  # fmt: skip
+
+
 def classify_line(message: str) -> dict[str, Any] | None:
     """An event detail for an Xid or AER line, or None for any other kernel line."""
     text = message[:2000]
     m = XID_RE.search(text)
     if m:
-        info = lookup_xid(int(m.group("code")), text)
-        return {
-            "kind": "xid", "code": info.code, "bus": m.group("bus"), "name": info.description,
-            "mnemonic": info.mnemonic, "immediate": info.immediate, "effect": info.effect,
-            "needs_reboot": info.out_of_service, "hardware": info.hardware, "in_table": info.in_catalog,
-            "line": text[:300],
-        }  # fmt: skip
+        return _xid_detail(int(m.group("code")), m.group("bus"), text, numbered=True)
+    m = FALLEN_RE.search(text)
+    if m:
+        return _xid_detail(FALLEN_OFF_XID, m.group("bus") or "", text, numbered=False)
     m = AER_RE.search(text) or AER_SEVERITY_RE.search(text)
     if m:
         what = (m.groupdict().get("what") or m.groupdict().get("sev") or "").lower()

@@ -53,6 +53,7 @@ PACKAGES: tuple[str, ...] = (
     "tzdata", "systemd-timesyncd", "unattended-upgrades", "apt-utils", "xfsprogs",
     "python3-venv",  # installing hostcheck into a venv inside a lab host
     "iputils-ping", "netcat-openbsd", "curl", "less",
+    "smartmontools",  # the audit's drive health (smartctl --json), read on the VM lane's emulated NVMe drive
     # VM lane: kernel + initrd end up in /boot (lab-hosts.md: ~4 s to turn into an image)
     "linux-image-cloud-amd64", "initramfs-tools",
 )

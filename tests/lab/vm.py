@@ -39,6 +39,8 @@ VM_RECIPE = 2
 """Bump whenever :func:`_customize_vm` changes."""
 DISK_SIZE = "6G"
 ROOT_LABEL = "labroot"
+NVME_DISK = "64M"
+"""Size of the emulated NVMe drive (``/dev/nvme0n1``): only its SMART/health log is read."""
 
 PROVISION_SCRIPT = r"""#!/bin/sh
 # hostcheck lab (VM lane): install this test session's SSH key, admin password and sshd
@@ -195,6 +197,7 @@ class LabVM(RemoteHost):
         run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.image.qcow2),
              str(self.workdir / "run.qcow2")])
         run(["qemu-img", "create", "-q", "-f", "qcow2", str(self.workdir / "data.qcow2"), self.data_disk])
+        run(["qemu-img", "create", "-q", "-f", "qcow2", str(self.workdir / "nvme.qcow2"), NVME_DISK])
         self._boot()
         return self
 
@@ -216,6 +219,9 @@ class LabVM(RemoteHost):
             "-kernel", str(self.image.kernel), "-initrd", str(self.image.initrd), "-append", self._cmdline(),
             "-drive", f"file={self.workdir / 'run.qcow2'},if=virtio,cache=unsafe,format=qcow2",
             "-drive", f"file={self.workdir / 'data.qcow2'},if=virtio,cache=unsafe,format=qcow2",
+            # an emulated NVMe drive: qemu answers its SMART/health log, read by the real smartctl
+            "-drive", f"file={self.workdir / 'nvme.qcow2'},if=none,id=nvm0,cache=unsafe,format=qcow2",
+            "-device", "nvme,serial=hostcheck-lab,drive=nvm0",
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
             "-device", "virtio-net-pci,netdev=n0", "-device", "virtio-rng-pci",
             "-display", "none", "-vga", "none", "-monitor", "none",

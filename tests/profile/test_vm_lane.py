@@ -4,7 +4,7 @@ A qemu VM (its own kernel) gets host_baseline and docker_host's data volume: onl
 kernel of its own. There the kernel-wide sysctls are written and applied (in nspawn they are
 skipped), the protocol blacklist must stop an explicit modprobe, the VM's blank second disk
 becomes Docker's data root (XFS, project quota, by UUID in fstab), and all of it must survive
-a power cycle (poweroff + cold boot). Rollback then puts the kernel's runtime values and fstab
+a power cycle (poweroff + cold boot). Its emulated NVMe drive is read by the real smartctl. Rollback then puts the kernel's runtime values and fstab
 back and unmounts the volume.
 
 The same VM first shows it is a fair stand-in for a fresh server (a VM, key logins for admin
@@ -26,12 +26,19 @@ sync, journald, the update policy, logind, core dumps, and the engine package it
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from hostcheck.checks import load_registry
+from hostcheck.collectors import disk_health
+from hostcheck.judge import run_check
+from hostcheck.models import Status
+from tests.lab import timing
 from tests.lab.steps import Steps
 from tests.profile import play
 
@@ -42,7 +49,7 @@ KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivil
                "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
 VARS = {"host_baseline_time_sync": False, "host_baseline_hardening": False, "host_baseline_journald": False,
         "host_baseline_security_updates": False, "host_baseline_logind_ignore_lid": False,
-        "host_baseline_disable_core_dumps": False,
+        "host_baseline_disable_core_dumps": False, "host_baseline_smartmontools": False,
         "docker_host_packages": [], "docker_host_start": False,
         "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
 
@@ -82,6 +89,12 @@ def vm_run(lab, tmp_path_factory) -> Iterator[VmRun]:
             p["module_exists"] = vm.sudo(f"modinfo -n {BLACKLISTED}").ok
             p["before"] = sysctls(vm)
             p["fstab_before"] = vm.sudo("sha256sum /etc/fstab").stdout.split()[0]
+            smart_started = time.monotonic()
+            p["smart_scan"] = vm.sudo("smartctl --scan --json").stdout
+            drive = vm.sudo("smartctl --json -H -A -i -d nvme /dev/nvme0")
+            p["smart_nvme"] = (drive.stdout, drive.rc)
+            (tmp / "smartctl-nvme0.json").write_text(drive.stdout)  # kept with the run's evidence
+            timing.record("step", "VM lane: smartctl on the emulated NVMe drive", time.monotonic() - smart_started)
         book = play.write_playbook(tmp, "vm.yml", ["host_baseline", "docker_host"], vars_=VARS)
         run.plays["converge"] = play.playbook_step(steps, "converge", BUDGET["converge"], vm.inventory_path, book)
         assert run.plays["converge"].rc == 0, run.plays["converge"].describe()
@@ -166,3 +179,21 @@ def test_rollback_restores_the_kernels_runtime_values(vm_run: VmRun) -> None:
     assert vm_run.probes["fstab_after"] == vm_run.probes["fstab_before"]
     after = vm_run.probes["data_mount_after"]
     assert "/dev/vdb" not in after and after.count("No such file") == 2, after
+
+
+def test_real_smartctl_reads_the_emulated_nvme_drive(vm_run: VmRun) -> None:
+    """qemu's NVMe device answers the SMART/health log; the collector's parser reads what the
+    real smartctl printed, and the checks call the emulated drive unknown, never a pass."""
+    p = vm_run.probes
+    assert {"name": "/dev/nvme0", "type": "nvme"} in disk_health.parse_scan(p["smart_scan"]), p["smart_scan"]
+    text, rc = p["smart_nvme"]
+    drive = disk_health.parse_drive(text, rc, "/dev/nvme0", vm=p["virt"])
+    log = json.loads(text)["nvme_smart_health_information_log"]
+    assert drive["protocol"] == "NVMe" and drive["model"].startswith("QEMU"), drive
+    assert drive["emulated_by"] == p["virt"]
+    assert {f: drive[f] for f in disk_health.NVME_FIELDS} == {f: log[f] for f in disk_health.NVME_FIELDS}
+    assert drive["reallocated_sectors"] is None and drive["pending_sectors"] is None
+    facts = {"storage": {"smart": {"drives": [drive]}}}
+    for check_id in ("STO-1070", "STO-1080", "STO-1090"):
+        outcome = run_check(load_registry()[check_id], facts, None)
+        assert outcome.status is Status.UNKNOWN and "emulat" in outcome.detail, (check_id, outcome)
