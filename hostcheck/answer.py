@@ -166,9 +166,20 @@ class _Fix:
 
 
 def _short_fix(text: str) -> str:
-    """The fix's first sentence (a manual action is said whole, never cut mid-word)."""
-    first = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
-    return first
+    """The fix up to its first full stop or semicolon outside parentheses and backticks (a
+    manual action is said whole, never cut inside an aside or a command)."""
+    depth, in_code = 0, False
+    text = text.strip()
+    for i, char in enumerate(text):
+        if char == "`":
+            in_code = not in_code
+        elif not in_code and char == "(":
+            depth += 1
+        elif not in_code and char == ")":
+            depth = max(0, depth - 1)
+        elif (not in_code and depth == 0 and char in ".;" and i + 1 < len(text) and text[i + 1].isspace()):
+            return text[:i]
+    return text.rstrip(".;")
 
 
 def _fixes(policies: list[PolicyResult], risk: OwnerRisk) -> dict[str, _Fix]:

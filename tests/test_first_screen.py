@@ -141,6 +141,21 @@ def test_plan_steps_name_real_role_variables(snapshot: Path) -> None:
         assert step.clears, step
 
 
+def test_a_manual_step_says_what_to_do() -> None:
+    """A plan step done by hand is its check's fix up to the first full stop or semicolon outside
+    an aside: that part must be the action, never "Nothing to configure" (a hardware limit names
+    the new part)."""
+    from hostcheck.answer import _short_fix
+    from hostcheck.checks import load_registry
+
+    for check_id, meta in load_registry().items():
+        if not meta.fix_role:
+            action = _short_fix(meta.fix)
+            assert not action.lower().startswith(("nothing", "no ", "none")), (check_id, action)
+            # never cut inside an aside or a command
+            assert action.count("(") == action.count(")") and action.count("`") % 2 == 0, (check_id, action)
+
+
 # What each role variable, once set, makes of the facts (the roles' own end state).
 def _ssh_hardened(facts: dict[str, Any]) -> None:
     facts["ssh"]["settings"].update(passwordauthentication="no", kbdinteractiveauthentication="no",

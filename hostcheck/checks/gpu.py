@@ -107,8 +107,8 @@ def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
     threshold="number",
     why="Jobs are matched on VRAM; below the platform's floor the machine is not offered, and "
     "customers' models that do not fit fail at load time.",
-    fix="Nothing to configure: VRAM is fixed by the card. Offer the machine where its VRAM "
-    "suffices, or use a card with more memory.",
+    fix="Use a card with more memory, or offer the machine where its VRAM suffices; VRAM is "
+    "fixed by the card, nothing configures it.",
 )
 def vram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     sizes = [device_field(d, "vram_total_mib") / 1024 for d in known_devices(facts)]
@@ -359,8 +359,8 @@ def _apple_chip(facts: dict[str, Any]) -> str | None:
     why="Platforms accept only recent GPU generations (Vast: Pascal/10-series or newer; io.net: "
     "RTX 30xx or newer, or Apple M1-M3; Runpod's partners: Ampere or newer); an older card is "
     "not listed however well it is set up.",
-    fix="Nothing to configure: the generation is fixed by the card. Offer the machine where its "
-    "generation is accepted, or use a newer GPU.",
+    fix="Use a newer GPU, or offer the machine where its generation is accepted; the generation "
+    "is fixed by the card, nothing configures it.",
 )
 def gpu_generation(facts: dict[str, Any], threshold: Any) -> Outcome:
     minimum, chips = _generation_rules(threshold)

@@ -172,7 +172,7 @@ def _os_in(facts: dict[str, Any], threshold: Any) -> Outcome:
     op="==",
     threshold="none",
     why="This platform serves models on Apple Silicon (Metal) only; NVIDIA/CUDA machines cannot join.",
-    fix="None on this machine: the platform needs an Apple Silicon Mac (M1 or newer) on macOS 14+.",
+    fix="Host this platform on an Apple Silicon Mac (M1 or newer) with macOS 14+; nothing on this machine changes it.",
     precondition="Apple Silicon Macs only",
 )
 def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:

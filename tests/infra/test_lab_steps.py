@@ -130,6 +130,47 @@ def test_lanes_group_and_order_items(pytester: pytest.Pytester, tmp_path: Path,
         ("test_lifecycle[trixie]", "test_lanes_demo.py[trixie]"),
     ], order
 
-    groups = json.loads(lanes_file.read_text())
+    written = json.loads(lanes_file.read_text())
+    groups = written["groups"]
     assert groups["test_lanes_demo.py::test_lifecycle[trixie]"] == "test_lanes_demo.py[trixie]", groups
     assert groups["test_lanes_demo.py::test_private_vm"] == "vm"
+    assert written["lanes"] == {"vm": "vm", "test_lanes_demo.py": "lab", "test_lanes_demo.py[bookworm]": "lab",
+                                "test_lanes_demo.py[trixie]": "lab"}, written["lanes"]
+
+
+SCHEDULED = """
+import os, pytest
+
+def record(name):
+    with open(os.environ["ORDER_FILE"], "a") as f:
+        f.write(name + "\\n")
+
+@pytest.mark.{marker}
+def test_{name}():
+    record("{name}")
+"""
+
+
+@pytest.mark.parametrize("cache_pending", [False, True], ids=["cache ready", "cache being built"])
+def test_the_scheduler_gives_unit_groups_first_while_the_lab_cache_is_built(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_pending: bool) -> None:
+    """One xdist worker, real LaneScheduling: the vm group first when the cache is ready; while
+    the pending file exists, every unit group before it."""
+    order_file = tmp_path / "order"
+    pending = tmp_path / "pending"
+    if cache_pending:
+        pending.touch()
+    pytester.makeconftest("pytest_plugins = ['tests.lab.lanes']\n")
+    pytester.makeini("[pytest]\nmarkers =\n    vm: x\n    unit: x\n")
+    for name, marker in (("a_unit", "unit"), ("b_unit", "unit"), ("the_vm", "vm")):
+        pytester.makepyfile(**{f"test_{name}": SCHEDULED.format(marker=marker, name=name)})
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", str(repo))
+    monkeypatch.setenv("ORDER_FILE", str(order_file))
+    monkeypatch.setenv(lanes.LAB_PENDING, str(pending))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "--dist", "loadgroup",
+                                           "--no-loadscope-reorder")
+    assert result.ret == 0, result.outlines
+    order = order_file.read_text().split()
+    assert sorted(order) == ["a_unit", "b_unit", "the_vm"], order
+    assert order.index("the_vm") == (2 if cache_pending else 0), order

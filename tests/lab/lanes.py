@@ -15,11 +15,16 @@ lab groups by their cost, most expensive first, then unit modules. A module stat
 (cold seconds on the 2-core CI machine) with ``pytestmark = pytest.mark.lab_cost(300)``;
 without it a lab module counts as :data:`DEFAULT_LAB_COST` s.
 
+While the lab cache is still being built (``scripts/test`` builds it beside the first tests:
+the file named by ``HOSTCHECK_LAB_PENDING`` exists until the build ends), a worker asking for
+work gets the next unit group instead, so the build's downloads and dpkg runs overlap tests
+that need no lab rather than lab tests waiting on the cache's lock.
+
 How the groups reach xdist: with ``--dist loadgroup`` this plugin supplies the scheduler
-(:class:`LaneScheduling`). Each worker writes its nodeid -> group map to the file named by
-``HOSTCHECK_LANES_FILE`` (set by the controller before the workers start) when its
-collection is done; the controller's scheduler reads it. (xdist's own loadgroup relies on
-renaming nodeids, which pytest 9.2's node ids do not allow.)
+(:class:`LaneScheduling`). Each worker writes its nodeid -> group map and each group's lane to
+the file named by ``HOSTCHECK_LANES_FILE`` (set by the controller before the workers start)
+when its collection is done; the controller's scheduler reads it. (xdist's own loadgroup
+relies on renaming nodeids, which pytest 9.2's node ids do not allow.)
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ from typing import Any
 import pytest
 
 LANES_FILE = "HOSTCHECK_LANES_FILE"
+LAB_PENDING = "HOSTCHECK_LAB_PENDING"
 
 LAB_MARKERS = ("nspawn", "natlab", "ansible", "fleet")
 DEFAULT_LAB_COST = 60.0
+LANE_ORDER = ("vm", "lab", "unit")
 
 
 def lane(item: pytest.Item) -> str:
@@ -94,15 +101,27 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class LaneScheduling(LoadScopeScheduling):  # type: ignore[misc]
         """xdist's scope scheduling with this plugin's groups as the scopes."""
 
-        _groups: dict[str, str] | None = None
+        _lanes: dict[str, dict[str, str]] | None = None
+
+        def _read_lanes(self) -> dict[str, dict[str, str]]:
+            if self._lanes is None:
+                try:
+                    self._lanes = json.loads(Path(os.environ[LANES_FILE]).read_text() or "{}")
+                except (KeyError, OSError, ValueError):
+                    self._lanes = {}
+            return self._lanes
 
         def _split_scope(self, nodeid: str) -> str:
-            if self._groups is None:
-                try:
-                    self._groups = json.loads(Path(os.environ[LANES_FILE]).read_text() or "{}")
-                except (KeyError, OSError, ValueError):
-                    self._groups = {}
-            return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
+            return self._read_lanes().get("groups", {}).get(nodeid) or nodeid.split("::", 1)[0]
+
+        def _assign_work_unit(self, node: Any) -> None:
+            pending = os.environ.get(LAB_PENDING)
+            if pending and Path(pending).exists():
+                lanes = self._read_lanes().get("lanes", {})
+                unit = next((scope for scope in self.workqueue if lanes.get(scope) == "unit"), None)
+                if unit is not None:
+                    self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
 
     return LaneScheduling(config, log)
 
@@ -117,14 +136,16 @@ def pytest_collection_finish(session: pytest.Session) -> Iterator[None]:
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         groups.setdefault(group(item), []).append(item)
+    # a group's lane is its most demanding item's: a module with one lab test is a lab group
+    group_lanes = {name: min((lane(i) for i in members), key=LANE_ORDER.index) for name, members in groups.items()}
+
     def rank(name: str) -> tuple[int, float]:
-        weight = max(cost(i) for i in groups[name])
-        return ({"vm": 0, "lab": 1, "unit": 2}[lane(groups[name][0])], -weight)
+        return (LANE_ORDER.index(group_lanes[name]), -max(cost(i) for i in groups[name]))
 
     items[:] = [item for name in sorted(groups, key=rank) for item in groups[name]]
     path = os.environ.get(LANES_FILE)
     if path and hasattr(session.config, "workerinput"):
         tmp = Path(f"{path}.{os.getpid()}")
-        tmp.write_text(json.dumps({item.nodeid: group(item) for item in items}))
+        tmp.write_text(json.dumps({"groups": {item.nodeid: group(item) for item in items}, "lanes": group_lanes}))
         tmp.replace(path)  # every worker writes the same map; the last complete one wins
     return (yield)

@@ -134,6 +134,17 @@ def unit_states(host: LabHost, units: tuple[str, ...]) -> dict[str, tuple[str, s
     return states
 
 
+def booted_state(host: LabHost) -> dict[str, Any]:
+    """What a boot could undo: the sysctls ufw's start writes, ufw's verdict, the profile's
+    table, and who starts sshd."""
+    host.close_ssh_masters()
+    return {"sysctls": host.sudo(f"sysctl {UFW_SYSCTLS}").stdout,
+            "ufw": host.sudo("ufw status").stdout.strip(),
+            "ruleset": host.sudo("nft list table inet hostcheck").stdout,
+            "sshd": unit_states(host, ("ssh.socket", "ssh.service")),
+            "login": host.run("id -un").stdout.strip()}
+
+
 def build_test_image(host: LabHost) -> None:
     """A tiny image from the host's own python (no registry is reachable from the lab)."""
     python = host.sudo("readlink -f /usr/bin/python3", check=True).stdout.strip()  # python3.11 / 3.13
@@ -149,7 +160,7 @@ def build_test_image(host: LabHost) -> None:
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
 BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 300, "check": 600, "converge": 1200, "rerun": 600,
-          "probes": 1200, "play": 600, "rollback": 900}
+          "probes": 1200, "play": 600, "rollback": 900, "reboot": 180}
 
 
 @pytest.fixture(scope="module", params=SUITES, ids=[f"debian{SUITES_VERSION[s]}" for s in SUITES])
@@ -310,6 +321,19 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     host.sudo("ufw --force enable", check=True)
     life.probes["audit_ufw_reenabled"] = audit_findings(host)
     host.sudo("ufw disable", check=True)
+    if life.suite != FULL_SUITE:
+        # A boot starts ufw.service again (its unit stays enabled): the profile's sysctls, its
+        # table and the socket-started sshd must be what comes back. The probes below then
+        # measure the booted host.
+        life.probes["before_boot"] = booted_state(host)
+        with steps.step("reboot", BUDGET["reboot"]):
+            host.reboot(timeout=BUDGET["reboot"])
+        life.probes["after_boot"] = booted_state(host)
+        # one-shot units that run only at the first boot after /usr or /etc changed: active
+        # after the lab host's first boot, skipped (inactive) after this one
+        life.probes["first_boot_units"] = host.sudo(
+            "grep -l -E '^Condition(NeedsUpdate|FirstBoot)=' /usr/lib/systemd/system/*.service"
+            " | xargs -n1 basename").stdout.split()
 
     # ---- what the converged host looks like -------------------------------------------
     with steps.step("probes", BUDGET["probes"]):
@@ -498,6 +522,23 @@ def test_ufw_reload_changes_nothing(life: Lifecycle) -> None:
     assert "not enabled" in life.probes["ufw_reload"].stdout, life.probes["ufw_reload"]
     assert life.probes["sysctls_after_ufw_reload"] == life.probes["sysctls_before_ufw_reload"]
     assert "net.ipv4.conf.all.log_martians = 1" in life.probes["sysctls_after_ufw_reload"]
+
+
+@pytest.mark.parametrize("life", [s for s in SUITES if s != FULL_SUITE],
+                         ids=[f"debian{SUITES_VERSION[s]}" for s in SUITES if s != FULL_SUITE], indirect=True)
+def test_a_boot_keeps_the_profiles_sysctls_table_and_sshd(life: Lifecycle) -> None:
+    """After a reboot ufw's unit has run its start again: it loads nothing and writes none of
+    /etc/ufw/sysctl.conf, so the values are the converged ones (log_martians on, which ufw's
+    file turns off; ufw enabled by hand just before had turned it off), and the socket still
+    starts sshd for a key login."""
+    before, after = life.probes["before_boot"], life.probes["after_boot"]
+    assert "net.ipv4.conf.all.log_martians = 0" in before["sysctls"], "ufw's own start writes its sysctls"
+    assert after["sysctls"] == life.probes["sysctls_before_ufw_reload"], "the converged values"
+    assert "net.ipv4.conf.all.log_martians = 1" in after["sysctls"]
+    assert after["ruleset"] == before["ruleset"]
+    assert after["ufw"] == "Status: inactive"
+    assert after["sshd"] == {"ssh.socket": ("enabled", "active"), "ssh.service": ("disabled", "active")}, after["sshd"]
+    assert after["login"] == "admin"
 
 
 def test_audit_says_which_firewall_decides(life: Lifecycle) -> None:
@@ -708,7 +749,8 @@ def test_rollback_removes_packages_users_units_and_holds(life: Lifecycle) -> Non
     assert before.users == after.users
     assert before.groups == after.groups, "docker group with alice back in it, gpuprovider gone"
     assert before.holds == after.holds
-    assert play.unit_diff(before, after, ignore_active=IDLE_UNITS + REACHED_TARGETS) == {}
+    rebooted = tuple(life.probes.get("first_boot_units", ()))
+    assert play.unit_diff(before, after, ignore_active=IDLE_UNITS + REACHED_TARGETS + rebooted) == {}
     assert life.probes["tables_after_rollback"] == life.probes["tables_before"], "ufw's tables stay, Docker's go"
     assert life.probes["manifest_dir_after_rollback"] == "gone"
 

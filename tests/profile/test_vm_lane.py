@@ -19,7 +19,7 @@ a rerun cost as much as the converge (~400 s).
 
 Everything a container shows as well runs on the nspawn lane instead, where a task costs a
 tenth of what it costs under TCG (3-13 s here): the firewall (its unit loading the table at
-boot is tests/profile/test_deadman_reboot.py's restart), the login and PAM hardening, time
+boot is tests/profile/test_firewall_deadman.py's restart), the login and PAM hardening, time
 sync, journald, the update policy, logind, core dumps, and the engine package itself
 (docker_host_packages: [], docker_host_start: false).
 """
