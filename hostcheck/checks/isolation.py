@@ -216,7 +216,9 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
     "password: whoever gets that account's shell (a stolen key, an escape from a container into it) is "
     "root at once, and its name is the first one scanners try.",
     fix="Give the account a password and remove its NOPASSWD rule (cloud-init writes it to "
-    "/etc/sudoers.d/90-cloud-init-users; check with `sudo visudo -c`), or delete the account if nobody uses it.",
+    "/etc/sudoers.d/90-cloud-init-users; check with `sudo visudo -c`), or delete the account if nobody uses it. "
+    "The profile removes cloud-init's file when told (isolation_remove_cloud_sudo_rules: true), unless it names "
+    "the account the run connects as.",
 )
 def cloud_account_sudo(facts: dict[str, Any], _threshold: Any) -> Outcome:
     accounts = need(facts, "isolation.cloud_accounts")

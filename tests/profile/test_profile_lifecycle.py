@@ -81,6 +81,9 @@ IDLE_UNITS = ("apt-daily.service", "apt-daily-upgrade.service", "apt-daily.timer
 REACHED_TARGETS = ("network-pre.target", "network-online.target")
 AGENT_UNITS = ("vastai.service", "vast_metrics.service", "crisper.service", "spinner.service")
 AUDIT = f"{HOSTCHECK} audit --policy dedicated-host --offline --format json --timeout 60"
+CLOUD_SUDOERS = "/etc/sudoers.d/90-cloud-init-users"
+LAB_ADMIN_SUDOERS = "/etc/sudoers.d/90-lab-admin"
+"""The lab admin's own NOPASSWD rule (tests/lab/rootfs.py): Ansible connects as that account."""
 OPENED_PORT = 8082
 """A host service the profile opens (firewall_allowed_tcp_ports): ufw would still drop it."""
 # The sysctls ufw's start (every boot, every `ufw reload`) writes from /etc/ufw/sysctl.conf and
@@ -180,7 +183,7 @@ def life(request: pytest.FixtureRequest, lab, tmp_path_factory) -> Iterator[Life
     # The lab's kmod package stands in for an NVIDIA driver package (none exists here): the
     # hold mechanism is the same, and rollback must release it.
     test_vars = {"provider_vast_enabled": True, "host_baseline_hold_extra_packages": ["kmod"],
-                 "firewall_allowed_tcp_ports": [OPENED_PORT]}
+                 "firewall_allowed_tcp_ports": [OPENED_PORT], "isolation_remove_cloud_sudo_rules": True}
     try:
         # ---- the host as it might come from a cloud image --------------------------------
         with steps.step("install hostcheck", BUDGET["install hostcheck"]):
@@ -315,7 +318,10 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     if life.suite == FULL_SUITE:
         life.plays["check_converged"] = P("check_converged", BUDGET["check"], inventory, "site.yml",
                                           extra_vars=test_vars, check=True)
-    life.audits["converged"] = audit_statuses(host)
+    converged = audit_findings(host)
+    life.audits["converged"] = {i: f["status"] for i, f in converged.items()}
+    life.probes["audit_converged"] = converged
+    life.probes["cloud_sudoers_converged"] = host.sudo(f"test -e {CLOUD_SUDOERS} && echo present || echo gone").stdout.strip()
     # ufw enabled again by hand beside the profile's table: the audit names both, and the port
     # the profile opens that ufw drops; then back to the converged state
     host.sudo("ufw --force enable", check=True)
@@ -380,6 +386,12 @@ def gate_and_refusals(P: Any, host: LabHost, life: Lifecycle, inventory: Path, t
     p["units_after_gate"] = unit_states(host, AGENT_UNITS)
     p["installed_marker"] = host.sudo("ls /opt/hostcheck-provider/vast/ /var/lib/hostcheck-profile/").stdout
     p["ruleset_after_gate"] = host.sudo("nft list table inet hostcheck").stdout
+
+    # ---- isolation, told to remove a sudoers file that names the account it connects as --
+    refuse = play.write_playbook(tmp, "isolation-own-sudo.yml", ["isolation"], vars_={
+        "isolation_remove_cloud_sudo_rules": True, "isolation_cloud_sudoers_files": [LAB_ADMIN_SUDOERS]})
+    life.plays["cloud_sudo_own_account"] = P("cloud_sudo_own_account", BUDGET["play"], inventory, refuse)
+    p["lab_admin_sudoers_after_refusal"] = host.sudo(f"test -e {LAB_ADMIN_SUDOERS} && echo present").stdout.strip()
 
     # ---- isolation, told to remove humans from the docker group -----------------------
     iso = play.write_playbook(tmp, "isolation.yml", ["isolation"], vars_={"isolation_remove_docker_members": True})
@@ -569,6 +581,26 @@ def test_audit_flags_the_cloud_users_passwordless_sudo(life: Lifecycle) -> None:
     finding = life.probes["audit_before"]["ISO-1070"]
     assert finding["status"] == "warn", finding
     assert "ubuntu: NOPASSWD (/etc/sudoers.d/90-cloud-init-users:4)" in finding["measured"], finding
+
+
+def test_cloud_users_passwordless_sudo_removed_when_told(life: Lifecycle) -> None:
+    """isolation_remove_cloud_sudo_rules: cloud-init's file is gone after the converge (rollback
+    brings it back: test_rollback_restores_every_path), ISO-1070 no longer names `ubuntu`; the
+    lab's admin, the account Ansible connects as, keeps its own rule and is still named."""
+    assert life.probes["cloud_sudoers_converged"] == "gone"
+    measured = life.probes["audit_converged"]["ISO-1070"]["measured"]
+    assert "ubuntu" not in measured and "admin: NOPASSWD (/etc/sudoers.d/90-lab-admin:1)" in measured, measured
+
+
+@on_full_suite_only
+def test_removing_the_sudo_rule_of_the_account_ansible_connects_as_is_refused(life: Lifecycle) -> None:
+    result = life.plays["cloud_sudo_own_account"]
+    flat = " ".join(result.output.split())
+    assert result.rc != 0, result.describe()
+    assert f"{LAB_ADMIN_SUDOERS} gives sudo to admin, the account this run connects as" in flat, result.tail()
+    assert "Nothing was removed" in flat
+    assert life.probes["lab_admin_sudoers_after_refusal"] == "present"
+    assert not result.changed_tasks, result.changed_tasks
 
 
 def test_ruleset_shape(life: Lifecycle) -> None:
