@@ -420,6 +420,11 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.units.*.present", T.BOOL, "the unit file is loaded"),
     F("agents.installed.*.units.*.enabled", T.TEXT, "systemd's UnitFileState (\"enabled\", \"masked\", ...)"),
     F("agents.installed.*.units.*.active", T.BOOL, "running"),
+    F("agents.installed.*.units.*.active_state", T.TEXT, "systemd's ActiveState (\"active\", \"activating\", \"failed\", ...)"),
+    F("agents.installed.*.units.*.sub_state", T.TEXT, "systemd's SubState (\"running\", \"auto-restart\", ...)"),
+    F("agents.installed.*.units.*.result", T.TEXT, "systemd's Result of its last run (\"success\", \"exit-code\", ...)"),
+    F("agents.installed.*.units.*.restarts", T.INT, "systemd's NRestarts: automatic restarts since it was last "
+      "started by hand"),
     F("agents.installed.*.update_channel", T.TEXTS, "the agent's self-update scripts that exist"),
     F("agents.installed.*.packages", T.TEXTS, "the agent's dpkg packages that are installed"),
     F("agents.update_units", T.MAP, "UnitFileState of apt-daily.timer, apt-daily-upgrade.timer, apt-daily.service, "
