@@ -518,6 +518,12 @@ def vast(sudo: Any = None, groups: list[str] | None = None, channel: bool = True
             "update_channel": ["/var/lib/vastai_kaalia/update_launcher.sh"] if channel else [], "packages": []}
 
 
+def vast_with_restarts(restarts: int | Unknown) -> dict[str, Any]:
+    entry = vast()
+    entry["units"] = [{**entry["units"][0], "restarts": restarts}]
+    return entry
+
+
 SALAD = {"id": "salad", "platform": "Salad (Linux beta)", "evidence": ["unit crisper.service"], "accounts": [],
          "units": [], "update_channel": [], "packages": ["salad-platform"]}
 TENSORDOCK = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
@@ -625,6 +631,12 @@ CASES = [
     # without a policy: the installed agents judged against each other
     ("AGT-1030", facts(vast(), SALAD), None, "fail", 2),
     ("AGT-1030", facts(vast()), None, "pass", 0),
+    # AGT-1070 reads the restart count of the agent's units (the fuller cases follow the
+    # recorded `systemctl show` answer below).
+    ("AGT-1070", facts(vast_with_restarts(3)), 3, "fail", 3),
+    ("AGT-1070", facts(vast_with_restarts(2)), 3, "pass", 2),
+    ("AGT-1070", facts(vast_with_restarts(Unknown("systemd is not the running init"))), 3, "unknown", None),
+    ("AGT-1070", facts(), 3, "pass", 0),
 ]
 
 
