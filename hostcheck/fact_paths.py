@@ -495,6 +495,8 @@ FACTS: tuple[Fact, ...] = (
     F(f"{_NET}.default_route.interface", T.TEXT, "its interface", redact="iface"),
     F(f"{_NET}.default_route.gateway", T.TEXT, "its gateway", redact="addr"),
     F(f"{_NET}.default_route.kind", T.TEXT, "the interface's kind", choices=IFACE_KINDS),
+    F(f"{_NET}.default_route.speed_mbps", T.INT, "its negotiated link speed in Mb/s (sysfs `speed`)"),
+    F(f"{_NET}.default_route.duplex", T.TEXT, "its negotiated duplex (sysfs `duplex`)", choices=("full", "half")),
     F(f"{_NET}.ipv6_global", T.BOOL, "an interface has a global IPv6 address"),
     F(f"{_NET}.listening", T.LIST, "listening sockets, never the audit's own probes"),
     F(f"{_NET}.listening.*.proto", T.TEXT, "\"tcp\" or \"udp\""),
