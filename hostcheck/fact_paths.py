@@ -420,6 +420,11 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.units.*.present", T.BOOL, "the unit file is loaded"),
     F("agents.installed.*.units.*.enabled", T.TEXT, "systemd's UnitFileState (\"enabled\", \"masked\", ...)"),
     F("agents.installed.*.units.*.active", T.BOOL, "running"),
+    F("agents.installed.*.units.*.active_state", T.TEXT, "systemd's ActiveState (\"active\", \"activating\", \"failed\", ...)"),
+    F("agents.installed.*.units.*.sub_state", T.TEXT, "systemd's SubState (\"running\", \"auto-restart\", ...)"),
+    F("agents.installed.*.units.*.result", T.TEXT, "systemd's Result of its last run (\"success\", \"exit-code\", ...)"),
+    F("agents.installed.*.units.*.restarts", T.INT, "systemd's NRestarts: automatic restarts since it was last "
+      "started by hand"),
     F("agents.installed.*.update_channel", T.TEXTS, "the agent's self-update scripts that exist"),
     F("agents.installed.*.packages", T.TEXTS, "the agent's dpkg packages that are installed"),
     F("agents.update_units", T.MAP, "UnitFileState of apt-daily.timer, apt-daily-upgrade.timer, apt-daily.service, "
@@ -490,6 +495,8 @@ FACTS: tuple[Fact, ...] = (
     F(f"{_NET}.default_route.interface", T.TEXT, "its interface", redact="iface"),
     F(f"{_NET}.default_route.gateway", T.TEXT, "its gateway", redact="addr"),
     F(f"{_NET}.default_route.kind", T.TEXT, "the interface's kind", choices=IFACE_KINDS),
+    F(f"{_NET}.default_route.speed_mbps", T.INT, "its negotiated link speed in Mb/s (sysfs `speed`)"),
+    F(f"{_NET}.default_route.duplex", T.TEXT, "its negotiated duplex (sysfs `duplex`)", choices=("full", "half")),
     F(f"{_NET}.ipv6_global", T.BOOL, "an interface has a global IPv6 address"),
     F(f"{_NET}.listening", T.LIST, "listening sockets, never the audit's own probes"),
     F(f"{_NET}.listening.*.proto", T.TEXT, "\"tcp\" or \"udp\""),

@@ -24,7 +24,7 @@ import pytest
 from hostcheck import sudoers
 from hostcheck.agents import Catalog, conflicts, load_catalog
 from hostcheck.checks import load_registry
-from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal
+from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal, unit_state
 from hostcheck.collectors.docker_daemon import container_settings
 from hostcheck.facts import Unknown, load_snapshot
 from hostcheck.judge import run_check
@@ -518,6 +518,12 @@ def vast(sudo: Any = None, groups: list[str] | None = None, channel: bool = True
             "update_channel": ["/var/lib/vastai_kaalia/update_launcher.sh"] if channel else [], "packages": []}
 
 
+def vast_with_restarts(restarts: int | Unknown) -> dict[str, Any]:
+    entry = vast()
+    entry["units"] = [{**entry["units"][0], "restarts": restarts}]
+    return entry
+
+
 SALAD = {"id": "salad", "platform": "Salad (Linux beta)", "evidence": ["unit crisper.service"], "accounts": [],
          "units": [], "update_channel": [], "packages": ["salad-platform"]}
 TENSORDOCK = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
@@ -625,6 +631,12 @@ CASES = [
     # without a policy: the installed agents judged against each other
     ("AGT-1030", facts(vast(), SALAD), None, "fail", 2),
     ("AGT-1030", facts(vast()), None, "pass", 0),
+    # AGT-1070 reads the restart count of the agent's units (the fuller cases follow the
+    # recorded `systemctl show` answer below).
+    ("AGT-1070", facts(vast_with_restarts(3)), 3, "fail", 3),
+    ("AGT-1070", facts(vast_with_restarts(2)), 3, "pass", 2),
+    ("AGT-1070", facts(vast_with_restarts(Unknown("systemd is not the running init"))), 3, "unknown", None),
+    ("AGT-1070", facts(), 3, "pass", 0),
 ]
 
 
@@ -832,3 +844,88 @@ def test_the_real_sudo_reads_an_include_at_its_place(tmp_path: Path, main: str, 
     assert _real_sudo(tmp_path, main, ["*"], dropin) == {"*": unrestricted}
     ours = view({"/etc/sudoers": main + "\n", "/etc/sudoers.d/deny": dropin["deny"]}, dirs={"/etc/sudoers.d": ["deny"]})
     assert (ours["scope"] == "unrestricted") is unrestricted
+
+
+# `systemctl show -p Id,LoadState,UnitFileState,ActiveState,SubState,Result,NRestarts` prints
+# the properties in systemd's own order, one block per unit, blocks apart by a blank line. This
+# is systemd 252's answer for a unit whose ExecStart exits 1 under Restart=always, between two
+# restarts, and for a unit that is not installed.
+RESTART_LOOP_SHOW = """NRestarts=7
+Result=exit-code
+Id=vastai.service
+LoadState=loaded
+ActiveState=activating
+SubState=auto-restart
+UnitFileState=enabled
+
+NRestarts=0
+Result=success
+Id=vast_metrics.service
+LoadState=not-found
+ActiveState=inactive
+SubState=dead
+UnitFileState=
+"""
+LOOP_THRESHOLD = 3  # the Vast policies' AGT-1070 line
+
+
+def shown_unit(text: str, unit: str = "vastai.service") -> dict[str, Any]:
+    return unit_state(unit, parse_unit_show(text).get(unit, {}))
+
+
+def test_a_restart_looping_unit_is_read_from_systemctl_show() -> None:
+    looping = shown_unit(RESTART_LOOP_SHOW)
+    assert looping == {"name": "vastai.service", "present": True, "enabled": "enabled", "active": False,
+                       "active_state": "activating", "sub_state": "auto-restart", "result": "exit-code",
+                       "restarts": 7}
+    absent = shown_unit(RESTART_LOOP_SHOW, "vast_metrics.service")
+    assert absent["present"] is False and absent["restarts"] == 0
+
+
+@pytest.mark.parametrize("value", ["", "-1", "1e9", "0x10", "12345678901234567890", "７", "²", "3 4", "nan"])
+def test_a_restart_count_that_is_not_a_count_is_unknown_with_the_reason(value: str) -> None:
+    text = RESTART_LOOP_SHOW.replace("NRestarts=7", f"NRestarts={value}" if value else "", 1)
+    got = shown_unit(text)["restarts"]
+    assert isinstance(got, Unknown) and "NRestarts" in got.reason
+
+
+def test_state_words_that_are_not_systemds_are_not_passed_on() -> None:
+    text = RESTART_LOOP_SHOW.replace("SubState=auto-restart", "SubState=\x1b[31mred" + "x" * 300, 1)
+    assert isinstance(shown_unit(text)["sub_state"], Unknown)
+
+
+def vast_units(*units: dict[str, Any] | Unknown) -> dict[str, Any]:
+    entry = vast()
+    entry["units"] = units[0] if len(units) == 1 and isinstance(units[0], Unknown) else list(units)
+    return entry
+
+
+@pytest.mark.parametrize("restarts", [0, LOOP_THRESHOLD - 1, LOOP_THRESHOLD, 10**9 - 1])
+def test_the_restart_count_is_judged_against_the_policy_line(restarts: int) -> None:
+    text = RESTART_LOOP_SHOW.replace("NRestarts=7", f"NRestarts={restarts}", 1)
+    outcome = run_check(REGISTRY["AGT-1070"], facts(vast_units(shown_unit(text))), LOOP_THRESHOLD)
+    assert outcome.measured == restarts
+    if restarts >= LOOP_THRESHOLD:
+        assert outcome.status == "fail"
+        assert outcome.detail == f"vastai.service restarted {restarts} times (activating/auto-restart/exit-code)"
+    else:
+        assert outcome.status == "pass"
+
+
+def test_a_restart_count_systemd_could_not_give_is_unknown_never_a_pass() -> None:
+    no_count = shown_unit(RESTART_LOOP_SHOW.replace("NRestarts=7", "NRestarts=lots", 1))
+    outcome = run_check(REGISTRY["AGT-1070"], facts(vast_units(no_count)), LOOP_THRESHOLD)
+    assert outcome.status == "unknown" and "'lots' is not a count" in outcome.detail
+    blind = run_check(REGISTRY["AGT-1070"], facts(vast_units(Unknown("cannot ask systemd about units: timed out"))),
+                      LOOP_THRESHOLD)
+    assert blind.status == "unknown" and "timed out" in blind.detail
+    # A unit recorded before the restart count was collected (an older snapshot).
+    old = run_check(REGISTRY["AGT-1070"], facts(vast()), LOOP_THRESHOLD)
+    assert old.status == "unknown" and old.detail == "vastai.service: restart count not collected"
+
+
+def test_no_agent_or_no_agent_service_passes_as_the_other_agent_checks_do() -> None:
+    assert run_check(REGISTRY["AGT-1070"], facts(), LOOP_THRESHOLD).detail == "no provider agent installed"
+    assert run_check(REGISTRY["AGT-1010"], facts(), None).detail == "no provider agent installed"
+    salad = run_check(REGISTRY["AGT-1070"], facts(SALAD), LOOP_THRESHOLD)
+    assert salad.status == "pass" and salad.detail == "no installed agent runs a systemd service"

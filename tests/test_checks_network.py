@@ -304,8 +304,9 @@ def test_every_network_check_has_table_cases() -> None:
 
     ids = {meta.id for meta in REGISTRY.values() if meta.func.__module__ == network.__name__}
     covered = {case[0] for case in CASES}
-    # NET-1070 (bandwidth) has its own tests with its measurement.
-    assert ids - covered <= {"NET-1070"}
+    # NET-1070 (bandwidth) has its own tests with its measurement; NET-1150 and NET-1160 are
+    # judged on sysfs as the kernel writes it (test_link_read_from_sysfs_and_judged).
+    assert ids - covered <= {"NET-1070", "NET-1150", "NET-1160"}
 
 
 def test_saved_evidence_is_judged_with_todays_rules() -> None:
@@ -337,3 +338,60 @@ def test_a_tcp_only_forward_names_every_udp_port() -> None:
 def test_a_hairpin_success_says_where_it_came_from() -> None:
     outcome = run_check(REGISTRY["NET-1130"], ranged(40000, 40199, WHOLE, seen_from="inside", peer="192.168.1.1"), None)
     assert "inside the LAN" in outcome.detail and "192.168.1.1" in outcome.detail
+
+
+# ------------------------------------------------------------ link speed and duplex (NET-1150/1160)
+# sysfs as the kernel writes it: `speed` in Mb/s ("-1" before the link negotiates; reading it
+# fails with EINVAL while the interface is down), `duplex` "full", "half" or "unknown".
+VERIFIED_MBPS = 500  # vast-verified's NET-1150 line: "Vast requires 500 Mbps down and up"
+
+
+def sysfs_link(tmp_path: Path, speed: str | None, duplex: str | None) -> dict[str, Any]:
+    from hostcheck.collectors.network_local import link_mode
+
+    base = tmp_path / "enp1s0"
+    base.mkdir()
+    for name, text in (("speed", speed), ("duplex", duplex)):
+        if text is not None:
+            (base / name).write_text(text + "\n")
+    return link_mode("enp1s0", str(tmp_path))
+
+
+def wired(link: dict[str, Any]) -> dict[str, Any]:
+    return {"network": {"default_route": {"interface": "enp1s0", "gateway": "192.168.1.1", "kind": "wired", **link}}}
+
+
+@pytest.mark.parametrize(("speed", "duplex", "speed_status", "duplex_status"), [
+    ("100", "half", "fail", "fail"),   # the renegotiated link of a worn cable
+    ("1000", "full", "pass", "pass"),
+    ("500", "full", "pass", "pass"),  # exactly the line
+    ("-1", "unknown", "unknown", "unknown"),  # not negotiated
+    (None, None, "unknown", "unknown"),  # no speed or duplex file
+    ("99999999999", "sideways", "unknown", "unknown"),  # not the kernel's values
+    ("\u0661\u0660\u0660\u0660", "FULL", "unknown", "unknown"),
+])
+def test_link_read_from_sysfs_and_judged(tmp_path: Path, speed: str | None, duplex: str | None,
+                                         speed_status: str, duplex_status: str) -> None:
+    link = sysfs_link(tmp_path, speed, duplex)
+    judged_speed = run_check(REGISTRY["NET-1150"], wired(link), VERIFIED_MBPS)
+    judged_duplex = run_check(REGISTRY["NET-1160"], wired(link), None)
+    assert (judged_speed.status, judged_duplex.status) == (speed_status, duplex_status), (judged_speed, judged_duplex)
+    if speed_status != "unknown":
+        assert judged_speed.measured == int(str(speed))
+        assert (int(str(speed)) >= VERIFIED_MBPS) == (speed_status == "pass")
+    else:
+        assert "enp1s0" in judged_speed.detail
+
+
+def test_a_link_that_says_nothing_about_a_cable_is_unknown_with_the_reason() -> None:
+    for kind, words in (("wireless", "is wireless"), ("virtual", "is virtual")):
+        facts = {"network": {"default_route": {"interface": "x0", "gateway": None, "kind": kind,
+                                               "speed_mbps": 10000, "duplex": "full"}}}
+        for check_id in ("NET-1150", "NET-1160"):
+            assert run_check(REGISTRY[check_id], facts, VERIFIED_MBPS).detail.startswith(f"x0 {words}")
+    no_route = run_check(REGISTRY["NET-1150"], {"network": {"default_route": None}}, VERIFIED_MBPS)
+    assert no_route.status == "unknown"
+    # facts recorded before the link was collected
+    old = run_check(REGISTRY["NET-1150"], {"network": {"default_route": {"interface": "eth0", "kind": "wired"}}},
+                    VERIFIED_MBPS)
+    assert old.status == "unknown" and old.detail == "eth0: link speed and duplex not collected"

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from hostcheck.checks import load_registry
 from hostcheck.collectors import (
     CollectContext,
     _proc,
@@ -43,12 +44,14 @@ from hostcheck.collectors import (
 )
 from hostcheck.facts import Unknown, from_jsonable, to_jsonable
 from hostcheck.firewall import ruleset, summary
+from hostcheck.judge import run_check
 from hostcheck.netaddr import classify_address
 from hostcheck.netprobe.gateway import default_gateway_v4
 from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
+REGISTRY = load_registry()
 NOBODY = 65534
 root_only = pytest.mark.skipif(not IS_ROOT, reason="needs root (namespaces, mounts)")
 
@@ -1156,6 +1159,11 @@ def test_network_collect_in_namespace(tmp_path: Path) -> None:
         lab = json.loads(subprocess.run(["ip", "netns", "exec", ns, *run, '["2001:db8::/32"]'],
                                         capture_output=True, text=True, timeout=60, check=True,
                                         **env_cwd).stdout)
+        # The kernel's own answer for the route's link, read in the same namespace (a veth
+        # reads 10000/full on recent kernels; a kernel that gives none fails the read).
+        kernel = {key: subprocess.run(["ip", "netns", "exec", ns, "cat", f"/sys/class/net/hc0/{key}"],
+                                      capture_output=True, text=True, timeout=30)
+                  for key in ("speed", "duplex")}
     by_name = {i["name"]: i for i in plain["interfaces"]}
     assert set(by_name) == {"lo", "hc0", "hc1"}
     assert by_name["hc1"]["kind"] == "virtual" and by_name["hc1"]["up"] is True
@@ -1165,7 +1173,32 @@ def test_network_collect_in_namespace(tmp_path: Path) -> None:
     addrs = {(a["address"], a["family"], a["prefixlen"], a["scope"]) for a in hc0["addresses"]}
     assert ("100.64.1.2", 4, 24, "cgnat") in addrs
     assert ("2001:db8::2", 6, 64, "other") in addrs
-    assert plain["default_route"] == {"interface": "hc0", "gateway": "100.64.1.1", "kind": "virtual"}
+    route = from_jsonable(plain["default_route"])
+    assert {k: route[k] for k in ("interface", "gateway", "kind")} == {
+        "interface": "hc0", "gateway": "100.64.1.1", "kind": "virtual"}
+    speed, duplex = kernel["speed"], kernel["duplex"]
+    if speed.returncode == 0 and int(speed.stdout) > 0:
+        assert route["speed_mbps"] == int(speed.stdout)
+    else:
+        assert isinstance(route["speed_mbps"], Unknown) and "hc0" in route["speed_mbps"].reason
+    if duplex.returncode == 0 and duplex.stdout.strip() in ("full", "half"):
+        assert route["duplex"] == duplex.stdout.strip()
+    else:
+        assert isinstance(route["duplex"], Unknown)
+    # A veth's figure is its driver's, not a cable's: the link checks say so rather than judge it.
+    facts = {"network": {"default_route": route}}
+    for check_id in ("NET-1150", "NET-1160"):
+        judged = run_check(REGISTRY[check_id], facts, 500)
+        assert judged.status == "unknown" and judged.detail.startswith("hc0 is virtual"), judged
+    # The same figures on a wired NIC are judged: at least 500 Mb/s passes, full duplex passes.
+    wired = {"network": {"default_route": {**route, "kind": "wired"}}}
+    speed_judged = run_check(REGISTRY["NET-1150"], wired, 500)
+    if isinstance(route["speed_mbps"], int):
+        assert speed_judged.status == ("pass" if route["speed_mbps"] >= 500 else "fail")
+    else:
+        assert speed_judged.status == "unknown"
+    assert run_check(REGISTRY["NET-1160"], wired, None).status == (
+        {"full": "pass", "half": "fail"}.get(route["duplex"], "unknown") if isinstance(route["duplex"], str) else "unknown")
     assert plain["ipv6_global"] is False
     assert lab["ipv6_global"] is True  # documentation range counted as public, as in the NAT lab
     assert plain["listening"] == []

@@ -405,3 +405,57 @@ def sudo_logged(facts: dict[str, Any], _threshold: Any) -> Outcome:
     if all(ok for ok, _ in states):
         return passed("logged", detail)
     return failed("not logged", detail)
+
+
+def _restart_line(unit: dict[str, Any]) -> str:
+    states = [unit.get(k) for k in ("active_state", "sub_state", "result")]
+    shown = "/".join(str(s) for s in states if isinstance(s, str))
+    return f"{unit.get('name')} restarted {unit.get('restarts')} times" + (f" ({shown})" if shown else "")
+
+
+@check(
+    "AGT-1070",
+    title="The provider agent's service is not restarting over and over",
+    op="<",
+    unit="restarts",
+    threshold="number",
+    requirement="the agent's service must not be restarting over and over",
+    why="An agent whose service fails and is restarted by systemd again and again keeps the machine "
+    "offline on its platform while everything else looks up: the real error is in the service's "
+    "journal and the agent's own log (Vast: /var/lib/vastai_kaalia/kaalia.log), not on the screen. "
+    "systemd counts the automatic restarts since the service was last started by hand.",
+    fix="Read why it fails: `sudo journalctl -u UNIT -n 200 --no-pager` and the agent's own log "
+    "(Vast: /var/lib/vastai_kaalia/kaalia.log); fix that (often the GPUs are not seen: `nvidia-smi`), "
+    "then `sudo systemctl restart UNIT`, which also sets the count back to 0.",
+)
+def agent_not_restart_looping(facts: dict[str, Any], threshold: Any) -> Outcome:
+    agents, _blind = installed_agents(facts)
+    if not agents:
+        return passed(0, "no provider agent installed")
+    looping: list[str] = []
+    undecided: list[str] = []
+    counts: list[int] = []
+    for entry in agents:
+        units = entry.get("units")
+        if isinstance(units, Unknown):
+            undecided.append(f"{_platform(entry)}: {units.reason}")
+            continue
+        for unit in units or []:
+            if not isinstance(unit, dict):
+                continue
+            restarts = unit.get("restarts")
+            if isinstance(restarts, Unknown):
+                undecided.append(restarts.reason)
+            elif not isinstance(restarts, int) or isinstance(restarts, bool):
+                undecided.append(f"{unit.get('name')}: restart count not collected")
+            else:
+                counts.append(restarts)
+                if restarts >= threshold:
+                    looping.append(_restart_line(unit))
+    if looping:
+        return failed(max(counts), "; ".join(looping))
+    if undecided:
+        return unknown("; ".join(undecided), max(counts, default=None))
+    if not counts:
+        return passed(0, "no installed agent runs a systemd service")
+    return passed(max(counts), f"at most {max(counts)} automatic restart(s)")

@@ -590,3 +590,66 @@ def bandwidth(facts: dict[str, Any], threshold: Any) -> Outcome:
         why = bw.get("reason") or "the speed test did not finish"
         return unknown(f"not measured ({why}); {SPEEDTEST_HINT}", measured)
     return passed(measured, f"{source}; needs {how}")
+
+
+def _route_link(facts: dict[str, Any], key: str) -> tuple[str, Any] | Outcome:
+    """(interface, its link ``key``) of the default route, or the outcome that ends the check
+    (no route, a route whose link says nothing about a cable, a value the kernel did not give)."""
+    route = need(facts, _DEFAULT_ROUTE)
+    if not isinstance(route, dict):
+        return unknown("no default route: no link to judge")
+    name = str(route.get("interface"))
+    value = route.get(key)
+    if route.get("kind") == "wireless":
+        return unknown(f"{name} is wireless: it has no negotiated wired link (Vast asks for wired Ethernet)")
+    if route.get("kind") in ("virtual", "loopback"):
+        return unknown(f"{name} is virtual (a bridge, bond, VLAN, tunnel or veth): its figure is not a cable's; "
+                       "read each physical member with `sudo ethtool IF`")
+    if isinstance(value, Unknown):
+        return unknown(value.reason)
+    if value is None:
+        return unknown(f"{name}: link speed and duplex not collected")
+    return name, value
+
+
+@check(
+    "NET-1150",
+    title="The default route's link is as fast as the platform's bandwidth",
+    op=">=",
+    unit="Mb/s",
+    threshold="number",
+    requirement="the wired link must be as fast as the bandwidth the platform asks for",
+    why="A link renegotiates on every cable reseat, switch reboot or port move, and a marginal "
+    "cable comes back slower rather than not at all: the machine stays online and keeps taking "
+    "rentals while it can no longer carry the bandwidth the platform asks for.",
+    fix="Read what the link negotiated with `sudo ethtool IF`; reseat or replace the cable, or "
+    "move to another switch port; if the NIC advertises less than it supports, look for an "
+    "`ethtool -s` in a systemd unit, a udev rule or a systemd-networkd [Link] section.",
+)
+def link_speed(facts: dict[str, Any], threshold: Any) -> Outcome:
+    link = _route_link(facts, "speed_mbps")
+    if isinstance(link, Outcome):
+        return link
+    name, speed = link
+    if speed >= threshold:
+        return passed(speed, f"{name} at {speed} Mb/s")
+    return failed(speed, f"{name} negotiated {speed} Mb/s")
+
+
+@check(
+    "NET-1160",
+    title="The default route's link is full duplex",
+    op="==",
+    threshold="none",
+    requirement="the wired link must be full duplex",
+    why="Half duplex collapses throughput under load and points at a switch port that failed to "
+    "negotiate.",
+    fix="Check both ends with `sudo ethtool IF`: let both the NIC and the switch port negotiate "
+    "(or set both to the same fixed mode), and replace a cable or port that still comes up half.",
+)
+def link_full_duplex(facts: dict[str, Any], _threshold: Any) -> Outcome:
+    link = _route_link(facts, "duplex")
+    if isinstance(link, Outcome):
+        return link
+    name, duplex = link
+    return passed("full", f"{name}: full duplex") if duplex == "full" else failed(duplex, f"{name}: {duplex} duplex")

@@ -53,10 +53,15 @@ DPKG_INFO = Path("/var/lib/dpkg/info")
 # "USER : command not allowed ; ...").
 REFUSALS = ("command not allowed", "a password is required", "incorrect password", "user NOT in sudoers")
 SUDO_LINE = re.compile(r"^\s*(?P<user>[^\s:]+) : (?P<rest>.*)$")
+# systemd's state words ("active", "auto-restart", "exit-code", ...): anything else is not
+# systemd's answer and is not passed on.
+STATE_WORD = re.compile(r"^[a-z][a-z-]{0,31}$")
+MAX_RESTARTS_DIGITS = 9
+UNIT_PROPERTIES = "Id,LoadState,UnitFileState,ActiveState,SubState,Result,NRestarts"
 
 
 def parse_unit_show(text: str) -> dict[str, dict[str, str]]:
-    """``systemctl show -p Id,LoadState,UnitFileState,ActiveState U...`` -> {unit: properties}.
+    """``systemctl show -p Id,LoadState,UnitFileState,... U...`` -> {unit: properties}.
     One call answers every unit, missing ones included (LoadState=not-found)."""
     units: dict[str, dict[str, str]] = {}
     for block in text.split("\n\n"):
@@ -66,30 +71,51 @@ def parse_unit_show(text: str) -> dict[str, dict[str, str]]:
     return units
 
 
+def _state_word(props: dict[str, str], key: str, unit: str) -> str | Unknown:
+    value = props.get(key, "")
+    return value if STATE_WORD.match(value) else Unknown(f"systemctl show {unit}: no {key}")
+
+
+def restart_count(props: dict[str, str], unit: str) -> int | Unknown:
+    """systemd's NRestarts: automatic restarts since the unit was last started by hand (systemd
+    235 and later)."""
+    value = props.get("NRestarts", "").strip()
+    if not value:
+        return Unknown(f"systemctl show {unit}: no NRestarts (systemd older than 235)")
+    if not value.isdigit() or not value.isascii() or len(value) > MAX_RESTARTS_DIGITS:
+        return Unknown(f"systemctl show {unit}: NRestarts {value[:20]!r} is not a count")
+    return int(value)
+
+
 def unit_states(units: tuple[str, ...]) -> dict[str, dict[str, Any]] | Unknown:
     if not units:
         return {}
     if not os.path.isdir("/run/systemd/system"):
         # systemd is not the init: report unit files only (nothing can be running under it).
         return {u: {"name": u, "enabled": Unknown("systemd is not the running init"), "active": False,
+                    "restarts": Unknown("systemd is not the running init"),
                     "present": any(os.path.lexists(f"{d}/{u}") for d in UNIT_DIRS)} for u in units}
-    res = run_command(["systemctl", "show", "-p", "Id,LoadState,UnitFileState,ActiveState", "--", *units],
-                      timeout=2.0)
+    res = run_command(["systemctl", "show", "-p", UNIT_PROPERTIES, "--", *units], timeout=2.0)
     if isinstance(res, Unknown):
         return Unknown(f"cannot ask systemd about units: {res.reason}")
     shown = parse_unit_show(res.stdout)
-    out: dict[str, dict[str, Any]] = {}
-    for unit in units:
-        props = shown.get(unit, {})
-        load = props.get("LoadState", "")
-        out[unit] = {
-            "name": unit,
-            "present": load in ("loaded", "masked", "error", "bad-setting"),
-            "enabled": props.get("UnitFileState") or ("masked" if load == "masked" else "not-found" if load == "not-found"
-                                                       else Unknown(f"systemctl show {unit}: no UnitFileState")),
-            "active": props.get("ActiveState") == "active",
-        }
-    return out
+    return {unit: unit_state(unit, shown.get(unit, {})) for unit in units}
+
+
+def unit_state(unit: str, props: dict[str, str]) -> dict[str, Any]:
+    """One unit's facts from its ``systemctl show`` properties (empty when systemd did not list it)."""
+    load = props.get("LoadState", "")
+    return {
+        "name": unit,
+        "present": load in ("loaded", "masked", "error", "bad-setting"),
+        "enabled": props.get("UnitFileState") or ("masked" if load == "masked" else "not-found" if load == "not-found"
+                                                   else Unknown(f"systemctl show {unit}: no UnitFileState")),
+        "active": props.get("ActiveState") == "active",
+        "active_state": _state_word(props, "ActiveState", unit),
+        "sub_state": _state_word(props, "SubState", unit),
+        "result": _state_word(props, "Result", unit),
+        "restarts": restart_count(props, unit),
+    }
 
 
 def _package_installed(name: str) -> bool:

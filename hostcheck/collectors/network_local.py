@@ -6,6 +6,7 @@ NAT type, CGNAT and inbound reachability (same section) come from the reachabili
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Any
 
@@ -87,7 +88,46 @@ def default_route() -> dict[str, Any] | None | Unknown:
         return None
     best = routes[0]
     return {"interface": best["interface"], "gateway": best["gateway"],
-            "kind": interface_kind(best["interface"])}
+            "kind": interface_kind(best["interface"]), **link_mode(best["interface"])}
+
+
+# The kernel's link speeds end at a few hundred Gb/s; anything past this is not a speed.
+MAX_LINK_MBPS = 10_000_000
+DUPLEX_WORDS = ("full", "half")
+SPEED_TEXT = re.compile(r"^-?[0-9]{1,9}$")
+
+
+def link_mode(name: str, sys_net: str = SYS_NET) -> dict[str, int | str | Unknown]:
+    """The negotiated speed (Mb/s) and duplex of an interface, from sysfs. The kernel answers
+    EINVAL on a link that is down and on drivers that report none (loopback, tunnels, many
+    virtual ones), and -1 or "unknown" when the link has not negotiated."""
+    if "/" in name or name in ("", ".", ".."):
+        return {"speed_mbps": Unknown(f"not an interface name: {name!r}"),
+                "duplex": Unknown(f"not an interface name: {name!r}")}
+    base = os.path.join(sys_net, name)
+    speed_text = read_text(os.path.join(base, "speed"), limit=64)
+    duplex_text = read_text(os.path.join(base, "duplex"), limit=64)
+    return {"speed_mbps": parse_link_speed(speed_text, name), "duplex": parse_duplex(duplex_text, name)}
+
+
+def parse_link_speed(text: str | Unknown, name: str) -> int | Unknown:
+    if isinstance(text, Unknown):
+        return Unknown(f"{name} reports no link speed (down, or its driver gives none): {text.reason}")
+    value = text.strip()
+    if not SPEED_TEXT.match(value) or int(value) > MAX_LINK_MBPS:
+        return Unknown(f"{name}: link speed {value[:20]!r} is not a number of Mb/s")
+    if int(value) <= 0:
+        return Unknown(f"{name} has not negotiated a link speed (the kernel says {value})")
+    return int(value)
+
+
+def parse_duplex(text: str | Unknown, name: str) -> str | Unknown:
+    if isinstance(text, Unknown):
+        return Unknown(f"{name} reports no duplex (down, or its driver gives none): {text.reason}")
+    value = text.strip()
+    if value in DUPLEX_WORDS:
+        return value
+    return Unknown(f"{name} has not negotiated duplex (the kernel says {value[:20]!r})")
 
 
 # ---------------------------------------------------------------- listeners

@@ -21,14 +21,17 @@ agent_oversight is applied (and rerun: nothing changes), the stand-in account ru
 through sudo, and the audit reports that the logging is on and what it ran. The Vast allowlist
 is refused without the operator's statement, then applied once. Rollback restores every file
 under /etc and /var/lib as it was before the role, and removes the I/O logs.
+Last, vastai.service is made to fail and restart every second: the audit reports the restart
+loop (AGT-1070) with systemd's own count, and the stand-in is put back.
 
-Cost: one host, one hostcheck install, six audits, five playbook runs: 122-153 s measured on
-the 2-core machine, 240 s while other tests shared its cores.
+Cost: one host, one hostcheck install, seven audits, five playbook runs: 122-153 s measured on
+the 2-core machine, 240 s while other tests shared its cores (the restart loop adds 5 s).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -274,3 +277,45 @@ def test_rollback_restores_the_host_exactly(oversight: Oversight) -> None:
     assert diff == {}
     assert oversight.probes["iolog_after"] == "absent"
     assert oversight.probes["agent_sudo_after"].stdout.strip() == "0"
+
+
+# vastai.service made to fail the way a broken agent does: systemd restarts it every second
+# (no start limit, so it loops for as long as it is left so).
+RESTART_LOOP = """set -e
+mkdir -p /etc/systemd/system/vastai.service.d
+printf '[Unit]\\nStartLimitIntervalSec=0\\n[Service]\\nExecStart=\\nExecStart=/bin/false\\nRestart=always\\nRestartSec=1\\n' \
+  > /etc/systemd/system/vastai.service.d/restart-loop.conf
+systemctl daemon-reload
+systemctl restart vastai.service || true
+"""
+END_LOOP = ("rm -rf /etc/systemd/system/vastai.service.d && systemctl daemon-reload "
+            "&& systemctl restart vastai.service")
+LOOP_LINE = 3  # the Vast policy's AGT-1070 threshold
+
+
+def restarts(host: LabHost) -> int:
+    return int(host.sudo("systemctl show -p NRestarts --value vastai.service", check=True).stdout.strip())
+
+
+def test_a_restart_looping_agent_service_is_found(oversight: Oversight) -> None:
+    host = oversight.host
+    try:
+        host.sudo(RESTART_LOOP, check=True, timeout=30)
+        deadline = time.monotonic() + 30
+        while restarts(host) < LOOP_LINE and time.monotonic() < deadline:
+            time.sleep(0.5)
+        before = restarts(host)
+        assert before >= LOOP_LINE
+        report = audit(host)
+        after = restarts(host)
+    finally:
+        host.sudo(END_LOOP, timeout=30)
+    row = finding(report, "vast", "AGT-1070")
+    assert row["status"] == "warn" and row["severity"] == "risk", row  # a failed risk reads "warn"
+    assert before <= row["measured"] <= after
+    assert row["detail"].startswith(f"vastai.service restarted {row['measured']} times (")
+    assert "exit-code" in row["detail"] and "journalctl -u" in row["fix"] and "kaalia.log" in row["fix"]
+    (vast, *_) = [a for a in report["facts"]["agents"]["installed"] if a["id"] == "vast"]
+    metrics = next(u for u in vast["units"] if u["name"] == "vast_metrics.service")
+    assert metrics["restarts"] == 0 and metrics["active_state"] == "active"
+    assert restarts(host) == 0  # restarted by hand: systemd's count starts again
