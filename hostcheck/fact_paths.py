@@ -588,10 +588,12 @@ FACTS: tuple[Fact, ...] = (
       unit="days", when="a database was read"),
     F("watch.not_recorded_days", T.NUMBER, "stretches nothing was recorded", unit="days", when="a database was read"),
     F("watch.uptime_pct", T.NUMBER, "up time over observed time", unit="%", when="a database was read"),
-    F("watch.runpod_score_pct", T.NUMBER, "Runpod's (minutes - minutes down + 10) / minutes over the last 30 days; "
-      "null until 30 days are observed (the formula is defined on its 30-day window)", unit="%", when="a database was read"),
-    F("watch.runpod_best_pct", T.NUMBER, "under 30 days observed: the highest 30-day Runpod score the recording still "
-      "allows (its downtime counted, the rest of the 30 days up); null at 30 days", unit="%", when="a database was read"),
+    F("watch.segments", T.LIST, "the window as consecutive stretches of one state, oldest first (at most 4096), "
+      "which the REL checks apply each platform's rule to", when="a database was read"),
+    F("watch.segments.*.state", T.TEXT, "up, why down, or not recorded (the recorder did not run)",
+      choices=("up", "power", "reboot", "network", "driver", "suspend", "not recorded")),
+    F("watch.segments.*.start", T.NUMBER, "its start, seconds since the Unix epoch", unit="s"),
+    F("watch.segments.*.end", T.NUMBER, "its end, seconds since the Unix epoch", unit="s"),
     F("watch.current_up_h", T.NUMBER, "the up run that reaches the end of the window", unit="h",
       when="a database was read"),
     F("watch.longest_up_h", T.NUMBER, "the longest up run", unit="h", when="a database was read"),
