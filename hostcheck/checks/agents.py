@@ -48,14 +48,14 @@ def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     the running containers could not be listed, why (agents known only by their containers
     may then be missing)."""
     found = [dict(a) for a in need(facts, "agents.installed") if isinstance(a, dict) and a.get("id")]
-    if any(entry.get("accounts") for entry in found):
+    if any(item.get("accounts") for item in found):
         recorded = lookup(facts, "agents.sudoers")
         loaded = sudoers.replay(recorded)
         if isinstance(loaded, Unknown) and isinstance(recorded, dict):  # /etc/sudoers itself was not readable
             loaded = Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
-        for entry in found:
-            entry["accounts"] = [{**a, "sudo": sudo_view(loaded, a)} for a in entry.get("accounts") or []
-                                 if isinstance(a, dict)]
+        for item in found:
+            item["accounts"] = [{**a, "sudo": sudo_view(loaded, a)} for a in item.get("accounts") or []
+                                if isinstance(a, dict)]
     containers, blind = _containers(facts)
     # Docker names io.net's containers at random; their images say what they are
     # (ionetcontainers/io-worker-vc:TAG): match the image's last path component, or the name.
