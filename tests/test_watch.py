@@ -21,13 +21,8 @@ from typing import Any
 import pytest
 
 from hostcheck.models import Finding, Report
-from hostcheck.watch import pkglog
-from hostcheck.watch.analysis import analyse
-from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
-from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
-from hostcheck.watch.render import render, timeline
-from hostcheck.watch.rules import rules, score_all
-from hostcheck.watch.store import (
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     Boot,
@@ -38,6 +33,11 @@ from hostcheck.watch.store import (
     WatchWriter,
     read_recording,
 )
+from hostcheck.render.watch import render, timeline
+from hostcheck.watch import pkglog
+from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
+from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
+from hostcheck.watch.rules import rules, score_all
 from hostcheck.watch.xid import classify_line
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
 

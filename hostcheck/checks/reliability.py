@@ -7,7 +7,7 @@ from typing import Any
 
 from hostcheck.checks.base import CheckResult, Missing, check, compare, unknown
 from hostcheck.facts import Unknown, lookup
-from hostcheck.watch.analysis import Segment
+from hostcheck.recording.analysis import Segment
 from hostcheck.watch.rules import runpod_over, runpod_rule
 
 MIN_DAYS = 1.0  # less than a day of recording says too little about a home line

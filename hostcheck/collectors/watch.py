@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.facts import Unknown
-from hostcheck.watch.store import default_report_db
+from hostcheck.recording.store import default_report_db
 
 SECTION = "watch"
 TIMEOUT = 5
@@ -34,8 +34,8 @@ def _iso(t: float | None) -> str | None:
 
 
 def summarise(path: Path) -> dict[str, Any]:
-    from hostcheck.watch.analysis import analyse
-    from hostcheck.watch.store import WatchDbError, inspect_file, read_recording
+    from hostcheck.recording.analysis import analyse
+    from hostcheck.recording.store import WatchDbError, inspect_file, read_recording
 
     try:
         if not inspect_file(path, OPTION):

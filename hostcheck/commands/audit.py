@@ -42,7 +42,7 @@ from hostcheck.commands.live import (
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
-from hostcheck.watch.store import DEFAULT_DB as DEFAULT_WATCH_DB
+from hostcheck.recording.store import DEFAULT_DB as DEFAULT_WATCH_DB
 
 if TYPE_CHECKING:
     from hostcheck.models import Report

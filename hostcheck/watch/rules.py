@@ -13,7 +13,7 @@ from typing import Any
 
 from hostcheck import yaml_loader
 from hostcheck.models import SourceEntry
-from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis, Segment
+from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis, Segment
 
 RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
 
