@@ -197,7 +197,7 @@ def recorder_run(tmp: Path, seconds: float, interval: float) -> dict[str, Any]:
 def recording_of_days(db: Path, days: int) -> None:
     """A recording in the recorder's shape: a sample a minute, six targets, one GPU; an outage
     of each live cause every few days."""
-    from hostcheck.watch.store import WatchWriter
+    from hostcheck.recording.store import WatchWriter
 
     writer = WatchWriter(db)
     start = time.time() - days * 86400
@@ -217,7 +217,7 @@ def recording_of_days(db: Path, days: int) -> None:
 
 
 def textfile_cost(tmp: Path, days: int = 30, repeat: int = 2000) -> dict[str, Any]:
-    from hostcheck.watch.store import Sample, WatchWriter
+    from hostcheck.recording.store import Sample, WatchWriter
     from hostcheck.watch.textfile import FILE_NAME, REFRESH_S, TextfileOutput
 
     db = tmp / "month.db"

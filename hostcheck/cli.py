@@ -66,11 +66,11 @@ COMMANDS: dict[str, CommandSpec] = {
         "One table across many hosts' reports (fleet DIR), or drift between two audits (fleet diff).",
     ),
     "earnings": CommandSpec(
-        "hostcheck.earnings.cli:earnings",
+        "hostcheck.commands.earnings:earnings",
         "Will it earn? Net per month per platform, break-even price and occupancy, heat credit.",
     ),
     "watch": CommandSpec(
-        "hostcheck.watch.cli:watch_app",
+        "hostcheck.commands.watch:watch_app",
         "Record a reliability rehearsal; `hostcheck watch report` shows what a platform would see.",
     ),
 }

@@ -124,11 +124,11 @@ process runs as root (any user can name a process `dockerd`). With `--offline`, 
 `GET /containers/{id}/json`, never from inside a container (at most 200)."""),
     Section("agents", "agents", """Provider agents found on this machine, recognised by the names in
 `policies/agents/agents.yaml` (accounts, systemd units, paths, dpkg packages; containers are
-matched by the checks against the images in `docker.containers`). `sudo` is what sudoers (and
-the files it includes, read in sudo's order with sudo's matching rules) grants an agent
-account; unknown when `/etc/sudoers` cannot be read (it is 0440 root: an unprivileged audit
-always gets this), and `scope` "unknown" with the `gaps` listed when an included file or
-directory cannot be read or is past the reader's bounds. `sudo_activity` comes from sudo's own
+matched by the checks against the images in `docker.containers`). `sudoers` keeps sudoers and
+the files it includes as read (in sudo's order, bounded); the checks work out from it what each
+agent account may run as root, with sudo's matching rules, so a saved facts file is judged by
+today's rules. `/etc/sudoers` is 0440 root: an unprivileged audit keeps why it could not be read
+(the checks say unknown). `sudo_activity` comes from sudo's own
 journal entries (`SYSLOG_IDENTIFIER=sudo`); unknown when the journal is not readable (not root
 and not in `systemd-journal` or `adm`)."""),
     Section("ssh", "sshd", """`settings` holds only the keywords checks read and those that say who may
@@ -391,30 +391,7 @@ FACTS: tuple[Fact, ...] = (
     F("agents.installed.*.accounts.*.uid", T.INT, "uid"),
     F("agents.installed.*.accounts.*.shell", T.TEXT, "login shell"),
     F("agents.installed.*.accounts.*.groups", T.TEXTS, "its groups"),
-    F("agents.installed.*.accounts.*.sudo", T.OBJECT, "what sudoers grants it"),
-    F("agents.installed.*.accounts.*.sudo.scope", T.TEXT,
-      "\"unrestricted\" (any command as root), \"restricted\" (a list of commands), \"none\", or "
-      "\"unknown\" (part of sudoers could not be read: see `gaps`)",
-      choices=("unrestricted", "restricted", "none", "unknown")),
-    F("agents.installed.*.accounts.*.sudo.rules", T.LIST, "the rules that apply to it"),
-    F("agents.installed.*.accounts.*.sudo.rules.*.file", T.TEXT, "the sudoers file", redact="path"),
-    F("agents.installed.*.accounts.*.sudo.rules.*.line", T.INT, "its line"),
-    F("agents.installed.*.accounts.*.sudo.rules.*.rule", T.TEXT, "the rule, normalised (at most 400 characters)",
-      redact="text"),
-    F("agents.installed.*.accounts.*.sudo.rules.*.nopasswd", T.BOOL, "no password asked"),
-    F("agents.installed.*.accounts.*.sudo.rules.*.commands", T.INT, "commands the rule allows"),
-    F("agents.installed.*.accounts.*.sudo.root_giving", T.TEXTS, "allowed commands that can be turned into a root "
-      "shell (a shell, an interpreter, a program that runs or writes anything; an inference)"),
-    F("agents.installed.*.accounts.*.sudo.io_logging", T.BOOL, "`log_output` or `log_input` applies to it"),
-    F("agents.installed.*.accounts.*.sudo.syslog", T.BOOL, "sudo logs its commands to syslog, hence the journal"),
-    F("agents.installed.*.accounts.*.sudo.logfile", T.BOOL, "sudo writes a log file"),
-    F("agents.installed.*.accounts.*.sudo.files_read", T.TEXTS, "sudoers files read", redact="path"),
-    F("agents.installed.*.accounts.*.sudo.unreadable", T.TEXTS, "sudoers files that could not be read",
-      redact="text"),
-    F("agents.installed.*.accounts.*.sudo.unparsed_lines", T.INT, "sudoers lines not understood"),
-    F("agents.installed.*.accounts.*.sudo.gaps", T.TEXTS, "what could not be read and why (a file or directory "
-      "unreadable, a file past the size bound, a directory past the file bound, a line not understood that may "
-      "name the account): a rule may be missing", redact="text"),
+    F("agents.installed.*.accounts.*.gids", T.RAW, "the group ids it holds (numbers; sudoers' %#gid names them)"),
     F("agents.installed.*.units", T.LIST, "its systemd units"),
     F("agents.installed.*.units.*.name", T.TEXT, "the unit"),
     F("agents.installed.*.units.*.present", T.BOOL, "the unit file is loaded"),
@@ -433,6 +410,10 @@ FACTS: tuple[Fact, ...] = (
     F("agents.kernel_params", T.MAP, "the kernel parameters agents' installers set, found on /proc/cmdline "
       "(nvidia_drm.modeset, intel_iommu, amd_iommu, iommu, vfio-pci.ids, vfio_iommu_type1.allow_unsafe_interrupts)"),
     F("agents.kernel_params.*", T.TEXT, "the parameter's value"),
+    F("agents.sudoers", T.RAW, "the sudoers files as read, for the checks to work out what each agent account may "
+      "run as root: `root` and `hostname` (for %h includes), `files` (each `path` with its `text`, bounded, null when "
+      "it does not exist, or why it is `unreadable`) and `dirs` (each include directory's `names`, or why it is "
+      "`unreadable`); null when no agent account is present", redact="text"),
     F("agents.sudo_activity", T.OBJECT, "what agent accounts ran through sudo"),
     F("agents.sudo_activity.since", T.TIME, "from when (default the last 7 days; `--agent-since`)"),
     F("agents.sudo_activity.entries", T.INT, "sudo journal entries of agent accounts"),
@@ -635,10 +616,12 @@ FACTS: tuple[Fact, ...] = (
       unit="days", when="a database was read"),
     F("watch.not_recorded_days", T.NUMBER, "stretches nothing was recorded", unit="days", when="a database was read"),
     F("watch.uptime_pct", T.NUMBER, "up time over observed time", unit="%", when="a database was read"),
-    F("watch.runpod_score_pct", T.NUMBER, "Runpod's (minutes - minutes down + 10) / minutes over the last 30 days; "
-      "null until 30 days are observed (the formula is defined on its 30-day window)", unit="%", when="a database was read"),
-    F("watch.runpod_best_pct", T.NUMBER, "under 30 days observed: the highest 30-day Runpod score the recording still "
-      "allows (its downtime counted, the rest of the 30 days up); null at 30 days", unit="%", when="a database was read"),
+    F("watch.segments", T.LIST, "the window as consecutive stretches of one state, oldest first (at most 4096), "
+      "which the REL checks apply each platform's rule to", when="a database was read"),
+    F("watch.segments.*.state", T.TEXT, "up, why down, or not recorded (the recorder did not run)",
+      choices=("up", "power", "reboot", "network", "driver", "suspend", "not recorded")),
+    F("watch.segments.*.start", T.NUMBER, "its start, seconds since the Unix epoch", unit="s"),
+    F("watch.segments.*.end", T.NUMBER, "its end, seconds since the Unix epoch", unit="s"),
     F("watch.current_up_h", T.NUMBER, "the up run that reaches the end of the window", unit="h",
       when="a database was read"),
     F("watch.longest_up_h", T.NUMBER, "the longest up run", unit="h", when="a database was read"),

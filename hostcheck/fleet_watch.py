@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hostcheck import safeio
 from hostcheck.fleet import WATCH_SUFFIX, FleetError, fleet_source
-from hostcheck.watch.analysis import DOWN_CAUSES
+from hostcheck.recording.analysis import DOWN_CAUSES
 
 VERDICT_ORDER = {"below": 0, "unknown": 1, "meets": 2}
 

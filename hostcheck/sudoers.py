@@ -650,6 +650,54 @@ def load(read: Reader, listdir: Lister, root: str = SUDOERS, hostname: str | Non
     return loaded
 
 
+def record(read: Reader, listdir: Lister, root: str = SUDOERS, hostname: str | None = None) -> dict[str, Any]:
+    """Read sudoers as :func:`load` does and keep what was read, the evidence a collector
+    stores: every file's text (bounded as ``read`` bounds it; ``None`` when it does not exist)
+    or why it could not be read, likewise every include directory's names. :func:`replay`
+    reads the same rules from it, so they are judged wherever and whenever the checks run."""
+    files: list[dict[str, Any]] = []
+    dirs: list[dict[str, Any]] = []
+
+    def kept_read(path: str) -> str | Unknown | None:
+        text = read(path)
+        files.append({"path": path, "text": None if isinstance(text, Unknown) else text,
+                      "unreadable": text.reason if isinstance(text, Unknown) else None})
+        return text
+
+    def kept_listdir(path: str) -> list[str] | Unknown | None:
+        names = listdir(path)
+        dirs.append({"path": path, "names": None if isinstance(names, Unknown) else names,
+                     "unreadable": names.reason if isinstance(names, Unknown) else None})
+        return names
+
+    load(kept_read, kept_listdir, root, hostname)
+    return {"root": root, "hostname": hostname, "files": files, "dirs": dirs}
+
+
+def replay(recorded: Any) -> Loaded | Unknown:
+    """:func:`load` over what :func:`record` kept (a saved facts file's ``agents.sudoers``); a
+    file or directory it did not keep reads as not recorded (a gap), never as absent."""
+    if isinstance(recorded, Unknown):
+        return recorded
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("files"), list):
+        return Unknown("the sudoers files read were not recorded")
+
+    def kept(items: Any, key: str) -> dict[str, Any]:
+        return {str(i["path"]): (Unknown(str(i["unreadable"])) if i.get("unreadable") else i.get(key))
+                for i in items if isinstance(i, dict) and "path" in i}
+
+    files, dirs = kept(recorded["files"], "text"), kept(recorded.get("dirs") or [], "names")
+
+    def read(path: str) -> str | Unknown | None:
+        return files[path] if path in files else Unknown(f"{path} was not recorded")
+
+    def listdir(path: str) -> list[str] | Unknown | None:
+        return dirs[path] if path in dirs else Unknown(f"{path} was not recorded")
+
+    hostname = recorded.get("hostname")
+    return load(read, listdir, str(recorded.get("root") or SUDOERS), hostname if isinstance(hostname, str) else None)
+
+
 # ------------------------------------------------------------------ matching
 
 

@@ -26,7 +26,7 @@ from hostcheck.agents import Catalog, conflicts, load_catalog
 from hostcheck.checks import load_registry
 from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal, unit_state
 from hostcheck.collectors.docker_daemon import container_settings
-from hostcheck.facts import Unknown, load_snapshot
+from hostcheck.facts import Unknown, load_snapshot, to_jsonable
 from hostcheck.judge import run_check
 from hostcheck.policy import resolve_policies, shipped_policy_names
 from hostcheck.report import build_report
@@ -34,7 +34,7 @@ from tests.helpers import SNAPSHOTS, hostcheck
 
 REGISTRY = load_registry()
 VAST_RULE = "vastai_kaalia ALL=(ALL) NOPASSWD:ALL"
-DENIED = Unknown("permission denied reading /etc/sudoers (needs root): sudo rules are readable only by root")
+VAST_RULE_SHOWN = "vastai_kaalia ALL=(ALL) NOPASSWD: ALL"  # as a finding quotes it: sudo's tag, then a space
 
 
 # ------------------------------------------------------------------ the sudoers reader
@@ -497,23 +497,24 @@ def test_container_settings_keep_name_and_image_only_of_what_agents_match() -> N
 # ------------------------------------------------------------------ the checks
 
 
-def account(name: str, groups: list[str], sudo: Any) -> dict[str, Any]:
-    return {"name": name, "uid": 999, "shell": "/bin/bash", "groups": groups, "sudo": sudo}
+def account(name: str, groups: list[str]) -> dict[str, Any]:
+    return {"name": name, "uid": 999, "shell": "/bin/bash", "groups": groups, "gids": [999]}
 
 
-def sudo_view(scope: str, rule: str = VAST_RULE, giving: list[str] | None = None, io_logging: bool = False,
-              syslog: bool = True, gaps: list[str] | None = None) -> dict[str, Any]:
-    rules = [] if scope in ("none", "unknown") else [
-        {"file": "/etc/sudoers", "line": 31, "rule": rule, "nopasswd": True, "commands": 1}]
-    return {"scope": scope, "rules": rules, "root_giving": giving or [], "io_logging": io_logging, "syslog": syslog,
-            "logfile": False, "files_read": ["/etc/sudoers"], "unreadable": [], "unparsed_lines": 0,
-            "gaps": gaps or []}
+def sudoers_read(*rules: str, unlisted_dir: bool = False) -> dict[str, Any]:
+    """``agents.sudoers`` as the collector records it: /etc/sudoers with ``rules`` from line 31
+    and, with ``unlisted_dir``, an ``@includedir /etc/sudoers.d`` on line 50 whose listing is
+    refused."""
+    lines = [f"# line {n}" for n in range(1, 31)] + list(rules)
+    if unlisted_dir:
+        lines += [f"# line {n}" for n in range(len(lines) + 1, 50)] + ["@includedir /etc/sudoers.d"]
+    files = {"/etc/sudoers": "\n".join(lines) + "\n"}
+    return sudoers.record(files.get, lambda d: Unknown("permission denied") if unlisted_dir else None)
 
 
-def vast(sudo: Any = None, groups: list[str] | None = None, channel: bool = True) -> dict[str, Any]:
+def vast(groups: list[str] | None = None, channel: bool = True) -> dict[str, Any]:
     return {"id": "vast", "platform": "Vast.ai", "evidence": ["account vastai_kaalia", "unit vastai.service"],
-            "accounts": [account("vastai_kaalia", ["docker"] if groups is None else groups,
-                                 sudo_view("unrestricted") if sudo is None else sudo)],
+            "accounts": [account("vastai_kaalia", ["docker"] if groups is None else groups)],
             "units": [{"name": "vastai.service", "present": True, "enabled": "enabled", "active": True}],
             "update_channel": ["/var/lib/vastai_kaalia/update_launcher.sh"] if channel else [], "packages": []}
 
@@ -527,14 +528,25 @@ def vast_with_restarts(restarts: int | Unknown) -> dict[str, Any]:
 SALAD = {"id": "salad", "platform": "Salad (Linux beta)", "evidence": ["unit crisper.service"], "accounts": [],
          "units": [], "update_channel": [], "packages": ["salad-platform"]}
 TENSORDOCK = {"id": "tensordock", "platform": "TensorDock", "evidence": ["account tensordock"],
-              "accounts": [account("tensordock", ["tensordock"], sudo_view("unrestricted"))],
+              "accounts": [account("tensordock", ["tensordock"])],
               "units": [], "update_channel": [], "packages": []}
 GAP = "/etc/sudoers.d (included from /etc/sudoers:50) could not be listed: permission denied"
 
 
-def facts(*agents: dict[str, Any], containers: Any = (), extra: dict[str, Any] | None = None) -> dict[str, Any]:
+# Both agents' accounts may run anything as root (the default of the cases below).
+UNRESTRICTED = sudoers_read(VAST_RULE, "tensordock ALL=(ALL) NOPASSWD:ALL")
+DENIED = sudoers.record(lambda p: Unknown("permission denied reading /etc/sudoers (needs root)"), lambda d: None)
+GIVING = sudoers_read("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/virsh *")  # virsh: a root shell by another door
+NOT_GIVING = sudoers_read("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/ss *")
+PARTLY_READ = sudoers_read(unlisted_dir=True)
+IO_LOGGED = sudoers_read("Defaults log_output", VAST_RULE)
+NO_RULES = sudoers_read()
+
+
+def facts(*agents: dict[str, Any], containers: Any = (), extra: dict[str, Any] | None = None,
+          sudo: dict[str, Any] = UNRESTRICTED) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "agents": {"installed": list(agents), "update_units": {"apt-daily.timer": "enabled"},
+        "agents": {"installed": list(agents), "sudoers": sudo, "update_units": {"apt-daily.timer": "enabled"},
                    "sudo_activity": {"since": "2026-12-01T00:00:00Z", "entries": 0, "commands": []}},
         "docker": {"containers": containers if isinstance(containers, Unknown) else list(containers)},
     }
@@ -563,14 +575,13 @@ CASES = [
     # (check, facts, threshold, status, measured)
     ("AGT-1010", facts(), None, "pass", 0),
     ("AGT-1010", facts(vast()), None, "fail", 1),
-    ("AGT-1010", facts(vast(sudo=DENIED)), None, "fail", 1),  # the docker group settles it without sudoers
-    ("AGT-1010", facts(vast(sudo=DENIED, groups=[])), None, "unknown", 0),
-    ("AGT-1010", facts(vast(sudo=sudo_view("restricted", giving=["/usr/bin/virsh *"]), groups=[])), None, "fail", 1),
-    ("AGT-1010", facts(vast(sudo=sudo_view("restricted", rule="vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/ss *"),
-                            groups=[])), None, "pass", 0),
+    ("AGT-1010", facts(vast(), sudo=DENIED), None, "fail", 1),  # the docker group settles it without sudoers
+    ("AGT-1010", facts(vast(groups=[]), sudo=DENIED), None, "unknown", 0),
+    ("AGT-1010", facts(vast(groups=[]), sudo=GIVING), None, "fail", 1),
+    ("AGT-1010", facts(vast(groups=[]), sudo=NOT_GIVING), None, "pass", 0),
     # sudoers partly unreadable and nothing read gives root: not a pass
-    ("AGT-1010", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]), groups=[])), None, "unknown", 0),
-    ("AGT-1010", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]))), None, "fail", 1),  # the docker group still
+    ("AGT-1010", facts(vast(groups=[]), sudo=PARTLY_READ), None, "unknown", 0),
+    ("AGT-1010", facts(vast(), sudo=PARTLY_READ), None, "fail", 1),  # the docker group still
     ("AGT-1010", facts(SALAD), None, "fail", 1),
     ("AGT-1010", facts(containers=IONET_CONTAINERS), None, "fail", 1),  # io.net, known only by its containers
     ("AGT-1010", facts(containers=BLIND), None, "unknown", 0),  # io.net cannot be ruled out
@@ -610,9 +621,9 @@ CASES = [
     ("AGT-1050", facts(SALAD, extra={"packages": {"unattended_upgrades": {"installed": False}}}), None, "pass",
      "not changed"),
     ("AGT-1060", facts(vast()), None, "fail", "not logged"),
-    ("AGT-1060", facts(vast(sudo=sudo_view("unrestricted", io_logging=True))), None, "pass", "logged"),
-    ("AGT-1060", facts(vast(sudo=DENIED)), None, "unknown", None),
-    ("AGT-1060", facts(vast(sudo=sudo_view("unknown", gaps=[GAP]))), None, "unknown", None),
+    ("AGT-1060", facts(vast(), sudo=IO_LOGGED), None, "pass", "logged"),
+    ("AGT-1060", facts(vast(), sudo=DENIED), None, "unknown", None),
+    ("AGT-1060", facts(vast(), sudo=PARTLY_READ), None, "unknown", None),
     ("AGT-1060", facts(SALAD), None, "pass", "no agent account"),
     # AGT-1030 judges the platform of the policy (its threshold) against the agents installed:
     # the conflict is shown before the second agent is installed.
@@ -664,11 +675,11 @@ def test_every_policy_judging_conflicts_names_a_known_agent() -> None:
 def test_root_detail_names_the_account_and_the_rule() -> None:
     outcome = run_check(REGISTRY["AGT-1010"], facts(vast()), None)
     assert outcome.detail == ("the platform has root on this machine: Vast.ai: vastai_kaalia may run any command as "
-                              f"root without a password: `{VAST_RULE}` (/etc/sudoers:31)")
+                              f"root without a password: `{VAST_RULE_SHOWN}` (/etc/sudoers:31)")
 
 
 def test_a_partly_read_sudoers_says_what_was_not_read() -> None:
-    outcome = run_check(REGISTRY["AGT-1010"], facts(vast(sudo=sudo_view("unknown", gaps=[GAP]), groups=[])), None)
+    outcome = run_check(REGISTRY["AGT-1010"], facts(vast(groups=[]), sudo=PARTLY_READ), None)
     assert outcome.status == "unknown" and GAP in outcome.detail
 
 
@@ -690,8 +701,8 @@ def test_gpus_bound_to_vfio_are_part_of_the_conflict() -> None:
 
 def test_a_blind_audit_says_why_io_net_cannot_be_ruled_out() -> None:
     for check_id in ("AGT-1010", "AGT-1020", "AGT-1030"):
-        outcome = run_check(REGISTRY[check_id], facts(SALAD if check_id == "AGT-1020" else vast(groups=[],
-                            sudo=sudo_view("none")), containers=BLIND), "vast" if check_id == "AGT-1030" else None)
+        outcome = run_check(REGISTRY[check_id], facts(SALAD if check_id == "AGT-1020" else vast(groups=[]), containers=BLIND,
+                                                   sudo=NO_RULES), "vast" if check_id == "AGT-1030" else None)
         assert outcome.status == "unknown", (check_id, outcome)
         assert "io.net's agent is recognised only by its running containers" in outcome.detail
         assert "permission denied" in outcome.detail
@@ -720,7 +731,8 @@ def test_conflicts_from_the_catalog_cite_a_source_each_way() -> None:
 
 def with_agent(name: str, *agents: dict[str, Any]) -> dict[str, Any]:
     data = copy.deepcopy(load_snapshot(SNAPSHOTS / f"{name}.json"))
-    data["agents"] = {"installed": list(agents), "update_units": {}, "sudo_activity": Unknown("not root")}
+    data["agents"] = {"installed": list(agents), "sudoers": UNRESTRICTED, "update_units": {},
+                      "sudo_activity": Unknown("not root")}
     return data
 
 
@@ -733,7 +745,7 @@ def test_dedicated_machine_with_vast_agent_is_medium_and_says_the_platform_has_r
         "owner risk MEDIUM (installing the provider agent hands the platform root on this machine; "
         "the agent fetches and runs code from its platform as root).")
     assert risk.statement.startswith("MEDIUM because of: installing the provider agent hands the platform root")
-    assert f"`{VAST_RULE}` (/etc/sudoers:31)" in risk.statement
+    assert f"`{VAST_RULE_SHOWN}` (/etc/sudoers:31)" in risk.statement
 
 
 def test_personal_machine_with_vast_agent_is_high_and_names_the_agent_first_class() -> None:
@@ -929,3 +941,20 @@ def test_no_agent_or_no_agent_service_passes_as_the_other_agent_checks_do() -> N
     assert run_check(REGISTRY["AGT-1010"], facts(), None).detail == "no provider agent installed"
     salad = run_check(REGISTRY["AGT-1070"], facts(SALAD), LOOP_THRESHOLD)
     assert salad.status == "pass" and salad.detail == "no installed agent runs a systemd service"
+
+def test_saved_facts_are_rejudged_with_todays_sudo_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agents collector keeps the sudoers it read, not a verdict: a saved facts file is
+    judged by the sudo rules of the hostcheck that reads it. Here a newer hostcheck counts ss
+    among the commands that give a root shell."""
+    data = with_agent("dedicated-4090", vast(groups=[]))
+    data["agents"]["sudoers"] = NOT_GIVING
+    saved = tmp_path / "facts.json"
+    saved.write_text(json.dumps(to_jsonable(data)), encoding="utf-8")
+    assert "root_giving" not in saved.read_text()  # no verdict is frozen into the facts
+    before = run_check(REGISTRY["AGT-1010"], load_snapshot(saved), None)
+    assert (before.status, before.measured) == ("pass", 0), before.detail
+    today = sudoers.root_giving
+    monkeypatch.setattr(sudoers, "root_giving", lambda command: today(command) or command.startswith("/usr/bin/ss "))
+    after = run_check(REGISTRY["AGT-1010"], load_snapshot(saved), None)
+    assert (after.status, after.measured) == ("fail", 1), after.detail
+    assert "`/usr/bin/ss *`" in after.detail

@@ -337,10 +337,32 @@ def test_out_of_range_options_exit_2(args: list[str]) -> None:
 
     from hostcheck.cli import app
 
-    for command in ("audit", "facts"):
+    for command in ("audit", "facts", "offer"):
         result = CliRunner().invoke(app, [command, "--offline", *args])
         assert result.exit_code == 2, (command, args, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
+def test_every_collecting_command_takes_the_one_set_of_live_options(tmp_path: Path) -> None:
+    """audit, facts and offer take the same live-collection options, declared once: an http://
+    probe is refused by each unless --insecure-http, before anything is collected or sent."""
+    from hostcheck.cli import load_command
+
+    def options(name: str) -> set[str]:
+        return {opt for param in load_command(name).params for opt in param.opts}
+
+    live = {"--offline", "--timeout", "--stun-server", "--probe", "--token-file", "--probe-fingerprint", "--token",
+            "--probe-port", "--public-range", "--insecure-http"}
+    for name in ("audit", "facts", "offer"):
+        assert live <= options(name), (name, live - options(name))
+    token = tmp_path / "token"
+    token.write_text("x" * 32)
+    token.chmod(0o600)
+    for name in ("audit", "facts", "offer"):
+        # Loopback only, should the refusal ever go: the probe and the STUN server are port 9 here.
+        proc = hostcheck(name, "--probe", "http://127.0.0.1:9/", "--token-file", str(token),
+                         "--stun-server", "127.0.0.1:9", "--timeout", "2", *(["--no-disk-bw"] if name == "offer" else []))
+        assert proc.returncode == 2 and "--insecure-http" in proc.stderr and proc.stdout == "", (name, proc.stderr)
 
 
 # ============================================================ fleet

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hostcheck.watch.store import Boot, WatchWriter
+from hostcheck.recording.store import Boot, WatchWriter
 from tests.test_watch import minutes
 
 

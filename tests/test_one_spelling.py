@@ -44,7 +44,7 @@ never counted as a spelling of the enum."""
 EXEMPT: dict[tuple[str, str], str] = {
     ("reachable", "hostcheck/collectors/docker_daemon.py"):
         "the key of the fact docker.reachable, which the collector writes",
-    ("reachable", "hostcheck/watch/render.py"):
+    ("reachable", "hostcheck/render/watch.py"):
         "a column of the watch report: how many checks of a forwarded port got through",
     ("unreachable", "hostcheck/watch/probes.py"):
         "a resolver probe's result (the network was unreachable), not an inbound port's",

@@ -65,7 +65,9 @@ def test_a_removed_fact_makes_a_check_unknown_never_a_verdict(name: str) -> None
 
 
 WATCH = {"present": True, "window_start": "2026-11-20T00:00:00+00:00", "window_end": "2026-11-29T00:00:00+00:00",
-         "observed_days": 9.0, "uptime_pct": 99.5, "runpod_score_pct": None, "runpod_best_pct": 99.6,
+         "observed_days": 9.0, "uptime_pct": 99.5,
+         "segments": [{"state": "up", "start": 1795132800.0, "end": 1795906512.0},
+                      {"state": "network", "start": 1795906512.0, "end": 1795910400.0}],
          "current_up_h": 30.0, "longest_up_h": 100.0, "unclean_stops": 1, "gpu_faults": []}
 
 

@@ -5,6 +5,7 @@ and the report's arithmetic against rules written out here."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import socket
 import sqlite3
@@ -20,13 +21,8 @@ from typing import Any
 import pytest
 
 from hostcheck.models import Finding, Report
-from hostcheck.watch import pkglog
-from hostcheck.watch.analysis import analyse
-from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
-from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
-from hostcheck.watch.render import render, timeline
-from hostcheck.watch.rules import rules, score_all
-from hostcheck.watch.store import (
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     Boot,
@@ -37,6 +33,11 @@ from hostcheck.watch.store import (
     WatchWriter,
     read_recording,
 )
+from hostcheck.render.watch import render, timeline
+from hostcheck.watch import pkglog
+from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
+from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
+from hostcheck.watch.rules import rules, score_all
 from hostcheck.watch.xid import classify_line
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
 
@@ -588,7 +589,6 @@ def test_report_formats_and_timeline() -> None:
     md = render(a, score_all(a), "x.db", "markdown")
     assert "| network |" in md.replace("  ", " ") or "network" in md
     assert "```" in md and "Runpod" in md
-    import json
 
     data = json.loads(render(a, score_all(a), "x.db", "json"))
     assert data["outages"][0]["cause"] == "network" and data["outages"][0]["seconds"] == 1800
@@ -740,6 +740,38 @@ def test_audit_runpod_below_before_30_days_when_the_downtime_settles_it(tmp_path
     finding = rel_findings(report, "runpod")["REL-1020"]
     assert finding.status == "warn"  # failed; Runpod withdrew the rule, so it is a risk, not a blocker
     assert finding.measured == pytest.approx((43200 - 900 + 10) / 43200 * 100, abs=1e-3)
+
+
+def test_saved_facts_are_rejudged_with_todays_reliability_rule(tmp_path: Path) -> None:
+    """The watch collector records the recording's stretches, not a score: a saved facts file
+    judged with a changed Runpod threshold gets the changed rule."""
+    from hostcheck.collectors.watch import summarise
+    from hostcheck.facts import load_snapshot, to_jsonable
+    from hostcheck.policy import parse_policy
+    from hostcheck.report import build_report
+
+    db = tmp_path / "w.db"
+    write_recording(db, minutes(T0, 1000) + minutes(T0 + 60000, 900, ok=0, mono0=60000) + minutes(T0 + 114000, 980, mono0=114000))
+    facts = load_snapshot(REPO / "tests" / "snapshots" / "dedicated-4090.json")
+    facts["watch"] = summarise(db)
+    saved = tmp_path / "facts.json"
+    saved.write_text(json.dumps(to_jsonable(facts)), encoding="utf-8")
+    assert "runpod" not in json.dumps(facts["watch"])  # no platform's verdict is frozen into the facts
+    text = (REPO / "policies" / "runpod.yaml").read_text(encoding="utf-8")
+    rule = "{check: REL-1020, severity: risk, threshold: 98,"
+    assert text.count(rule) == 1
+    best = (43200 - 900 + 10) / 43200 * 100  # 97.94 %: the best any 30-day window holding 900 min down reaches
+    for threshold, status in ((98, "warn"), (97, "unknown")):  # under 98 % settles it; over 97 % does not yet
+        policy = parse_policy(text.replace(rule, rule.replace("98", str(threshold))), "runpod.yaml")
+        finding = rel_findings(build_report(load_snapshot(saved), [policy]), "runpod")["REL-1020"]
+        assert finding.status == status, (threshold, finding)
+        assert finding.measured == pytest.approx(best, abs=1e-3)
+
+
+def test_the_watch_collector_reads_as_far_back_as_the_longest_rule() -> None:
+    from hostcheck.collectors.watch import EVIDENCE_DAYS
+
+    assert EVIDENCE_DAYS == max(r["window_days"] for r in rules().values() if "window_days" in r)
 
 
 def test_audit_without_a_recording_says_what_to_run(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from hostcheck.checks import load_registry
+from hostcheck.recording.store import read_recording
 from hostcheck.watch.metrics import CATALOG
-from hostcheck.watch.store import read_recording
 from hostcheck.yaml_loader import safe_load
 from tests.watch_fixtures import DnsResponder
 

@@ -17,13 +17,13 @@ import pytest
 
 from hostcheck.collectors.gpu import NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL
 from hostcheck.facts import Unknown
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import read_recording
+from hostcheck.render.watch import render
 from hostcheck.watch import traffic
-from hostcheck.watch.analysis import analyse
 from hostcheck.watch.probes import DEFAULT_TARGETS, parse_targets
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
-from hostcheck.watch.render import render
 from hostcheck.watch.rules import score_all
-from hostcheck.watch.store import read_recording
 from tests.probe_fixtures import TOKEN, free_port, start_in_thread
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
 from tests.watch_fixtures import CountingNvml, StunResponder, TcpListener

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from hostcheck.errors import InputError
+from hostcheck.recording.store import read_recording
 from hostcheck.watch.notify import Destination, Notifier, read_url_file
 from hostcheck.watch.recorder import Recorder, WatchConfig
-from hostcheck.watch.store import read_recording
 from tests.test_watch import StepClocks
 from tests.watch_fixtures import DnsResponder
 

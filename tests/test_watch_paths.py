@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from hostcheck.recording.store import DEFAULT_DB
 from hostcheck.watch.recorder import read_boot_id
-from hostcheck.watch.store import DEFAULT_DB
 from tests.helpers import hostcheck
 from tests.unprivileged import readable_copy
 
@@ -40,7 +40,7 @@ def as_nobody() -> list[str]:
 def run_as_nobody(home: Path, args: list[str], **env: str) -> tuple[int, str, str]:
     # A copy of the package nobody can read (the checkout may sit under a 0700 directory), run by
     # the base interpreter (the virtualenv's may sit there too).
-    code = readable_copy("hostcheck.cli", "hostcheck.watch.cli", "hostcheck.watch.recorder", "hostcheck.watch.render")
+    code = readable_copy("hostcheck.cli", "hostcheck.commands.watch", "hostcheck.watch.recorder", "hostcheck.render.watch")
     environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "COLUMNS": "80",
                    "PYTHONPATH": str(code), **env}
     python = getattr(sys, "_base_executable", sys.executable)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from hostcheck.facts import Unknown
-from hostcheck.watch.analysis import analyse
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import SCHEMA_VERSION, Boot, Event, Recording, Sample, WatchWriter, read_recording
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
-from hostcheck.watch.store import SCHEMA_VERSION, Boot, Event, Recording, Sample, WatchWriter, read_recording
 from tests.watch_fixtures import TcpListener
 
 T0 = 1_800_000_000.0 - 1_800_000_000.0 % 86400

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from hostcheck.recording.store import read_recording
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
-from hostcheck.watch.store import read_recording
 from hostcheck.watch.xid import catalog, classify_line, lookup_xid
 from tests.test_collectors_host import FakeNvml, laptop_3080ti
 from tests.watch_fixtures import JOURNAL_REMOTE, TcpListener, journal_entry, write_journal

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hostcheck import sudoers
 from hostcheck.agents import Agent, conflicts, load_catalog
 from hostcheck.checks.base import Missing, Outcome, check, failed, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
@@ -30,11 +31,31 @@ def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
         return [], "" if docker_reachability(facts).reason == "absent" else missing.reason
 
 
+def sudo_view(loaded: sudoers.Loaded | Unknown, account: dict[str, Any]) -> dict[str, Any] | Unknown:
+    """What the recorded sudoers grant one agent account (``sudoers.account_view``'s answer), or
+    why that is unknown."""
+    if isinstance(loaded, Unknown):
+        return loaded
+    groups = [str(g) for g in account.get("groups") or []]
+    gids = [int(g) for g in account.get("gids") or [] if isinstance(g, int)]
+    uid = account.get("uid")
+    return sudoers.account_view(loaded, str(account.get("name")), set(groups), uid=uid if isinstance(uid, int) else None,
+                                gids=set(gids))
+
+
 def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The installed agents (the collector's, plus those only their containers show) and, when
     the running containers could not be listed, why (agents known only by their containers
     may then be missing)."""
     found = [dict(a) for a in need(facts, "agents.installed") if isinstance(a, dict) and a.get("id")]
+    if any(item.get("accounts") for item in found):
+        recorded = lookup(facts, "agents.sudoers")
+        loaded = sudoers.replay(recorded)
+        if isinstance(loaded, Unknown) and isinstance(recorded, dict):  # /etc/sudoers itself was not readable
+            loaded = Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
+        for item in found:
+            item["accounts"] = [{**a, "sudo": sudo_view(loaded, a)} for a in item.get("accounts") or []
+                                if isinstance(a, dict)]
     containers, blind = _containers(facts)
     # Docker names io.net's containers at random; their images say what they are
     # (ionetcontainers/io-worker-vc:TAG): match the image's last path component, or the name.

@@ -7,10 +7,11 @@ from typing import Any
 
 from hostcheck.checks.base import CheckResult, Missing, check, compare, unknown
 from hostcheck.facts import Unknown, lookup
+from hostcheck.recording.analysis import Segment
+from hostcheck.watch.rules import runpod_over, runpod_rule
 
 MIN_DAYS = 1.0  # less than a day of recording says too little about a home line
 ADVISED_DAYS = 7
-RUNPOD_DAYS = 30  # Runpod's rolling window
 
 
 def _days(n: int) -> str:
@@ -77,20 +78,27 @@ def uptime(facts: dict[str, Any], threshold: Any) -> CheckResult:
 def runpod_score(facts: dict[str, Any], threshold: Any) -> CheckResult:
     """Runpod's formula is defined on 30 days: judged as written once 30 days are observed. A
     shorter recording is not enough data, unless its downtime alone already puts any 30-day
-    window holding it under the threshold (its best case, below)."""
-    watch = _window(facts, RUNPOD_DAYS)
-    value = watch.get("runpod_score_pct")
-    if value is not None:
-        return compare(value, threshold, _span(watch))
-    best = watch.get("runpod_best_pct")
+    window holding it under the threshold (its best case, below). The formula is applied here,
+    to the recorded stretches, with the window from the rule's data and the policy's threshold."""
+    rule = runpod_rule()
+    days_wanted = int(rule["window_days"])
+    watch = _window(facts, days_wanted)
+    stretches = _field(watch, "segments")
+    if not isinstance(stretches, list):
+        raise Missing("watch.segments", "not a list")
+    segments = [Segment(float(s["start"]), float(s["end"]), str(s["state"])) for s in stretches]
+    score = runpod_over("runpod", rule, segments, float(threshold) / 100)
+    if score.score is not None and "best_pct" not in score.numbers:
+        return compare(round(score.score * 100, 4), threshold, _span(watch))
+    best = score.numbers.get("best_pct")
     if best is None:
         return unknown("nothing observed in the window")
     if isinstance(threshold, (int, float)) and best < threshold:
-        return compare(best, threshold, f"{_span(watch)}; the downtime recorded so far puts any {RUNPOD_DAYS}-day window "
+        return compare(best, threshold, f"{_span(watch)}; the downtime recorded so far puts any {days_wanted}-day window "
                        f"holding it at {best:g} % at most")
-    return unknown(f"not enough data: {watch['observed_days']:g} of {RUNPOD_DAYS} days observed (Runpod's window); "
-                   f"the {RUNPOD_DAYS}-day score can still reach {best:g} %; run `hostcheck watch` for "
-                   f"{_days(max(1, round(RUNPOD_DAYS - float(watch['observed_days']))))} more", measured=best)
+    return unknown(f"not enough data: {watch['observed_days']:g} of {days_wanted} days observed (Runpod's window); "
+                   f"the {days_wanted}-day score can still reach {best:g} %; run `hostcheck watch` for "
+                   f"{_days(max(1, round(days_wanted - float(watch['observed_days']))))} more", measured=best)
 
 
 @check(

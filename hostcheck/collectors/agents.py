@@ -3,8 +3,9 @@ packages, and what sudo logged them running. Never touches a container: the cont
 runs are named by the Docker collector (``docker.containers``) and matched by the checks.
 
 What to look for comes from the agent catalog (policies/agents/agents.yaml), which cites the
-installers each name was taken from. sudoers is root-only on every distribution (0440): an
-unprivileged audit reports the agent's sudo rules as unknown, with that reason.
+installers each name was taken from. The sudoers files are kept as read (bounded), and the AGT
+checks work out what they grant each agent account. sudoers is root-only on every distribution
+(0440): an unprivileged audit keeps why it could not be read, and the checks say unknown.
 """
 
 from __future__ import annotations
@@ -219,7 +220,6 @@ def collect(ctx: Any) -> dict[str, Any]:
     groups = [] if isinstance(group_text, Unknown) else parse_group(group_text)
     every_unit = tuple(dict.fromkeys([u for a in catalog.agents for u in a.units] + list(UPDATE_UNITS)))
     states = unit_states(every_unit)
-    loaded = sudoers.load(_read_sudoers, _listdir, hostname=socket.gethostname())
     installed: list[dict[str, Any]] = []
     agent_accounts: set[str] = set()
     for agent in catalog.agents:
@@ -233,12 +233,8 @@ def collect(ctx: Any) -> dict[str, Any]:
                 continue
             agent_accounts.add(name)
             member_of = _groups_of(entry, groups)
-            names = [g.name for g in member_of]
-            sudo: dict[str, Any] | Unknown = (
-                Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
-                if isinstance(loaded, Unknown) else sudoers.account_view(
-                    loaded, name, set(names), uid=entry.uid, gids={g.gid for g in member_of} | {entry.gid}))
-            accounts.append({"name": name, "uid": entry.uid, "shell": entry.shell, "groups": names, "sudo": sudo})
+            accounts.append({"name": name, "uid": entry.uid, "shell": entry.shell, "groups": [g.name for g in member_of],
+                             "gids": sorted({g.gid for g in member_of} | {entry.gid})})
         units = ([states[u] for u in agent.units if states[u].get("present")] if isinstance(states, dict) else states)
         installed.append({
             "id": agent.id,
@@ -253,6 +249,9 @@ def collect(ctx: Any) -> dict[str, Any]:
     since = getattr(ctx, "agent_since", None) or time.time() - DEFAULT_SINCE_S
     return {
         "installed": installed,
+        # The rules as read, for the checks to judge (what sudo grants each account); read only
+        # when an agent account is there to judge.
+        "sudoers": sudoers.record(_read_sudoers, _listdir, hostname=socket.gethostname()) if agent_accounts else None,
         "update_units": {u: states[u]["enabled"] for u in UPDATE_UNITS} if isinstance(states, dict) else states,
         "kernel_params": cmdline if isinstance(cmdline, Unknown) else kernel_params(cmdline),
         "sudo_activity": sudo_activity(agent_accounts, float(since)),

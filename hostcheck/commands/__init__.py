@@ -10,6 +10,6 @@ offer     ``offer``
 probe     ``probe-server`` and ``speedtest``
 fleet     ``fleet`` (a table across many hosts' reports) and ``fleet diff``
 explain   ``explain`` and ``policies``
-
-``earnings`` and ``watch`` live with their libraries (hostcheck/earnings/cli.py, hostcheck/watch/cli.py).
+earnings  ``earnings`` (the work is in the hostcheck.earnings library)
+watch     ``watch`` and its sub-commands (the recorder and the report are in hostcheck.watch)
 """

@@ -20,30 +20,20 @@ from hostcheck.cli_common import (
     die,
     emit,
 )
-from hostcheck.collectors import DEFAULT_BUDGET_S
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
-    ArgvTokenOpt,
-    FingerprintOpt,
-    InsecureHttpOpt,
-    OfflineOpt,
-    PortRangeOpt,
-    ProbeOpt,
-    ProbePortOpt,
-    PublicRangeOpt,
+    LIVE_DEFAULTS,
+    LiveOptions,
     SpeedMaxMbOpt,
     SpeedSecondsOpt,
-    StunOpt,
-    TimeoutOpt,
-    TokenOpt,
     add_bandwidth,
-    collect_context,
+    live_options,
     speedtest_caps,
 )
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
-from hostcheck.watch.store import DEFAULT_DB as DEFAULT_WATCH_DB
+from hostcheck.recording.store import DEFAULT_DB as DEFAULT_WATCH_DB
 
 if TYPE_CHECKING:
     from hostcheck.models import Report
@@ -69,32 +59,23 @@ def agent_since_epoch(text: str | None) -> float | None:
     return epoch
 
 
+@live_options
 def audit(
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy name or YAML file (repeatable); default: all shipped.")] = [],  # noqa: B006
     fmt: FormatOpt = OutputFormat.TABLE,
     output: OutputOpt = None,
     facts_file: Annotated[Path | None, typer.Option("--facts", help="Judge a saved facts snapshot instead of this machine.")] = None,
     redact_output: RedactOpt = False,
-    offline: OfflineOpt = False,
-    timeout: TimeoutOpt = DEFAULT_BUDGET_S,
+    live: LiveOptions = LIVE_DEFAULTS,  # the live-collection options, declared once (live_options)
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when any requested policy is not feasible.")] = False,
     accept_owner_risk: Annotated[bool, typer.Option(
         "--accept-owner-risk",
         help="Exit 0 even when the owner risk is high or unknown (you accept what hosting exposes).",
     )] = False,
     verbose: Annotated[bool, typer.Option("--details", "--verbose", "-v", help="After the first screen: every step and cause, and every finding once (passed ones too) with the policies it affects.")] = False,
-    stun_server: StunOpt = [],  # noqa: B006
-    probe: ProbeOpt = None,
-    token_file: TokenOpt = None,
-    probe_fingerprint: FingerprintOpt = None,
-    argv_token: ArgvTokenOpt = None,
-    probe_port: ProbePortOpt = [],  # noqa: B006
-    port_range: PortRangeOpt = None,
-    public_range: PublicRangeOpt = [],  # noqa: B006
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure bandwidth against the --probe server (opt-in: bulk traffic, capped by --speedtest-seconds/--speedtest-max-mb).")] = False,
     speedtest_seconds: SpeedSecondsOpt = DEFAULT_SPEED_SECONDS,
     speedtest_max_mb: SpeedMaxMbOpt = DEFAULT_SPEED_MAX_MB,
-    insecure_http: InsecureHttpOpt = False,
     watch_db: Annotated[Path | None, typer.Option("--watch-db", help=f"A `hostcheck watch` database to judge uptime from (default {DEFAULT_WATCH_DB} when present).")] = None,
     agent_since: AgentSinceOpt = None,
     price: Annotated[float | None, typer.Option("--price", help="Your price per GPU-hour: the report ends with net per month per feasible platform (see `hostcheck earnings`).")] = None,
@@ -118,11 +99,10 @@ def audit(
     if facts_file is not None:
         facts = load_snapshot(facts_file)
     else:
-        ctx = collect_context(offline, timeout, stun_server, probe, token_file, probe_port, public_range,
-                              probe_fingerprint, insecure_http, port_range)
+        ctx = live.context()
         ctx.watch_db = None if watch_db is None else str(watch_db)
         ctx.agent_since = agent_since_epoch(agent_since)
-        caps = speedtest_caps(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
+        caps = speedtest_caps(speedtest, live.offline, live.probe, speedtest_seconds, speedtest_max_mb)
         facts = collect_live(ctx, show_progress=fmt is OutputFormat.TABLE and sys.stderr.isatty() and output is None)
         if caps is not None:
             add_bandwidth(facts, ctx, caps)
@@ -131,7 +111,7 @@ def audit(
     if redact_output:
         from hostcheck.redact import redacted_report
 
-        report, changed = redacted_report(facts, policies, report, servers=[*([probe] if probe else []), *stun_server])
+        report, changed = redacted_report(facts, policies, report, servers=[*([live.probe] if live.probe else []), *live.stun_server])
         if changed:
             typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
                        "judge the unredacted facts for the real verdicts", err=True)
@@ -172,20 +152,11 @@ def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[s
     return head + "".join(f"{bullet}{escape_text(line)}\n" for line in lines)
 
 
+@live_options
 def facts(
     output: OutputOpt = None,
     redact_output: RedactOpt = False,
-    offline: OfflineOpt = False,
-    timeout: TimeoutOpt = DEFAULT_BUDGET_S,
-    stun_server: StunOpt = [],  # noqa: B006
-    probe: ProbeOpt = None,
-    token_file: TokenOpt = None,
-    probe_fingerprint: FingerprintOpt = None,
-    argv_token: ArgvTokenOpt = None,
-    probe_port: ProbePortOpt = [],  # noqa: B006
-    port_range: PortRangeOpt = None,
-    public_range: PublicRangeOpt = [],  # noqa: B006
-    insecure_http: InsecureHttpOpt = False,
+    live: LiveOptions = LIVE_DEFAULTS,  # the live-collection options, declared once (live_options)
     agent_since: AgentSinceOpt = None,
     upgrade: Annotated[Path | None, typer.Option(
         "--upgrade", help="Bring this saved facts file (or JSON report) to today's facts format instead of "
@@ -199,15 +170,14 @@ def facts(
     if upgrade is not None:
         data = to_jsonable(load_snapshot(upgrade))
     else:
-        ctx = collect_context(offline, timeout, stun_server, probe, token_file, probe_port, public_range,
-                              probe_fingerprint, insecure_http, port_range)
+        ctx = live.context()
         ctx.agent_since = agent_since_epoch(agent_since)
         data = to_jsonable(collect_live(ctx, show_progress=False))
     if redact_output:
         from hostcheck.redact import Redactor, redact_facts
 
         redactor = Redactor()
-        for server in [*([probe] if probe else []), *stun_server]:
+        for server in [*([live.probe] if live.probe else []), *live.stun_server]:
             redactor.learn_server(server)
         data = redact_facts(data, redactor)
     emit(dumps(data, indent=2) + "\n", output, private=not redact_output)

@@ -1,5 +1,6 @@
 """Options for collecting this machine's facts (audit, facts, offer) and for reaching a probe
-server (its URL, its token), and the collectors' context they make.
+server (its URL, its token), and the collectors' context they make. The live-collection options
+are declared once, in :func:`live_options`, which every command that collects takes.
 
 A library's ValueError about a value given on the command line becomes a UsageError here,
 prefixed with the option that carried the value.
@@ -7,15 +8,20 @@ prefixed with the option that carried the value.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import ipaddress
 import os
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from hostcheck.cli_common import UsageError, check_timeout
-from hostcheck.collectors import CollectContext
+from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.http_client import Endpoint, parse_endpoint
 from hostcheck.netprobe.port_range import PortRangeError, parse_port_range
@@ -158,3 +164,68 @@ def add_bandwidth(facts: dict[str, Any], ctx: CollectContext, caps: dict[str, An
     result = speedtest.run_speedtest(ctx.probe_url, ctx.probe_token, fingerprint=ctx.probe_fingerprint, **caps)
     if isinstance(facts.get("network"), dict):
         facts["network"]["bandwidth"] = result
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """The live-collection options of a command, as given (see :func:`live_options`)."""
+
+    offline: bool
+    timeout: float
+    stun_server: list[str]
+    probe: str | None
+    token_file: Path | None
+    probe_fingerprint: str | None
+    probe_port: list[int]
+    public_range: list[str]
+    insecure_http: bool
+    port_range: str | None
+
+    def context(self) -> CollectContext:
+        return collect_context(self.offline, self.timeout, self.stun_server, self.probe, self.token_file,
+                               self.probe_port, self.public_range, self.probe_fingerprint, self.insecure_http,
+                               self.port_range)
+
+
+def _option(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
+
+
+_LIVE = [
+    _option("offline", OfflineOpt, False),
+    _option("timeout", TimeoutOpt, DEFAULT_BUDGET_S),
+    _option("stun_server", StunOpt, []),
+    _option("probe", ProbeOpt, None),
+    _option("token_file", TokenOpt, None),
+    _option("probe_fingerprint", FingerprintOpt, None),
+    _option("argv_token", ArgvTokenOpt, None),  # refused by its callback
+    _option("probe_port", ProbePortOpt, []),
+    _option("port_range", PortRangeOpt, None),
+    _option("public_range", PublicRangeOpt, []),
+    _option("insecure_http", InsecureHttpOpt, False),
+]
+
+LIVE_DEFAULTS = LiveOptions(**{p.name: p.default for p in _LIVE if p.name != "argv_token"})
+
+
+def live_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with the live-collection options in place of its ``live: LiveOptions``
+    parameter (there in --help too); they reach it as one :class:`LiveOptions`."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    parameters = []
+    for parameter in inspect.signature(command).parameters.values():
+        if parameter.name == "live":
+            parameters.extend(_LIVE)
+        else:
+            parameters.append(parameter.replace(annotation=hints[parameter.name]))
+    names = {f.name for f in fields(LiveOptions)}
+
+    @functools.wraps(command)
+    def with_live(**given: Any) -> None:
+        given.pop("argv_token", None)
+        live = LiveOptions(**{name: given.pop(name) for name in names})
+        command(live=live, **given)
+
+    with_live.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+    with_live.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return with_live

@@ -8,30 +8,23 @@ from typing import Annotated, Any
 import typer
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_output, collect_live, emit
-from hostcheck.collectors import DEFAULT_BUDGET_S
 from hostcheck.collectors.disk_bw import DEFAULT_SIZE_MIB, MAX_SIZE_MIB, MIN_SIZE_MIB, check_size_mib
 from hostcheck.collectors.power_draw import MAX_SAMPLE_S
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
-    ArgvTokenOpt,
-    FingerprintOpt,
-    OfflineOpt,
-    ProbeOpt,
-    ProbePortOpt,
-    PublicRangeOpt,
+    LIVE_DEFAULTS,
+    LiveOptions,
     SpeedMaxMbOpt,
     SpeedSecondsOpt,
-    StunOpt,
-    TimeoutOpt,
-    TokenOpt,
     add_bandwidth,
-    collect_context,
+    live_options,
     speedtest_caps,
 )
 from hostcheck.measure.power import check_sample_seconds, check_wall_pair, check_wall_reading
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 
 
+@live_options
 def offer(
     fmt: FormatOpt = OutputFormat.TABLE,
     output: OutputOpt = None,
@@ -42,15 +35,7 @@ def offer(
     power_seconds: Annotated[float, typer.Option("--power-seconds", help=f"Sample power at idle for this long, seconds (0: no sampling, at most {MAX_SAMPLE_S:g}).")] = 2.0,
     wall_idle_w: Annotated[float | None, typer.Option("--wall-idle-w", help="Your wall-socket (smart plug) reading at idle, watts.")] = None,
     wall_load_w: Annotated[float | None, typer.Option("--wall-load-w", help="Your wall-socket (smart plug) reading under GPU load, watts.")] = None,
-    offline: OfflineOpt = False,
-    timeout: TimeoutOpt = DEFAULT_BUDGET_S,
-    stun_server: StunOpt = [],  # noqa: B006
-    probe: ProbeOpt = None,
-    token_file: TokenOpt = None,
-    probe_fingerprint: FingerprintOpt = None,
-    argv_token: ArgvTokenOpt = None,
-    probe_port: ProbePortOpt = [],  # noqa: B006
-    public_range: PublicRangeOpt = [],  # noqa: B006
+    live: LiveOptions = LIVE_DEFAULTS,  # the live-collection options, declared once (live_options)
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure inet_down/inet_up against the --probe server (bulk traffic, capped).")] = False,
     speedtest_seconds: SpeedSecondsOpt = DEFAULT_SPEED_SECONDS,
     speedtest_max_mb: SpeedMaxMbOpt = DEFAULT_SPEED_MAX_MB,
@@ -80,18 +65,18 @@ def offer(
     if facts_file is not None:
         facts = load_snapshot(facts_file)
     else:
-        ctx = collect_context(offline, timeout, stun_server, probe, token_file, probe_port, public_range, probe_fingerprint)
-        caps = speedtest_caps(speedtest, offline, probe, speedtest_seconds, speedtest_max_mb)
+        ctx = live.context()
+        caps = speedtest_caps(speedtest, live.offline, live.probe, speedtest_seconds, speedtest_max_mb)
         facts = collect_live(ctx, show_progress=False)
         if caps is not None:
             add_bandwidth(facts, ctx, caps)
-    live = facts_file is None
-    power = estimate_power(facts, sample_seconds=power_seconds if live else 0.0,
+    measured_here = facts_file is None
+    power = estimate_power(facts, sample_seconds=power_seconds if measured_here else 0.0,
                            wall_idle_w=wall_idle_w, wall_load_w=wall_load_w)
     disk = None
-    if live and not no_disk_bw:
+    if measured_here and not no_disk_bw:
         disk = _measure_disk_bw(facts, disk_dir, disk_size_mib)
-    hint = "judging a snapshot (--facts); run `hostcheck offer` on the machine" if not live else "--no-disk-bw"
+    hint = "judging a snapshot (--facts); run `hostcheck offer` on the machine" if not measured_here else "--no-disk-bw"
     emit(render_offer(build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt), output)
 
 

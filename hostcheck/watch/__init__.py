@@ -1,6 +1,7 @@
-"""`hostcheck watch`: a reliability rehearsal recorder and its report.
+"""The reliability rehearsal recorder and the platforms' rules, a library for `hostcheck watch`
+(hostcheck.commands.watch) and the audit's REL checks. The recording's database and its
+analysis are hostcheck.recording; the report's text is hostcheck.render.watch.
 
-store      the SQLite database (the only module that writes it)
 probes     network reachability samples (TCP connect, DNS) to several targets
 journal    boots, shutdown records and kernel lines from the systemd journal
 xid        NVIDIA Xid and PCIe AER classification (the catalogue is data: xid_catalog.yaml)
@@ -8,7 +9,5 @@ pkglog     changes of hosting-critical packages from dpkg's log
 power      the power source (battery machines) and UPS status from NUT
 traffic    the network bytes a minute the settings cost (measured per exchange) and the bound
 recorder   the sampling loop
-analysis   uptime, outages and their causes from what was recorded
 rules      each platform's published reliability rule (data: platform_rules.yaml)
-render     table, markdown and JSON reports
 """

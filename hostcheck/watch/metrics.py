@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hostcheck.models import InboundResult
-from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis, sample_state
+from hostcheck.recording.analysis import DOWN_CAUSES, UP, Analysis, sample_state
+from hostcheck.recording.store import Sample
 from hostcheck.watch.rules import RuleScore
-from hostcheck.watch.store import Sample
 
 WINDOWS: dict[str, float] = {"1d": 86400.0, "7d": 7 * 86400.0, "30d": 30 * 86400.0}
 """The windows the outage gauges cover; 30 days is Runpod's rule's window, the longest of the rules."""

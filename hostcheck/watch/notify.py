@@ -44,9 +44,9 @@ from typing import Any
 
 from hostcheck.errors import InputError
 from hostcheck.netprobe.private_files import PrivateFileError, read_private
-from hostcheck.watch.analysis import UP, sample_state
+from hostcheck.recording.analysis import UP, sample_state
+from hostcheck.recording.store import Event, Sample, WatchWriter
 from hostcheck.watch.follow import EventTail
-from hostcheck.watch.store import Event, Sample, WatchWriter
 
 TIMEOUT_S = 5.0
 ATTEMPTS = 3

@@ -9,7 +9,7 @@ at the owner's rate), and the clocks. Each part is guarded: a part that fails is
 reason and the loop goes on. A sample that cannot be written (a full disk) is counted, and when
 writing works again a ``gap`` event says from when to when and why nothing was recorded. What
 was committed is never rewritten; retention only deletes what is certainly old (see
-:meth:`hostcheck.watch.store.WatchWriter.age_cutoffs`).
+:meth:`hostcheck.recording.store.WatchWriter.age_cutoffs`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any, Protocol
 from hostcheck.collectors.power import POWER_SUPPLY_DIR
 from hostcheck.errors import InputError
 from hostcheck.facts import Unknown
+from hostcheck.recording.analysis import GRACE_EXTRA_S
+from hostcheck.recording.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
 from hostcheck.watch import pkglog
-from hostcheck.watch.analysis import GRACE_EXTRA_S
 from hostcheck.watch.journal import Journal, entry_time
 from hostcheck.watch.power import power_source, read_ups
 from hostcheck.watch.probes import (
@@ -39,7 +40,6 @@ from hostcheck.watch.probes import (
     answered,
     parse_targets,
 )
-from hostcheck.watch.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
 from hostcheck.watch.xid import FALLEN_OFF_XID, classify_line, pci_slot
 
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")

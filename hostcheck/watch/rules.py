@@ -1,26 +1,49 @@
-"""Each platform's published reliability rule applied to an analysis (the rules are data)."""
+"""Each platform's published reliability rule applied to a recording's reduction (the rules are
+data). Pure: the audit's REL checks call it on the facts a collector recorded, `hostcheck watch
+report` on the analysis it reads, so a saved recording is judged by today's rules. A threshold the
+audit judges against is read from that platform's policy (the one place it is written)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from hostcheck import yaml_loader
 from hostcheck.models import SourceEntry
-from hostcheck.watch.analysis import DOWN_CAUSES, UP, Analysis
+from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis, Segment
 
 RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
 
 
 @cache
 def rules() -> dict[str, dict[str, Any]]:
-    """The rules, each source checked against the one source format (and its dates as text)."""
+    """The rules, each source checked against the one source format (and its dates as text); a
+    rule whose threshold a policy gives (``threshold_from: {policy, check}``) gets it from there,
+    as a fraction."""
     data = yaml_loader.safe_load(RULES_PATH.read_text(encoding="utf-8"))
-    return {rule_id: {**rule, "sources": [SourceEntry.model_validate(src).model_dump(mode="json", exclude_none=True)
-                                          for src in rule["sources"]]}
-            for rule_id, rule in data["rules"].items()}
+    out = {}
+    for rule_id, rule in data["rules"].items():
+        rule = {**rule, "sources": [SourceEntry.model_validate(src).model_dump(mode="json", exclude_none=True)
+                                    for src in rule["sources"]]}
+        if "threshold_from" in rule:
+            rule["threshold"] = policy_threshold(**rule["threshold_from"]) / 100
+        out[rule_id] = rule
+    return out
+
+
+def policy_threshold(policy: str, check: str) -> float:
+    """The threshold (a percentage) the shipped policy ``policy`` sets for ``check`` (the shipped
+    file, which the policy tests validate; the audit judges by whichever policy it is given)."""
+    text = (resources.files("hostcheck") / "policies" / f"{policy}.yaml").read_text(encoding="utf-8")
+    (value,) = [r["threshold"] for r in yaml_loader.safe_load(text)["requirements"] if r["check"] == check]
+    return float(value)
+
+
+def runpod_rule() -> dict[str, Any]:
+    return rules()["runpod"]
 
 
 @dataclass
@@ -39,13 +62,13 @@ def runpod_score(up_minutes: float, total_minutes: float, buffer_minutes: float)
     return min(1.0, (up_minutes + buffer_minutes) / total_minutes)
 
 
-def _clipped(a: Analysis, seconds: float) -> tuple[float, float]:
+def _clipped(segments: list[Segment], seconds: float) -> tuple[float, float]:
     """(up, down) seconds in the last ``seconds`` of the window."""
-    if a.window_end is None:
+    if not segments:
         return 0.0, 0.0
-    lower = a.window_end - seconds
+    lower = segments[-1].end - seconds
     up = down = 0.0
-    for seg in a.segments:
+    for seg in segments:
         part = max(0.0, seg.end - max(seg.start, lower))
         if seg.state == UP:
             up += part
@@ -55,6 +78,10 @@ def _clipped(a: Analysis, seconds: float) -> tuple[float, float]:
 
 
 def score_runpod(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
+    return runpod_over(rule_id, rule, a.segments, rule["threshold"])
+
+
+def runpod_over(rule_id: str, rule: dict[str, Any], segments: list[Segment], threshold: float) -> RuleScore:
     """Runpod's formula is defined on its 30-day window (43,200 minutes, a 10-minute buffer
     once per window), so it is applied as written only to 30 observed days. A shorter
     recording is not enough data: scaling the buffer or the window to it would be hostcheck's
@@ -65,17 +92,17 @@ def score_runpod(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleScore:
     is "below" now, else "unknown" with that best case and the rate so far, extended to 30
     days (an extrapolation, labelled as such)."""
     window_min = rule["window_days"] * 1440.0
-    up_s, down_s = _clipped(a, window_min * 60.0)
+    up_s, down_s = _clipped(segments, window_min * 60.0)
+    not_recorded_s = sum(seg.seconds for seg in segments if seg.state == NOT_RECORDED)
     up, down = up_s / 60.0, down_s / 60.0
     total = up + down
     if total <= 0:
         return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
     days = total / 1440.0
     buffer = rule["buffer_minutes"]
-    threshold = rule["threshold"]
     numbers: dict[str, Any] = {"up_minutes": round(up, 1), "down_minutes": round(down, 1), "total_minutes": round(total, 1),
                                "window_minutes": window_min, "buffer_minutes": buffer}  # fmt: skip
-    left_out = f"; {a.not_recorded_s / 60:.1f} min not recorded are left out" if a.not_recorded_s > 0 else ""
+    left_out = f"; {not_recorded_s / 60:.1f} min not recorded are left out" if not_recorded_s > 0 else ""
     if total >= window_min - 1.0:
         score = runpod_score(up, total, buffer)
         verdict = "meets" if score >= threshold else "below"

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hostcheck.watch.analysis import analyse
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import Sample, WatchWriter, read_recording
 from hostcheck.watch.follow import EventTail
 from hostcheck.watch.metrics import WINDOWS, Family, MetricsState, families, window_of
 from hostcheck.watch.rules import score_all
-from hostcheck.watch.store import Sample, WatchWriter, read_recording
 
 FILE_NAME = "hostcheck_watch.prom"
 ALERT_RULES = Path(__file__).with_name("prometheus_alerts.yaml")

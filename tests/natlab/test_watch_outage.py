@@ -17,8 +17,8 @@ from pathlib import Path
 import natlab_builder as nb
 import pytest
 
-from hostcheck.watch.analysis import analyse
-from hostcheck.watch.store import read_recording
+from hostcheck.recording.analysis import analyse
+from hostcheck.recording.store import read_recording
 
 pytestmark = [pytest.mark.root, pytest.mark.natlab, pytest.mark.lab_cost(30)]
 

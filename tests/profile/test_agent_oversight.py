@@ -179,6 +179,15 @@ def test_vast_agent_root_is_in_the_headline_area_with_account_and_rule(oversight
     assert "vastai_kaalia may run any command as root without a password: `vastai_kaalia ALL=(ALL) NOPASSWD: ALL` (/etc/sudoers:" in statement
 
 
+def sudo_views(report: dict[str, Any]) -> dict[str, Any]:
+    """What the AGT checks work out that the recorded sudoers grant each agent account."""
+    from hostcheck.checks.agents import installed_agents
+    from hostcheck.facts import from_jsonable
+
+    agents, _ = installed_agents(from_jsonable(report["facts"]))
+    return {account["name"]: account["sudo"] for agent in agents for account in agent["accounts"]}
+
+
 def test_vast_agent_facts_as_root(oversight: Oversight) -> None:
     agents = oversight.audits["vast_root"]["facts"]["agents"]
     (vast,) = agents["installed"]
@@ -187,7 +196,7 @@ def test_vast_agent_facts_as_root(oversight: Oversight) -> None:
             "path /var/lib/vastai_kaalia"} <= set(vast["evidence"])
     (account,) = vast["accounts"]
     assert account["groups"] == ["docker"] and account["shell"] == "/bin/bash"
-    assert account["sudo"]["scope"] == "unrestricted"
+    assert sudo_views(oversight.audits["vast_root"])["vastai_kaalia"]["scope"] == "unrestricted"
     assert {u["name"]: (u["enabled"], u["active"]) for u in vast["units"]} == {
         "vastai.service": ("enabled", True), "vast_metrics.service": ("enabled", True)}
     assert vast["update_channel"] == ["/var/lib/vastai_kaalia/update_launcher.sh"]
@@ -201,9 +210,9 @@ def test_unprivileged_audit_says_what_it_cannot_read(oversight: Oversight) -> No
     """sudoers is 0440 root and the journal needs systemd-journal or adm: both unknown, with
     the reason. The docker group alone still settles that the platform has root."""
     report = oversight.audits["vast_unprivileged"]
-    (vast,) = report["facts"]["agents"]["installed"]
-    sudo = vast["accounts"][0]["sudo"]
-    assert "permission denied reading /etc/sudoers" in sudo["$unknown"]
+    assert [vast["id"] for vast in report["facts"]["agents"]["installed"]] == ["vast"]
+    assert "permission denied reading /etc/sudoers" in report["facts"]["agents"]["sudoers"]["files"][0]["unreadable"]
+    assert "permission denied reading /etc/sudoers" in sudo_views(report)["vastai_kaalia"].reason
     assert "systemd-journal" in report["facts"]["agents"]["sudo_activity"]["$unknown"]
     agt = owner_row(report, "AGT-1010")
     assert agt["status"] == "warn"
@@ -261,8 +270,7 @@ def test_allowlist_is_a_tripwire_not_containment(oversight: Oversight) -> None:
     refused = oversight.probes["refused"]
     assert refused.rc != 0 and ("a password is required" in refused.stderr or "not allowed" in refused.stderr), refused
     report = oversight.audits["allowlist"]
-    (vast, *_) = [a for a in report["facts"]["agents"]["installed"] if a["id"] == "vast"]
-    sudo = vast["accounts"][0]["sudo"]
+    sudo = sudo_views(report)["vastai_kaalia"]
     assert sudo["scope"] == "restricted" and sudo["root_giving"], sudo
     agt = owner_row(report, "AGT-1010")
     assert agt["status"] == "warn" and "can be turned into a root shell" in agt["detail"]

@@ -34,7 +34,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from hostcheck.watch.store import Boot, Event, Recording, Sample
+from hostcheck.recording.store import Boot, Event, Recording, Sample
 
 GRACE = 2.0
 GRACE_EXTRA_S = 5.0

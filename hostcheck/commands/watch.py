@@ -12,6 +12,14 @@ import typer
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, emit
 from hostcheck.exit_codes import EXIT_OK
+from hostcheck.recording.store import (
+    DEFAULT_DB,
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_BYTES,
+    USER_DB_SHOWN,
+    default_record_db,
+    default_report_db,
+)
 from hostcheck.watch import traffic
 from hostcheck.watch.probes import DEFAULT_TARGETS, DEFAULT_TIMEOUT_S, parse_targets
 from hostcheck.watch.recorder import (
@@ -22,14 +30,6 @@ from hostcheck.watch.recorder import (
     MIN_PROBE_EVERY_S,
     Recorder,
     WatchConfig,
-)
-from hostcheck.watch.store import (
-    DEFAULT_DB,
-    DEFAULT_MAX_AGE_DAYS,
-    DEFAULT_MAX_BYTES,
-    USER_DB_SHOWN,
-    default_record_db,
-    default_report_db,
 )
 
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[smhd]?)$")
@@ -177,10 +177,10 @@ def report(
     output: OutputOpt = None,
 ) -> None:
     """Uptime, outages with causes, a timeline, and each platform's published rule applied."""
-    from hostcheck.watch.analysis import analyse
-    from hostcheck.watch.render import render
+    from hostcheck.recording.analysis import analyse
+    from hostcheck.recording.store import read_recording
+    from hostcheck.render.watch import render
     from hostcheck.watch.rules import score_all
-    from hostcheck.watch.store import read_recording
 
     if days is not None and not (math.isfinite(days) and days > 0):
         raise UsageError("--days must be above 0")

@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 from hostcheck.models import InboundResult
+from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
 from hostcheck.render.terminal import terminal_width, wrap
-from hostcheck.watch.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.watch.rules import RuleScore
 
 CELLS_PER_DAY = 48  # one cell per 30 minutes
