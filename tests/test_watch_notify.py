@@ -1,17 +1,15 @@
-"""Notifications through a real HTTP receiver on 127.0.0.1 standing in for Uptime Kuma's push
-endpoint and a webhook (their documented request shapes), from the real recorder whose network
-outage is made by a DNS responder on loopback that stops answering; and receivers that answer
-500, redirect or never answer."""
+"""Notifications through a real HTTP receiver on 127.0.0.1 (tests/webhook_receiver.py) standing
+in for Uptime Kuma's push endpoint and a webhook (their documented request shapes), from the real
+recorder whose network outage is made by a DNS responder on loopback that stops answering; and
+receivers that answer 500, redirect or never answer."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,53 +21,7 @@ from hostcheck.watch.notify import Destination, Notifier, read_url_file
 from hostcheck.watch.recorder import Recorder, WatchConfig
 from tests.test_watch import StepClocks
 from tests.watch_fixtures import DnsResponder
-
-
-class Receiver:
-    """An HTTP server on loopback that records each request and answers as ``mode`` says:
-    ok (200), fail (500), redirect (302 to itself), hang (never answers)."""
-
-    def __init__(self, mode: str = "ok") -> None:
-        self.mode = mode
-        self.requests: list[dict[str, Any]] = []
-        self.release = threading.Event()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                receiver.requests.append({"method": self.command, "path": self.path, "body": body,
-                                          "type": self.headers.get("Content-Type")})
-                if receiver.mode == "hang":
-                    receiver.release.wait(30)
-                    return
-                status = {"ok": 200, "fail": 500, "redirect": 302}[receiver.mode]
-                self.send_response(status)
-                if status == 302:
-                    self.send_header("Location", self.path)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            do_GET = do_POST = _handle
-
-            def log_message(self, *_args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+from tests.webhook_receiver import Receiver
 
 
 @pytest.fixture

@@ -10,6 +10,13 @@ hosts read the same; each more host only adds a converge (bench/fleet.py measure
 The profiled hosts also run the reliability rehearsal recorder (hostcheck_watch, with the
 textfile metrics): after the second audit playbooks/watch-report.yml collects every host's
 recording, and `hostcheck fleet watch` shows the three side by side, the two without one first.
+
+Then `steady2` is watched the way an operator would (tests/fleet/scrape.py): hostcheck_watch with
+node_exporter opted in and notifications to a webhook and an Uptime Kuma push URL (check mode,
+converge, a rerun that changes nothing), the real `prometheus` scraping that node_exporter, and an
+outage made on the host: Prometheus's query API has it with its cause within two samples, the
+shipped outage alert goes pending, and the receiver gets one start and one end. Its rollback then
+removes the recorder and what the node_exporter install added.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,9 +34,13 @@ from typing import Any
 
 import pytest
 
+from hostcheck.watch.store import Sample, read_recording
+from tests.fleet import scrape
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.steps import Steps
-from tests.profile.play import playbook_step
+from tests.lab.util import wait_for
+from tests.profile.play import PlayResult, playbook_step
+from tests.test_watch_alerts import alerts
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(390)]
 
@@ -38,6 +51,24 @@ nothing to that but a converge."""
 
 
 @dataclass
+class Scraped:
+    """steady2 with node_exporter and notifications, under an outage (see the module docstring)."""
+
+    check: PlayResult
+    converge: PlayResult
+    rerun: PlayResult
+    after_check: str  # the package's and the unit's state after the check-mode run
+    after_converge: str
+    rules_loaded: int
+    samples_before_cut: float
+    samples_at_seen: float
+    during: dict[str, Any]  # what Prometheus answered while the host was down
+    after: dict[str, Any]  # once it was up again
+    samples: list[Sample]  # the host's recording, read after the outage
+    requests: list[dict[str, Any]]  # what the receiver got
+
+
+@dataclass
 class Fleet:
     names: dict[str, str]  # role in this test -> lab host name
     before: Path
@@ -45,7 +76,8 @@ class Fleet:
     watch: Path
     audit_seconds: list[float]
     metrics: str  # a profiled host's textfile metrics
-    after_rollback: str  # what is left of the recorder on a host whose hostcheck_watch was rolled back
+    after_rollback: str  # what is left of the recorder (and node_exporter) on a host whose hostcheck_watch was rolled back
+    scraped: Scraped
 
 
 def _inventory(path: Path, hosts: list[Any]) -> Path:
@@ -62,15 +94,87 @@ AUDIT_EXTRA_ARGS = ["--offline"]
 
 # Step budgets: at least 3x a cold run on the 2-core CI machine (README's Tests section).
 BUDGET = {"boot": 240, "install hostcheck": 600, "converge": 1200, "audit": 600, "drift": 120, "watch report": 300,
-          "watch rollback": 300}
+          "watch rollback": 300, "webhook receiver": 60, "node_exporter check": 300, "node_exporter converge": 300,
+          "node_exporter rerun": 300, "outage": 120}
+INTERVAL_S = 1
 WATCH_VARS = {
     "hostcheck_watch_enabled": True,
     "hostcheck_watch_command": f"{VENV}/bin/hostcheck",
-    "hostcheck_watch_interval_s": 1,
+    "hostcheck_watch_interval_s": INTERVAL_S,
     "hostcheck_watch_allow_more_traffic": True,  # one sample a second
     "hostcheck_watch_targets": ["tcp:127.0.0.1:22", "tcp:[::1]:22"],  # the host itself: no internet here
     "hostcheck_watch_textfile_enabled": True,
 }
+
+
+SCRAPE_S = 1.0
+EXPORTER = "prometheus-node-exporter"  # hostcheck_watch_node_exporter_package's default
+EXPORTER_STATE = (f"dpkg-query -W -f='${{Status}}\\n' {EXPORTER} 2>/dev/null || echo not-installed; "
+                  f"systemctl is-active {EXPORTER}.service; true")
+
+
+def _watch_playbook(path: Path, name: str, body: dict[str, Any]) -> Path:
+    # hostcheck_watch reads no facts: gathering them would only cost each run seconds.
+    path.write_text(json.dumps([{"name": name, "hosts": "all", "become": True, "gather_facts": False, **body}]))
+    return path
+
+
+def _watch_with_prometheus(steps: Steps, lab: Any, host: Any, work: Path) -> Scraped:
+    with steps.step("webhook receiver", BUDGET["webhook receiver"]):
+        ca, cert, key = scrape.webhook_certificate(work, host.gateway)
+        scrape.trust(host, ca)
+        receiver = scrape.WebhookReceiver(lab, host.gateway, cert, key, work / "webhook.jsonl")
+    prometheus = None
+    try:
+        playbook = _watch_playbook(work / "watch-node-exporter.yml", "Apply hostcheck_watch", {"roles": ["hostcheck_watch"]})
+        opted_in = {**WATCH_VARS, "hostcheck_watch_node_exporter_install": True,
+                    "hostcheck_watch_notify_webhook_url": f"{receiver.url}/hook",
+                    "hostcheck_watch_notify_kuma_url": f"{receiver.url}/api/push/labPushToken?status=up&msg=OK&ping="}
+        inventory = host.inventory_path
+        check = playbook_step(steps, "node_exporter check", BUDGET["node_exporter check"], inventory, playbook,
+                              extra_vars=opted_in, check=True)
+        after_check = host.sudo(EXPORTER_STATE).stdout
+        converge = playbook_step(steps, "node_exporter converge", BUDGET["node_exporter converge"], inventory, playbook,
+                                 extra_vars=opted_in)
+        after_converge = host.sudo(EXPORTER_STATE).stdout
+        rerun = playbook_step(steps, "node_exporter rerun", BUDGET["node_exporter rerun"], inventory, playbook,
+                              extra_vars=opted_in)
+        assert converge.rc == 0, converge.tail()
+
+        with steps.step("outage", BUDGET["outage"]):
+            prometheus = scrape.Prometheus(host, work, SCRAPE_S)
+            wait_for("Prometheus to scrape the recorder's metrics", lambda: prometheus.one("hostcheck_watch_up") == 1, 60)
+            rules = sum(len(g["rules"]) for g in prometheus.api("rules")["groups"])
+            before_cut = prometheus.one("hostcheck_watch_samples_total") or 0
+            scrape.cut_network(host)
+            try:
+                # The sample count of the first scrape that has the outage with its cause.
+                seen = wait_for("the outage in Prometheus", lambda: prometheus.one(
+                    'hostcheck_watch_samples_total and on (instance) hostcheck_watch_state{cause="network"} == 1'), 20)
+                during = {"up": prometheus.one("hostcheck_watch_up"),
+                          "pending": wait_for("the outage alert", lambda: prometheus.query(
+                              'ALERTS{alertname="HostcheckOutage",alertstate="pending"}'), 20)}
+            finally:
+                scrape.restore_network(host)
+            wait_for("the host up again", lambda: prometheus.one("hostcheck_watch_up") == 1, 20)
+            window = 'hostcheck_watch_window_{}{{window="{}",cause="{}"}}'
+            wait_for("the outage counted", lambda: prometheus.one(window.format("outages", "1d", "network")) == 1, 20)
+            after = {q: prometheus.one(q) for q in (
+                window.format("outages", "1d", "network"), window.format("down_seconds", "1d", "network"),
+                window.format("outages", "30d", "power"), 'hostcheck_watch_platform_threshold_ratio{rule="runpod"}',
+                "hostcheck_watch_last_sample_timestamp_seconds")}
+            after["now"] = time.time()
+            samples = read_recording(scrape.copy_recording(host, "/var/lib/hostcheck-watch/watch.db",
+                                                           work / "steady2-watch.db")).samples
+            wait_for("the outage's end at the webhook",
+                     lambda: any(json.loads(r["body"] or "{}").get("event") == "outage_end"
+                                 for r in receiver.requests() if r["method"] == "POST"), 30)
+    finally:
+        if prometheus is not None:
+            prometheus.close()
+        receiver.close()
+    return Scraped(check, converge, rerun, after_check, after_converge, rules, before_cut, seen, during, after,
+                   samples, receiver.requests())
 
 
 def _audit(steps: Steps, name: str, inventory: Path, into: Path) -> float:
@@ -121,15 +225,17 @@ def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]
                                            "ansible_ssh_timeout": 10})
         assert report.rc == 0, report.tail()
         metrics = by_role["steady1"].sudo("cat /var/lib/prometheus/node-exporter/hostcheck_watch.prom").stdout
-        rollback = work / "watch-rollback.yml"
-        rollback.write_text(json.dumps([{"name": "Roll back hostcheck_watch", "hosts": "all", "become": True, "tasks": [
-            {"name": "Roll back", "ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "rollback.yml"}}]}]))
+        scraped = _watch_with_prometheus(steps, lab, by_role["steady2"], work)
+        rollback = _watch_playbook(work / "watch-rollback.yml", "Roll back hostcheck_watch", {"tasks": [
+            {"name": "Roll back", "ansible.builtin.include_role": {"name": "hostcheck_watch", "tasks_from": "rollback.yml"}}]})
         rolled = playbook_step(steps, "watch rollback", BUDGET["watch rollback"],
                                _inventory(work / "steady2.ini", [by_role["steady2"]]), rollback)
         assert rolled.rc == 0, rolled.tail()
         left = by_role["steady2"].sudo("ls -d /var/lib/prometheus /var/lib/hostcheck-watch "
-                                       "/etc/systemd/system/hostcheck-watch.service 2>/dev/null; true").stdout
-        yield Fleet({r: h.name for r, h in by_role.items()}, before, after, watch, seconds, metrics, left)
+                                       "/etc/systemd/system/hostcheck-watch.service 2>/dev/null; "
+                                       f"dpkg-query -W -f='${{Status}}\\n' {EXPORTER} 2>/dev/null | grep -v ' not-installed$'; "
+                                       "getent passwd prometheus; true").stdout
+        yield Fleet({r: h.name for r, h in by_role.items()}, before, after, watch, seconds, metrics, left, scraped)
     finally:
         lab.stop_hosts([h for r, h in by_role.items() if r != "gone"])
 
@@ -205,7 +311,62 @@ def test_profiled_hosts_write_the_textfile_metrics(fleet: Fleet) -> None:
     assert float(lines["hostcheck_watch_samples_total"]) >= 1
 
 
-def test_rollback_removes_the_recorder_and_its_textfile(fleet: Fleet) -> None:
+def test_node_exporter_opt_in_checks_then_installs_then_changes_nothing(fleet: Fleet) -> None:
+    scraped = fleet.scraped
+    assert scraped.check.rc == 0, scraped.check.tail()
+    assert scraped.check.stats(fleet.names["steady2"])["changed"] > 0
+    package, unit = scraped.after_check.splitlines()
+    assert package.endswith("not-installed") and unit == "inactive", "check mode installs and starts nothing"
+    assert scraped.converge.rc == 0, scraped.converge.tail()
+    assert "Install node_exporter from the distribution" in scraped.converge.changed_tasks
+    assert scraped.after_converge.splitlines() == ["install ok installed", "active"]
+    assert scraped.rerun.rc == 0, scraped.rerun.tail()
+    assert scraped.rerun.stats(fleet.names["steady2"])["changed"] == 0, scraped.rerun.changed_tasks
+
+
+def test_an_outage_reaches_prometheus_with_its_cause_within_two_samples(fleet: Fleet) -> None:
+    scraped = fleet.scraped
+    assert scraped.rules_loaded == len(alerts()), "Prometheus loaded the shipped rules"
+    # Counted from the sample Prometheus had before the cut: the outage shows within two more.
+    assert scraped.samples_at_seen <= scraped.samples_before_cut + 2 + SCRAPE_S / INTERVAL_S
+    assert scraped.during["up"] == 0
+    assert [dict(labels)["cause"] for labels in scraped.during["pending"]] == ["network"]
+
+    # The rule: the outage runs from the first sample that found every target failing to the
+    # next sample that found one answering (placed on the boot clock).
+    samples = sorted(scraped.samples, key=lambda s: s.boottime)
+    first_down = next(i for i, s in enumerate(samples) if s.net_ok == 0)
+    back_up = next(i for i in range(first_down, len(samples)) if samples[i].net_ok > 0)
+    after = scraped.after
+    assert after['hostcheck_watch_window_down_seconds{window="1d",cause="network"}'] == pytest.approx(
+        samples[back_up].boottime - samples[first_down].boottime, abs=1e-3)
+    # The converge restarted the recorder: a clean stop, not a power outage.
+    assert after['hostcheck_watch_window_outages{window="30d",cause="power"}'] == 0
+    assert after['hostcheck_watch_platform_threshold_ratio{rule="runpod"}'] == 0.98
+    assert abs(after["now"] - after["hostcheck_watch_last_sample_timestamp_seconds"]) < 5 * INTERVAL_S + SCRAPE_S
+
+
+def test_the_webhook_and_kuma_get_one_start_and_one_end(fleet: Fleet) -> None:
+    scraped = fleet.scraped
+    hooks = [json.loads(r["body"]) for r in scraped.requests if r["method"] == "POST"]
+    assert [h["event"] for h in hooks] == ["recorder_start", "outage_start", "outage_end"]
+    start, end = hooks[1], hooks[2]
+    assert hooks[0]["detail"]["previous_stop"].startswith("a clean stop"), "the converge restarted the recorder"
+    assert start["status"] == "down" and start["detail"] == {"cause": "network"}
+    assert start["host"] == fleet.names["steady2"]
+    # Its length, on the wall clock, from the first failing sample to the first answering one.
+    samples = scraped.samples
+    first_down = next(i for i, s in enumerate(samples) if s.net_ok == 0)
+    back_up = next(i for i in range(first_down, len(samples)) if samples[i].net_ok > 0)
+    assert end["status"] == "up"
+    assert end["detail"] == {"cause": "network", "seconds": round(samples[back_up].t - samples[first_down].t, 1)}
+    pushes = [urllib.parse.urlsplit(r["path"]) for r in scraped.requests if r["method"] == "GET"]
+    assert {p.path for p in pushes} == {"/api/push/labPushToken"}
+    assert [urllib.parse.parse_qs(p.query)["status"] for p in pushes] == [["up"], ["down"], ["up"]]
+
+
+def test_rollback_removes_the_recorder_its_textfile_and_node_exporter(fleet: Fleet) -> None:
     # /var/lib/prometheus did not exist before the profile: the role created it for the
-    # textfile directory, and rollback removes both with the metrics file.
+    # textfile directory, and rollback removes both with the metrics file; the node_exporter
+    # package and the account its install added are gone with them.
     assert fleet.after_rollback.strip() == ""

@@ -62,12 +62,16 @@ PACKAGES: tuple[str, ...] = (
 UBUNTU_DEFAULT_PACKAGES = ("ufw", "systemd-resolved", "needrestart")
 """What an Ubuntu Server image has that a Debian one lacks, installed by the profile lifecycle's
 Ubuntu-default host (tests/profile/test_profile_lifecycle.py) from the rootfs's apt archive."""
-ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io", *UBUNTU_DEFAULT_PACKAGES),
+WATCH_PACKAGES = ("prometheus-node-exporter",)
+"""hostcheck_watch_node_exporter_package's default, installed by the fleet lane (tests/fleet)."""
+ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io", *WATCH_PACKAGES, *UBUNTU_DEFAULT_PACKAGES),
                                              "trixie": ("docker.io", "docker-cli", *UBUNTU_DEFAULT_PACKAGES)}
-"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default), and
-UBUNTU_DEFAULT_PACKAGES. Downloaded (not installed) into the rootfs's apt archive when it is
-built, so an ``apt`` install finds them in the cache instead of the mirror; the install itself,
-and what the rollback manifest records, stay real."""
+"""Per suite: what the roles install that the rootfs lacks (docker_host_packages' default, and on
+Debian 12 WATCH_PACKAGES), and UBUNTU_DEFAULT_PACKAGES. Downloaded (not installed) into the
+rootfs's apt archive when it is built, so an ``apt`` install finds them in the cache instead of
+the mirror; the install itself, and what the rollback manifest records, stay real. Nothing of
+them runs at build time: no maintainer script, no service (a unit installed into the tree
+would start on every lab host's boot and listen in every audit)."""
 
 RECIPE_VERSION = 2
 """Bump whenever :func:`_customize` changes, so cached trees are rebuilt."""
