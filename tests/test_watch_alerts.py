@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from hostcheck.checks import load_registry
-from hostcheck.recording.store import read_recording
 from hostcheck.watch.metrics import CATALOG
 from hostcheck.yaml_loader import safe_load
 
