@@ -22,6 +22,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from tests.lab.remote import ADMIN
 from tests.lab.util import run
 from tests.test_watch_alerts import RULES
 
@@ -29,10 +30,12 @@ REPO = Path(__file__).resolve().parents[2]
 PROMETHEUS_PORT = 9090
 NODE_EXPORTER = "127.0.0.1:9100"
 OUTAGE_TABLE = "hostcheck_lab_outage"
+# The recorder's targets (the host's own sshd) go silent: dropped, not reset, because a refused
+# connection proves the path works and counts as reachable (hostcheck/watch/probes.py).
 OUTAGE_RULES = f"""table inet {OUTAGE_TABLE} {{
   chain output {{
     type filter hook output priority 0; policy accept;
-    oifname "lo" tcp dport 22 reject with tcp reset
+    oifname "lo" tcp dport 22 drop
   }}
 }}
 """
@@ -150,6 +153,12 @@ def copy_recording(host: Any, db: str, into: Path) -> Path:
     """A consistent copy of the host's live recording (SQLite's backup, on the host), fetched to
     ``into``. Never through the container's /proc/<pid>/root: resolving that path lands on this
     machine's own files."""
-    host.sudo(f"python3 -c {shlex.quote(BACKUP)} {shlex.quote(db)} /root/recording-copy.db", check=True)
-    host.get("/root/recording-copy.db", into, user="root")
+    # fetched as the admin: a profiled host refuses root logins over SSH
+    copy = f"/home/{ADMIN}/recording-copy.db"
+    host.sudo(f"python3 -c {shlex.quote(BACKUP)} {shlex.quote(db)} {copy} && chown {ADMIN}: {copy} && chmod 600 {copy}",
+              check=True)
+    try:
+        host.get(copy, into)
+    finally:
+        host.sudo(f"rm -f {copy}")
     return into
