@@ -34,6 +34,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
+from hostcheck.errors import UndeclaredFact
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 
 UNKNOWN_KEY = "$unknown"
@@ -681,11 +682,6 @@ def children(path: str) -> dict[str, Fact]:
 def fields(path: str) -> tuple[str, ...]:
     """The field names a collector writes under ``path`` (a list's item: ``gpu.devices.*``)."""
     return tuple(children(path))
-
-
-class UndeclaredFact(LookupError):
-    """A fact path that is not declared here: a programming error (a typo, or a fact added to a
-    collector without declaring it), never "not collected"."""
 
 
 def _generic(path: str) -> str:

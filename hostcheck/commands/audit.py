@@ -10,16 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import (
-    FormatOpt,
-    OutputFormat,
-    OutputOpt,
-    UsageError,
-    check_output,
-    collect_live,
-    die,
-    emit,
-)
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, die, emit
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,
@@ -31,6 +22,7 @@ from hostcheck.commands.live import (
     speedtest_caps,
 )
 from hostcheck.earnings.inputs import CONFIG_SHOWN
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 from hostcheck.recording.store import DEFAULT_DB as DEFAULT_WATCH_DB

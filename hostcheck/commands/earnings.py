@@ -16,7 +16,6 @@ from hostcheck.cli_common import (
     FormatOpt,
     OutputFormat,
     OutputOpt,
-    UsageError,
     check_output,
     check_timeout,
     collect_live,
@@ -27,6 +26,7 @@ from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.earnings.exits import help_text
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
+from hostcheck.errors import UsageError
 
 MAX_SAMPLE_SECONDS = 30.0
 

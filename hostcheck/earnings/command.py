@@ -8,10 +8,11 @@ from typing import Any
 
 from hostcheck.earnings import model as m
 from hostcheck.earnings.config import load_config
-from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
+from hostcheck.earnings.data import PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.exits import exit_code
-from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path
+from hostcheck.earnings.inputs import Given, build, config_path
 from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut, audit_feasible, build_earnings, span_text
+from hostcheck.errors import EarningsInputError, EarningsMissingError, EconomicsDataError
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
 __all__ = ["EarningsInputError", "EarningsMissingError", "audit_lines", "audit_values", "merged_values", "run"]

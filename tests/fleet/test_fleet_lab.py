@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostcheck.recording.store import Sample, read_recording
 
+from hostcheck.recording.store import Sample, read_recording
 from tests.fleet import scrape
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.steps import Steps
