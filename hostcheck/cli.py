@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from hostcheck import __version__
 from hostcheck.cli_common import die
 from hostcheck.errors import InputError
-from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK
+from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, help_text
 
 
 @dataclass(frozen=True)
@@ -141,9 +141,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="Is this machine fit, and safe, to rent out its GPU? A read-only audit against "
-    "each platform's published requirements. Exit codes: 0 a requested policy is feasible, "
-    "3 none is (--strict: any is not), 4 feasible but the owner risk is high or unknown "
-    "(--accept-owner-risk turns that into 0), 2 usage or input error, 1 internal error.",
+    "each platform's published requirements.",
+    # \b: click prints the table as it is, without re-wrapping it.
+    epilog="\b\n" + help_text(),
 )
 
 
