@@ -127,6 +127,13 @@ class Root(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, entry.summary) for name, entry in COMMANDS.items()])
 
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        """The exit-code table, written only when the help is shown, as it is (not re-wrapped)."""
+        formatter.write_paragraph()
+        with formatter.indentation():
+            for line in help_text().splitlines():
+                formatter.write(f"{' ' * formatter.current_indent}{line}\n")
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -142,8 +149,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="Is this machine fit, and safe, to rent out its GPU? A read-only audit against "
     "each platform's published requirements.",
-    # \b: click prints the table as it is, without re-wrapping it.
-    epilog="\b\n" + help_text(),
 )
 
 
