@@ -1,4 +1,4 @@
-"""Every exception class of hostcheck, in one place.
+"""Every exception class of hostcheck that leaves the module raising it, in one place.
 
 The user's input: a library raises a subclass of :class:`InputError` when what it was given (an
 option's value, a snapshot, a policy, a report directory, a config file, a watch database)
