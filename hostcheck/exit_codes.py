@@ -1,6 +1,6 @@
 """hostcheck's exit codes, in one table: `hostcheck --help`, `hostcheck earnings --help` and the
 "Exit codes" sections of README.md and docs/audit.md (``scripts/gen_exit_codes_doc.py``) are
-written from :data:`EXIT_CODES`. The Ansible roles gate on 0, 3 and 4.
+written from :data:`EXIT_CODES`. The fleet audit (playbooks/audit.yml) reads the audit's 0, 3 and 4.
 
 A module of its own, with no imports, so the CLI can use it without loading the report
 machinery at start-up."""
@@ -46,8 +46,8 @@ def earnings_exit(*, owner_risk_stops: bool, power_known: bool) -> int:
 
 
 def rows_for(command: str = EVERY_COMMAND) -> list[tuple[int, str, str]]:
-    """Every row by code (the command's own before the others'); for one ``command``, its own
-    rows and those of every command whose code it has no row of its own for."""
+    """Every row, by code; for one ``command``, its own rows and those of every command whose
+    code it has no row of its own for."""
     rows = sorted(EXIT_CODES, key=lambda row: row[0])
     if command == EVERY_COMMAND:
         return rows
