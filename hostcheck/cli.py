@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from hostcheck import __version__
 from hostcheck.cli_common import die
 from hostcheck.errors import InputError
-from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK
+from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, help_text
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,13 @@ class Root(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, entry.summary) for name, entry in COMMANDS.items()])
 
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        """The exit-code table, written only when the help is shown, as it is (not re-wrapped)."""
+        formatter.write_paragraph()
+        with formatter.indentation():
+            for line in help_text().splitlines():
+                formatter.write(f"{' ' * formatter.current_indent}{line}\n")
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -141,9 +148,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="Is this machine fit, and safe, to rent out its GPU? A read-only audit against "
-    "each platform's published requirements. Exit codes: 0 a requested policy is feasible, "
-    "3 none is (--strict: any is not), 4 feasible but the owner risk is high or unknown "
-    "(--accept-owner-risk turns that into 0), 2 usage or input error, 1 internal error.",
+    "each platform's published requirements.",
 )
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from hostcheck.errors import InputError
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_USAGE
 
 MAX_TIMEOUT_S = 3600.0
@@ -28,10 +28,6 @@ class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
     MARKDOWN = "markdown"
-
-
-class UsageError(InputError):
-    """An option's value, or a combination of options, that cannot be used."""
 
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="How to print the report.")]
@@ -58,7 +54,8 @@ def check_output(output: Path | None) -> None:
     command with ``--output`` calls this first, before it reads or computes anything."""
     if output is None:
         return
-    from hostcheck.safeio import OutputRefused, plan_output
+    from hostcheck.errors import OutputRefused
+    from hostcheck.safeio import plan_output
 
     try:
         plan_output(output)

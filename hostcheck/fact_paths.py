@@ -34,6 +34,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
+from hostcheck.errors import UndeclaredFact
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 
 UNKNOWN_KEY = "$unknown"
@@ -75,8 +76,9 @@ class Fact:
 @dataclass(frozen=True)
 class Section:
     name: str
-    collectors: str
     intro: str
+    also: str = ""
+    """Who else writes it, beside the collectors whose ``SECTION`` it is (docs/facts.md lists both)."""
 
 
 COUNTER_FIELDS = (
@@ -100,21 +102,21 @@ TRISTATE = tuple(NatVerdict)
 INBOUND = tuple(InboundResult)
 
 SECTIONS: tuple[Section, ...] = (
-    Section("meta", "the runner", "About the run that wrote the facts."),
-    Section("gpu", "gpu", """Per-device NVML readings, and every PCI display adapter from sysfs. Any
+    Section("meta", "About the run that wrote the facts.", also="the runner"),
+    Section("gpu", """Per-device NVML readings, and every PCI display adapter from sysfs. Any
 device field may be unknown (unsupported on GeForce, the GPU lost mid-query, ...). Whether a
 device is a laptop part is judged by GPU-1060 from `name` and `power.chassis_type`."""),
-    Section("system", "system", """On macOS `os_id` is "macos", `os_version_id` the release ("14.5") and
+    Section("system", """On macOS `os_id` is "macos", `os_version_id` the release ("14.5") and
 `cpu_model` sysctl's brand string ("Apple M2 Pro")."""),
-    Section("power", "power", "Chassis, batteries and AC, and whether systemd may put the machine to sleep."),
-    Section("storage", "storage, disk_health", """`docker_root.path` is the data root dockerd uses: a `--data-root` flag (the
+    Section("power", "Chassis, batteries and AC, and whether systemd may put the machine to sleep."),
+    Section("storage", """`docker_root.path` is the data root dockerd uses: a `--data-root` flag (the
 running dockerd's command line, else the systemd unit's ExecStart with its drop-ins), else
 `data-root`/`graph` in daemon.json, else `/var/lib/docker`; unknown when daemon.json cannot be
 read and no flag settles it. `rotational` is unknown on virtio/Xen disks and, when true,
 inside a VM: there the flag describes the emulated disk, not the storage behind it."""),
-    Section("isolation", "accounts", """Who uses this machine and what of theirs is on it: credentials are
+    Section("isolation", """Who uses this machine and what of theirs is on it: credentials are
 recorded by presence only, never by contents."""),
-    Section("docker", "docker_daemon", """When the daemon is not reachable, daemon settings come from
+    Section("docker", """When the daemon is not reachable, daemon settings come from
 `/etc/docker/daemon.json` if readable (`daemon_json`: only `no-new-privileges`, `live-restore`,
 `icc`, `userland-proxy`, `data-root`, `graph`, `default-runtime`, `userns-remap` and the runtime
 names under `runtimes`; proxies, registry mirrors, hosts, TLS paths and everything else are
@@ -122,7 +124,7 @@ never collected) and the rest are unknown. Flags of a running `dockerd` count on
 process runs as root (any user can name a process `dockerd`). With `--offline`, a network
 `DOCKER_HOST` (tcp://, ssh://) is not contacted: `reachable` is unknown. `containers` come from
 `GET /containers/{id}/json`, never from inside a container (at most 200)."""),
-    Section("agents", "agents", """Provider agents found on this machine, recognised by the names in
+    Section("agents", """Provider agents found on this machine, recognised by the names in
 `policies/agents/agents.yaml` (accounts, systemd units, paths, dpkg packages; containers are
 matched by the checks against the images in `docker.containers`). `sudoers` keeps sudoers and
 the files it includes as read (in sudo's order, bounded); the checks work out from it what each
@@ -131,12 +133,12 @@ today's rules. `/etc/sudoers` is 0440 root: an unprivileged audit keeps why it c
 (the checks say unknown). `sudo_activity` comes from sudo's own
 journal entries (`SYSLOG_IDENTIFIER=sudo`); unknown when the journal is not readable (not root
 and not in `systemd-journal` or `adm`)."""),
-    Section("ssh", "sshd", """`settings` holds only the keywords checks read and those that say who may
+    Section("ssh", """`settings` holds only the keywords checks read and those that say who may
 log in (commands, paths and banners are not collected), as `sshd -T` prints them
 (`without-password` is reported as its synonym `prohibit-password`; keywords given several
 times, such as `port`, are lists)."""),
-    Section("packages", "packages, apt_sources", "Update policy and the NVIDIA packages."),
-    Section("network", "network_local, container_egress, reachability, speedtest", """`firewall` is the ruleset
+    Section("packages", "Update policy and the NVIDIA packages."),
+    Section("network", """`firewall` is the ruleset
 as recorded evidence, judged by the checks (NET-1010, NET-1080, DOC-1070, ISO-1040, ISO-1060) with
 today's rules, so `hostcheck audit --facts FILE` re-judges a saved file; root is needed to read
 it. ufw is recognised by its chain ufw-user-input (gone once `ufw disable` ran); NET-1080 walks each port the host
@@ -150,8 +152,8 @@ limits) make a probe undetermined, as do legacy iptables tables when nothing dro
 each unknown and sends nothing); `path` is the raw evidence the NAT checks judge. `port_range`
 is read by the same collector, and its first, last and evenly spaced
 middle ports ride in the inbound probe, TCP and UDP. `bandwidth`
-is written only by `hostcheck audit --speedtest --probe URL` (NET-1070 is unknown without it)."""),
-    Section("watch", "watch", """The reliability window from a `hostcheck watch` database
+is written only by `hostcheck audit --speedtest --probe URL` (NET-1070 is unknown without it).""", also="speedtest"),
+    Section("watch", """The reliability window from a `hostcheck watch` database
 (`/var/lib/hostcheck-watch/watch.db`, or `hostcheck audit --watch-db PATH`), opened read-only;
 only the last 30 days are read."""),
 )
@@ -681,11 +683,6 @@ def children(path: str) -> dict[str, Fact]:
 def fields(path: str) -> tuple[str, ...]:
     """The field names a collector writes under ``path`` (a list's item: ``gpu.devices.*``)."""
     return tuple(children(path))
-
-
-class UndeclaredFact(LookupError):
-    """A fact path that is not declared here: a programming error (a typo, or a fact added to a
-    collector without declaring it), never "not collected"."""
 
 
 def _generic(path: str) -> str:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import safeio
-from hostcheck.errors import InputError
-from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, UndeclaredFact, check_declared, type_problem
-from hostcheck.upgrade import UpgradeError, upgrade
+from hostcheck.errors import FactsError, FileInputError, UndeclaredFact, UpgradeError
+from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, check_declared, type_problem
+from hostcheck.upgrade import upgrade
 
 __all__ = ["FACTS_FORMAT", "UNKNOWN_KEY", "UndeclaredFact"]
 
@@ -30,10 +30,6 @@ class Unknown:
 
     def __bool__(self) -> bool:  # an Unknown must never read as a truthy "yes"
         return False
-
-
-class FactsError(InputError):
-    """A facts snapshot that cannot be used (bad JSON, wrong shape, wrong version)."""
 
 
 def lookup(facts: Any, path: str) -> Any:
@@ -101,7 +97,7 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     """
     try:
         data = safeio.load_json(path)
-    except safeio.InputError as exc:
+    except FileInputError as exc:
         raise FactsError(f"{path}: {exc}") from exc
     if not isinstance(data, dict):
         raise FactsError(f"{path}: a facts snapshot is a JSON object, not {type(data).__name__}")

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hostcheck import safeio
-from hostcheck.checks.base import Missing, listed_devices
+from hostcheck.checks.base import listed_devices
 from hostcheck.checks.network import listening_sockets, measured_bandwidth
-from hostcheck.errors import InputError
+from hostcheck.errors import FileInputError, FleetError, Missing
 from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 INDEX_NAME = "index.json"
 # How bad a change is: a rise in rank is a regression.
 STATUS_RANK: dict[Status, int] = {Status.PASS: 0, Status.SKIPPED: 0, Status.WARN: 1, Status.UNKNOWN: 2, Status.ERROR: 2, Status.FAIL: 3}
-
-
-class FleetError(InputError):
-    """Input the fleet view cannot use (no reports, unreadable file, other report version)."""
 
 
 @dataclass
@@ -100,14 +96,14 @@ class HostDrift(_Row):
 def _read_text(path: Path) -> str:
     try:
         return safeio.read_text(path)
-    except safeio.InputError as exc:
+    except FileInputError as exc:
         raise FleetError(f"{path}: {exc}") from exc
 
 
 def _parse_json(path: Path, text: str) -> Any:
     try:
         return safeio.loads(text)
-    except safeio.InputError as exc:
+    except FileInputError as exc:
         raise FleetError(f"{path}: {exc}") from exc
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from hostcheck import safeio
-from hostcheck.fleet import WATCH_SUFFIX, FleetError, fleet_source
+from hostcheck.errors import FileInputError, FleetError
+from hostcheck.fleet import WATCH_SUFFIX, fleet_source
 from hostcheck.recording.analysis import DOWN_CAUSES
 
 VERDICT_ORDER = {"below": 0, "unknown": 1, "meets": 2}
@@ -83,7 +84,7 @@ def read_rows(paths: list[Path]) -> tuple[list[WatchRow], list[str]]:
         host = path.name.removesuffix(WATCH_SUFFIX)
         try:
             row = summary_of(host, safeio.load_json(path))
-        except (safeio.InputError, ValueError) as exc:
+        except (FileInputError, ValueError) as exc:
             row = WatchRow(host=host, readable=False, reason=f"{path}: {exc}")
             problems.append(row.reason or "")
         rows.append(row)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks import load_registry
-from hostcheck.checks.base import CheckMeta, Missing, Outcome
+from hostcheck.checks.base import CheckMeta, Outcome
+from hostcheck.errors import Missing
 from hostcheck.facts import to_jsonable
 from hostcheck.models import Finding, Policy, Requirement, Severity, SourceRef, Status
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from hostcheck import safeio
 from hostcheck.checks import load_registry
-from hostcheck.errors import InputError
+from hostcheck.errors import FileInputError, PolicyError
 from hostcheck.models import (
     POLICY_FORMAT,
     STATUS_SEVERITIES,
@@ -49,10 +49,6 @@ _MAP_TAG = yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG
 _SEQ_TAG = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
 
 Loc = tuple[str | int, ...]
-
-
-class PolicyError(InputError):
-    """A policy that cannot be used; the message names file, line or field, and the reason."""
 
 
 def _line_of(mark: Any) -> int:
@@ -355,7 +351,7 @@ def parse_policy(text: str, path: str) -> Policy:
 def load_policy_file(path: Path) -> Policy:
     try:
         text = safeio.read_text(path, limit=MAX_POLICY_BYTES)
-    except safeio.InputError as exc:
+    except FileInputError as exc:
         raise PolicyError(f"{path}: {exc}") from exc
     return parse_policy(text, str(path))
 

@@ -20,16 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck import errors
+from hostcheck.errors import FileInputError, OutputRefused
 
 MAX_INPUT_BYTES = 16 << 20
 """Largest snapshot, policy or report read (real ones are well under 1 MiB)."""
 MAX_DEPTH = 64
 """Deepest JSON/YAML nesting accepted (real facts are under 10 levels deep)."""
-
-
-class InputError(errors.InputError):
-    """A file that cannot be used; the message says why (no path: callers add it)."""
 
 
 def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -39,13 +35,13 @@ def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         # so the file cannot be swapped between the check and the read.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}") from exc
+        raise FileInputError(f"cannot read: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError("not a regular file (a FIFO, device or directory cannot be read as input)")
+            raise FileInputError("not a regular file (a FIFO, device or directory cannot be read as input)")
         if info.st_size > limit:
-            raise InputError(f"too large ({info.st_size} bytes; the limit is {limit})")
+            raise FileInputError(f"too large ({info.st_size} bytes; the limit is {limit})")
     except BaseException:
         os.close(fd)
         raise
@@ -53,9 +49,9 @@ def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         try:
             data = fh.read(limit + 1)
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}") from exc
+            raise FileInputError(f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > limit:
-        raise InputError(f"too large (more than {limit} bytes)")
+        raise FileInputError(f"too large (more than {limit} bytes)")
     return data
 
 
@@ -64,11 +60,11 @@ def read_text(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})") from exc
+        raise FileInputError(f"not UTF-8 text (byte {exc.start})") from exc
 
 
 def _reject_constant(name: str) -> Any:
-    raise InputError(f"{name} is not a JSON number")
+    raise FileInputError(f"{name} is not a JSON number")
 
 
 def depth(value: Any, limit: int = MAX_DEPTH) -> int:
@@ -95,15 +91,15 @@ def loads(text: str) -> Any:
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise InputError(f"line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from exc
+        raise FileInputError(f"line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from exc
     except RecursionError as exc:
-        raise InputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from exc
-    except InputError as exc:
-        raise InputError(f"invalid JSON: {exc}") from exc
+        raise FileInputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from exc
+    except FileInputError as exc:
+        raise FileInputError(f"invalid JSON: {exc}") from exc
     except ValueError as exc:  # an integer past Python's int_max_str_digits
-        raise InputError("invalid JSON: an integer is out of range") from exc
+        raise FileInputError("invalid JSON: an integer is out of range") from exc
     if depth(data) > MAX_DEPTH:
-        raise InputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels")
+        raise FileInputError(f"invalid JSON: nested deeper than {MAX_DEPTH} levels")
     _check_numbers(data)
     return data
 
@@ -119,9 +115,9 @@ def _check_numbers(value: Any) -> None:
     while stack:
         node = stack.pop()
         if isinstance(node, float) and not math.isfinite(node):
-            raise InputError("invalid JSON: a number is out of range (infinite)")
+            raise FileInputError("invalid JSON: a number is out of range (infinite)")
         if isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
-            raise InputError("invalid JSON: an integer is out of range")
+            raise FileInputError("invalid JSON: an integer is out of range")
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):
@@ -145,10 +141,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
-
-
-class OutputRefused(OSError):
-    """An output path that is never written: the message names what is there and why."""
 
 
 STDOUT = "-"

@@ -12,13 +12,10 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from hostcheck.errors import UpgradeError
 from hostcheck.fact_paths import FACTS_FORMAT, SECTIONS, TABLE, UNKNOWN_KEY, FactType, children
 
 RECOLLECT = "collect again with `hostcheck facts` to judge it"
-
-
-class UpgradeError(ValueError):
-    """Facts that are not of a format this hostcheck can read or upgrade."""
 
 
 def _unknown(reason: str) -> dict[str, str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hostcheck.fact_paths import FACTS_FORMAT, SECTIONS, TABLE, Fact, FactType  # noqa: E402
+from hostcheck.collectors import load_collectors  # noqa: E402
+from hostcheck.fact_paths import FACTS_FORMAT, SECTIONS, TABLE, Fact, FactType, Section  # noqa: E402
 
 DOC = ROOT / "docs" / "facts.md"
 REGENERATE = ".venv/bin/python scripts/gen_facts_doc.py"
@@ -59,10 +60,16 @@ def _row(section: str, fact: Fact) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def writers(section: Section) -> str:
+    """The collectors whose SECTION it is, then whoever else writes it."""
+    names = [spec.name for spec in load_collectors() if spec.section == section.name]
+    return ", ".join([*names, *([section.also] if section.also else [])])
+
+
 def render() -> str:
     parts = [PREAMBLE]
     for section in SECTIONS:
-        parts.append(f"## {section.name} [{section.collectors}]\n")
+        parts.append(f"## {section.name} [{writers(section)}]\n")
         parts.append(" ".join(section.intro.split()) + "\n")
         parts.append("| fact | type | unit | meaning | redacted as |\n| --- | --- | --- | --- | --- |")
         for path, fact in TABLE.items():

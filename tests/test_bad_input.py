@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hostcheck import safeio
-from hostcheck.facts import FactsError, load_snapshot
-from hostcheck.policy import PolicyError, parse_policy
+from hostcheck.errors import FactsError, FileInputError, PolicyError
+from hostcheck.facts import load_snapshot
+from hostcheck.policy import parse_policy
 from tests.helpers import SNAPSHOTS, hostcheck
 
 GOOD = """\
@@ -274,9 +275,9 @@ def test_special_and_oversized_files_are_refused_quickly(tmp_path: Path) -> None
 
 
 def test_safeio_refuses_before_reading() -> None:
-    with pytest.raises(safeio.InputError, match="not a regular file"):
+    with pytest.raises(FileInputError, match="not a regular file"):
         safeio.read_bytes(Path("/dev/zero"))
-    with pytest.raises(safeio.InputError, match="too large"):
+    with pytest.raises(FileInputError, match="too large"):
         safeio.read_bytes(SNAPSHOTS / "dedicated-4090.json", limit=100)
 
 

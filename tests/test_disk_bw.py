@@ -184,7 +184,8 @@ def test_too_little_free_space_writes_nothing(disk_dir: Path) -> None:
 
 
 def test_the_audit_never_measures_the_disk() -> None:
-    from hostcheck.collectors import COLLECTOR_MODULES
+    from hostcheck.collectors import collector_modules
 
-    assert "hostcheck.collectors.disk_bw" not in COLLECTOR_MODULES
-    assert "hostcheck.collectors.power_draw" not in COLLECTOR_MODULES
+    assert "hostcheck.collectors.disk_bw" not in collector_modules()
+    assert "hostcheck.collectors.power_draw" not in collector_modules()
+    assert "hostcheck.collectors.gpu" in collector_modules()

@@ -141,7 +141,7 @@ class Fill:
                 tok = f"https://127.0.0.1:{PROBE_PORT}"
             elif tok == "FP" or tok.startswith("SHA256:"):
                 tok = self.fingerprint
-            elif tok in ("CHECK_ID", "ID", "GPU-1170"):  # GPU-1170: CONTRIBUTING's example of a new check
+            elif tok in ("CHECK_ID", "ID", "SYS-1990"):  # SYS-1990: CONTRIBUTING's example of a new check
                 tok = "GPU-1050"
             elif tok == "N" and prev == "--probe-port":
                 tok = "40000"

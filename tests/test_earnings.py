@@ -547,7 +547,8 @@ def test_every_platform_file_cites_dated_sources_and_ranges_what_is_not_publishe
     (("      source: vast-taxes\n", ""), "payout.caveats[0].source: missing required key"),
 ])
 def test_a_bad_platform_file_names_file_and_field(change: tuple[str, str], named: str) -> None:
-    from hostcheck.earnings.data import EconomicsDataError, parse_platform
+    from hostcheck.earnings.data import parse_platform
+    from hostcheck.errors import EconomicsDataError
 
     text = (REPO / "policies" / "economics" / "vast.yaml").read_text()
     assert change[0] in text

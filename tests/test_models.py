@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from hostcheck import models, schema_gen
+from hostcheck.errors import PolicyError
 from hostcheck.facts import load_snapshot
 from hostcheck.models import Report
-from hostcheck.policy import PolicyError, parse_policy, resolve_policies
+from hostcheck.policy import parse_policy, resolve_policies
 from hostcheck.report import build_report
 from tests.helpers import REPO, SNAPSHOTS, hostcheck
 from tests.test_bad_input import GOOD

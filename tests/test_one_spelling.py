@@ -52,8 +52,6 @@ EXEMPT: dict[tuple[str, str], str] = {
         "a CGNAT signal's result, a word of the signal vocabulary ('shared-address', 'public-address')",
     ("owner-risk", "hostcheck/policy.py"):
         "the name of the shipped owner-risk policy (policies/owner-risk.yaml), not the policy kind",
-    ("owner-risk", "hostcheck/earnings/exits.py"):
-        "the name of an exit condition of `hostcheck earnings`, as --help lists it",
 }
 """(value, file) -> why that file's literal is another vocabulary's word, not the enum's."""
 

@@ -13,11 +13,11 @@ import pytest
 
 from hostcheck.collectors import CollectContext
 from hostcheck.collectors.reachability import collect
+from hostcheck.errors import PortRangeError
 from hostcheck.facts import Unknown
 from hostcheck.netprobe.port_range import (
     MAX_RANGE_FILE_BYTES,
     PortRange,
-    PortRangeError,
     configured_range,
     judge_range,
     parse_port_range,

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hostcheck.errors import ProbeRequestError
 from hostcheck.netprobe import probe_protocol as ps
 from hostcheck.netprobe.probe_client import request_probe
 from hostcheck.netprobe.probe_protocol import (
     DEFAULT_MAX_PORTS,
     PortProbe,
     ProbeRequest,
-    ProbeRequestError,
     check_token,
     parse_probe_request,
     token_matches,

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from hostcheck.netprobe.http_client import ServerError
+from hostcheck.errors import ServerError
 from hostcheck.netprobe.probe_client import post_json, request_probe
 from hostcheck.probeserver import tls
 from hostcheck.probeserver.limits import Limits
@@ -885,7 +885,7 @@ def test_secrets_open_to_others_are_refused(tmp_path: Path) -> None:
     proc = hostcheck("probe-server", "--token-file", str(token_file), "--tls-cert", str(cert),
                      "--tls-key", str(key), "--port", str(free_port()), timeout=30)
     assert proc.returncode == 2 and f"chmod 600 {key}" in proc.stderr, proc.stderr
-    from hostcheck.netprobe.private_files import PrivateFileError
+    from hostcheck.errors import PrivateFileError
 
     with pytest.raises(PrivateFileError):
         tls.server_context(cert, key)

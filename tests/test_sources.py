@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from hostcheck.errors import PolicyError
 from hostcheck.models import Severity, SourceStatus
-from hostcheck.policy import PolicyError, load_shipped, parse_policy, shipped_policy_names
+from hostcheck.policy import load_shipped, parse_policy, shipped_policy_names
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))

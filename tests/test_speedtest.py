@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from hostcheck.checks.network import bandwidth_needs
-from hostcheck.netprobe.speed_protocol import Received, SpeedParamError, arrived, latency, parse_params, steady_rate
+from hostcheck.errors import SpeedParamError
+from hostcheck.netprobe.speed_protocol import Received, arrived, latency, parse_params, steady_rate
 from hostcheck.netprobe.speedtest import Plan, Stream, _direction, delivered, received, run_speedtest
 from hostcheck.probeserver.limits import MAX_SPEED_BUDGET, Limits
 from tests.helpers import SNAPSHOTS, audit_json, policy_result

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from hostcheck.cli import app
-from hostcheck.facts import FACTS_FORMAT, FactsError, load_snapshot
-from hostcheck.policy import MAX_NUMBER, PolicyError, parse_policy
+from hostcheck.errors import FactsError, PolicyError
+from hostcheck.facts import FACTS_FORMAT, load_snapshot
+from hostcheck.policy import MAX_NUMBER, parse_policy
 from tests.helpers import SNAPSHOTS, hostcheck
 from tests.test_bad_input import GOOD
 

@@ -14,17 +14,10 @@ from aioice import stun as aioice_stun
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hostcheck.errors import StunDecodeError, StunMismatch
 from hostcheck.netprobe import stun_codec
 from hostcheck.netprobe.stun_client import Timing, binding_transaction, run_transactions, stun_binding
-from hostcheck.netprobe.stun_codec import (
-    CLASS_ERROR,
-    CLASS_SUCCESS,
-    StunDecodeError,
-    StunMismatch,
-    binding_request,
-    decode_message,
-    encode_message,
-)
+from hostcheck.netprobe.stun_codec import CLASS_ERROR, CLASS_SUCCESS, binding_request, decode_message, encode_message
 
 TID = bytes(range(12))
 

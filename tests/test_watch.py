@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from hostcheck.errors import WatchDbError
 from hostcheck.models import Finding, Report
 from hostcheck.recording.analysis import analyse
 from hostcheck.recording.store import (
@@ -29,7 +30,6 @@ from hostcheck.recording.store import (
     Event,
     Recording,
     Sample,
-    WatchDbError,
     WatchWriter,
     read_recording,
 )

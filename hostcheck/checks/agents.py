@@ -13,11 +13,12 @@ from typing import Any
 
 from hostcheck import sudoers
 from hostcheck.agents import Agent, conflicts, load_catalog
-from hostcheck.checks.base import Missing, Outcome, check, failed, known_devices, need, passed, unknown
+from hostcheck.checks.base import Outcome, check, failed, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.gpu import NOT_SUPPORTED
 from hostcheck.checks.isolation import dedicated
 from hostcheck.checks.packages import unattended_upgrades
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 

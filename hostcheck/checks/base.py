@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import CHECK_ID_RE, FAMILY_TITLES, Family, Operator, Status, ThresholdKind
 
@@ -228,15 +229,6 @@ def setting(name: str) -> Callable[[Any], str]:
         return f"{name} {text}" if text and not any(c.isspace() for c in text) else text
 
     return show
-
-
-class Missing(Exception):
-    """Raised by :func:`need` when a fact is Unknown; turned into an ``unknown`` outcome."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 def need(facts: dict[str, Any], path: str) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import Missing, Outcome, check, failed, need, pass_if, passed, state_of, unknown
+from hostcheck.checks.base import Outcome, check, failed, need, pass_if, passed, state_of, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
 from hostcheck.docker_settings import (
     ICC,
@@ -15,6 +15,7 @@ from hostcheck.docker_settings import (
     USERNS_REMAP,
     DaemonSetting,
 )
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 

@@ -13,7 +13,6 @@ from hostcheck import gpu_models
 from hostcheck.accumulated import covered_s, share
 from hostcheck.checks.base import (
     CheckResult,
-    Missing,
     Outcome,
     check,
     compare,
@@ -33,6 +32,7 @@ from hostcheck.checks.base import (
     version_tuple,
 )
 from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.laptop import laptop_verdict
 

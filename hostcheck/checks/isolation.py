@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Missing, Outcome, check, compare, failed, need, passed, state_of, unknown
+from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, need, passed, state_of, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.network import listening_sockets, recorded_firewall
 from hostcheck.checks.ssh import ssh_ports
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk

@@ -7,7 +7,6 @@ from typing import Any
 from hostcheck.checks.base import (
     KERNEL_NAME,
     CheckResult,
-    Missing,
     Outcome,
     check,
     compare,
@@ -21,6 +20,7 @@ from hostcheck.checks.base import (
     version_tuple,
 )
 from hostcheck.checks.isolation import display_manager, graphical_session
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 _CHASSIS = "power.chassis_type"

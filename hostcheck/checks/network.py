@@ -5,18 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.checks.base import (
-    CheckResult,
-    Missing,
-    Outcome,
-    check,
-    compare,
-    failed,
-    listed_devices,
-    need,
-    passed,
-    unknown,
-)
+from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, listed_devices, need, passed, unknown
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall import opened
 from hostcheck.firewall.summary import summarise

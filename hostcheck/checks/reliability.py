@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Missing, check, compare, unknown
+from hostcheck.checks.base import CheckResult, check, compare, unknown
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.recording.analysis import Segment
 from hostcheck.watch.rules import runpod_over, runpod_rule

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import Missing, Outcome, check, is_macos, need, pass_if, passed, setting
+from hostcheck.checks.base import Outcome, check, is_macos, need, pass_if, passed, setting
 from hostcheck.checks.network import listening_sockets
+from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})

@@ -17,31 +17,32 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from hostcheck import __version__
 from hostcheck.facts import FACTS_FORMAT, Unknown
 from hostcheck.netprobe.port_range import AGENT_RANGE_FILE
 
-# Import names, not modules: importing psutil/pynvml/docker is deferred to audit time so
-# that `hostcheck --help` stays fast.
-COLLECTOR_MODULES: tuple[str, ...] = (
-    "hostcheck.collectors.gpu",
-    "hostcheck.collectors.system",
-    "hostcheck.collectors.power",
-    "hostcheck.collectors.storage",
-    "hostcheck.collectors.disk_health",
-    "hostcheck.collectors.accounts",
-    "hostcheck.collectors.agents",
-    "hostcheck.collectors.docker_daemon",
-    "hostcheck.collectors.sshd",
-    "hostcheck.collectors.packages",
-    "hostcheck.collectors.apt_sources",
-    "hostcheck.collectors.network_local",
-    "hostcheck.collectors.container_egress",
-    "hostcheck.collectors.reachability",
-    "hostcheck.collectors.watch",
-)
+
+@cache
+def collector_modules() -> tuple[str, ...]:
+    """Every audit collector: each module of this package that assigns ``SECTION`` at its top
+    level, by name; a new collector is a new module, listed nowhere else. Found by reading the
+    sources, not importing them, so that a collector whose module cannot load still leaves its
+    trace (:func:`_broken`). Helpers (``_run``, ``docker_config``) and the measurements that
+    write or take time (``power_draw``, ``disk_bw``) declare no section: the audit never runs
+    them."""
+    import pkgutil
+    import re
+    from importlib import resources
+
+    here = resources.files(__name__)
+    found = [info.name for info in pkgutil.iter_modules(__path__) if not info.ispkg and not info.name.startswith("_")]
+    declares = re.compile(r"^SECTION\b", re.M)
+    return tuple(f"{__name__}.{name}" for name in sorted(found)
+                 if declares.search((here / f"{name}.py").read_text(encoding="utf-8")))
+
 
 DEFAULT_BUDGET_S = 10.0
 
@@ -87,9 +88,10 @@ class CollectorSpec:
     offline_keys: tuple[str, ...] = ()
 
 
-def load_collectors(modules: tuple[str, ...] = COLLECTOR_MODULES) -> list[CollectorSpec]:
+def load_collectors(modules: tuple[str, ...] | None = None) -> list[CollectorSpec]:
+    """The collectors of ``modules`` (default: every one, :func:`collector_modules`)."""
     specs = []
-    for modname in modules:
+    for modname in collector_modules() if modules is None else modules:
         try:
             mod = importlib.import_module(modname)
         except ImportError as exc:

@@ -60,7 +60,8 @@ NVML_VOLATILE_ECC = 0  # nvmlEccCounterType_t: since the driver loaded
 UPTIME = Path("/proc/uptime")
 
 class _GpuLost(Exception):
-    """The device fell off the bus during the query; its readings cannot be trusted."""
+    """The device fell off the bus during the query; its readings cannot be trusted. Not in
+    hostcheck.errors: a signal inside this module, caught here, never raised out of it."""
 
 
 def decode_throttle_reasons(mask: int) -> list[str]:

@@ -34,8 +34,9 @@ def _iso(t: float | None) -> str | None:
 
 
 def summarise(path: Path) -> dict[str, Any]:
+    from hostcheck.errors import WatchDbError
     from hostcheck.recording.analysis import analyse
-    from hostcheck.recording.store import WatchDbError, inspect_file, read_recording
+    from hostcheck.recording.store import inspect_file, read_recording
 
     try:
         if not inspect_file(path, OPTION):

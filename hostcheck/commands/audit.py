@@ -10,16 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import (
-    FormatOpt,
-    OutputFormat,
-    OutputOpt,
-    UsageError,
-    check_output,
-    collect_live,
-    die,
-    emit,
-)
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, die, emit
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,
@@ -31,6 +22,7 @@ from hostcheck.commands.live import (
     speedtest_caps,
 )
 from hostcheck.earnings.inputs import CONFIG_SHOWN
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 from hostcheck.recording.store import DEFAULT_DB as DEFAULT_WATCH_DB
@@ -127,7 +119,8 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
                      config: Path | None) -> tuple[dict[str, Any], Path | None] | None:
     """The owner's earnings inputs (flags, the config file), checked before anything is collected:
     a wrong value or file is an InputError (exit 2); a missing one is said in the closing line."""
-    from hostcheck.earnings.command import EconomicsDataError, audit_values
+    from hostcheck.earnings.command import audit_values
+    from hostcheck.errors import EconomicsDataError
 
     try:
         return audit_values({"price": price, "electricity": electricity, "occupancy": occupancy}, config)
@@ -138,7 +131,8 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
 def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None],
                    fmt: OutputFormat) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
-    from hostcheck.earnings.command import EconomicsDataError, audit_lines
+    from hostcheck.earnings.command import audit_lines
+    from hostcheck.errors import EconomicsDataError
     from hostcheck.render.escape import escape_text
 
     values, path = earnings

@@ -16,7 +16,6 @@ from hostcheck.cli_common import (
     FormatOpt,
     OutputFormat,
     OutputOpt,
-    UsageError,
     check_output,
     check_timeout,
     collect_live,
@@ -24,9 +23,10 @@ from hostcheck.cli_common import (
     emit,
 )
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
-from hostcheck.earnings.exits import help_text
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
+from hostcheck.errors import UsageError
+from hostcheck.exit_codes import earnings_help_text
 
 MAX_SAMPLE_SECONDS = 30.0
 
@@ -37,7 +37,7 @@ snapshot), this machine, or your wall-socket readings; each figure says measured
 given or unknown.
 
 \b
-{help_text()}
+{earnings_help_text()}
 
 \b
 Worked example (flags only, no audit): a 1-GPU box drawing 50 W idle and 450 W rented,
@@ -103,9 +103,10 @@ def earnings(
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
 ) -> None:
-    from hostcheck.earnings.command import EconomicsDataError, merged_values, run
+    from hostcheck.earnings.command import merged_values, run
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.inputs import build, parse_percent, parse_platform_prices
+    from hostcheck.errors import EconomicsDataError
     from hostcheck.exit_codes import EXIT_INTERNAL
     from hostcheck.facts import load_snapshot
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import OutputFormat, UsageError, die
+from hostcheck.cli_common import OutputFormat, die
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.render.terminal import terminal_width, wrap
 
@@ -25,7 +26,8 @@ def policies(
     fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="How to print the list.")] = ListFormat.TABLE,
 ) -> None:
     """List the shipped policies with their sources."""
-    from hostcheck.policy import PolicyError, load_shipped, shipped_policy_names
+    from hostcheck.errors import PolicyError
+    from hostcheck.policy import load_shipped, shipped_policy_names
 
     try:
         loaded = [load_shipped(name) for name in shipped_policy_names()]

@@ -13,8 +13,8 @@ import typer
 from typer.core import TyperGroup
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
+from hostcheck.errors import FleetError
 from hostcheck.fleet import (
-    FleetError,
     HostEntry,
     diff_fleets,
     errors,

@@ -20,12 +20,13 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import UsageError, check_timeout
+from hostcheck.cli_common import check_timeout
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
+from hostcheck.errors import PortRangeError, PrivateFileError, UsageError
 from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.http_client import Endpoint, parse_endpoint
-from hostcheck.netprobe.port_range import PortRangeError, parse_port_range
-from hostcheck.netprobe.private_files import PrivateFileError, read_private
+from hostcheck.netprobe.port_range import parse_port_range
+from hostcheck.netprobe.private_files import read_private
 from hostcheck.netprobe.probe_protocol import MAX_TOKEN_LENGTH, TOKEN_ENV, check_token
 from hostcheck.netprobe.stun_servers import parse_server
 

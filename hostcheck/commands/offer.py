@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, check_output, collect_live, emit
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, emit
 from hostcheck.collectors.disk_bw import DEFAULT_SIZE_MIB, MAX_SIZE_MIB, MIN_SIZE_MIB, check_size_mib
 from hostcheck.collectors.power_draw import MAX_SAMPLE_S
 from hostcheck.commands.live import (
@@ -20,6 +20,7 @@ from hostcheck.commands.live import (
     live_options,
     speedtest_caps,
 )
+from hostcheck.errors import UsageError
 from hostcheck.measure.power import check_sample_seconds, check_wall_pair, check_wall_reading
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 

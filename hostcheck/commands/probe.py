@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.cli_common import OutputOpt, UsageError, check_output, die, emit
+from hostcheck.cli_common import OutputOpt, check_output, die, emit
 from hostcheck.commands.live import (
     BYTE_CAP_RANGE,
     DEFAULT_SPEED_MAX_MB,
@@ -24,6 +24,7 @@ from hostcheck.commands.live import (
     read_token,
     refuse_cleartext,
 )
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_NOT_MEASURED, EXIT_OK
 from hostcheck.netprobe import speedtest as speed
 from hostcheck.probeserver.limits import MAX_PORTS_PER_REQUEST, PREFIX_V4_BITS, PREFIX_V6_BITS, Limits
@@ -56,7 +57,7 @@ def probe_server(
     speed_budget_mb: Annotated[int, typer.Option("--speed-budget-mb", help="MB the token's speed tests may move in any hour, both directions (429 past it).")] = DEFAULT_LIMITS.speed_budget_bytes_per_hour // speed.MB,
 ) -> None:
     """Run on a machine OUTSIDE your network: connects back to the caller (only) on the ports it names."""
-    from hostcheck.netprobe.private_files import PrivateFileError
+    from hostcheck.errors import PrivateFileError
     from hostcheck.probeserver import tls
     from hostcheck.probeserver.server import serve
 

@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, UsageError, emit
+from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, emit
+from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_OK
 from hostcheck.recording.store import (
     DEFAULT_DB,

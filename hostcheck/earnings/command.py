@@ -8,13 +8,14 @@ from typing import Any
 
 from hostcheck.earnings import model as m
 from hostcheck.earnings.config import load_config
-from hostcheck.earnings.data import EconomicsDataError, PlatformDocument, load_all_platforms, load_constants
-from hostcheck.earnings.exits import exit_code
-from hostcheck.earnings.inputs import EarningsInputError, EarningsMissingError, Given, build, config_path
+from hostcheck.earnings.data import PlatformDocument, load_all_platforms, load_constants
+from hostcheck.earnings.inputs import Given, build, config_path
 from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut, audit_feasible, build_earnings, span_text
+from hostcheck.errors import EarningsInputError, EarningsMissingError
+from hostcheck.exit_codes import earnings_exit
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
-__all__ = ["EarningsInputError", "EarningsMissingError", "audit_lines", "audit_values", "merged_values", "run"]
+__all__ = ["audit_lines", "audit_values", "merged_values", "run"]
 
 
 def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool = True) -> tuple[dict[str, Any], Path | None]:
@@ -101,7 +102,7 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
         sample_seconds: float = 0.0, config: Path | None = None,
         audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
-    """The earnings report and its exit code (hostcheck.earnings.exits: owner risk first, then an
+    """The earnings report and its exit code (hostcheck.exit_codes.EARNINGS_ORDER: owner risk first, then an
     unknown draw under load). Raises EarningsInputError or EconomicsDataError on bad input."""
     constants = load_constants()
     given = build(values, constants, config)
@@ -174,7 +175,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     shown = [(doc, verdict, accepts(doc)) for doc, verdict in _verdicts(audit_report, docs, notes, asked=bool(platforms))]
     report = build_earnings(given=given, constants=constants, platforms=shown, power=power, powers=powers,
                             machine=machine, notes=notes, price_closed=bool(platforms))
-    return report, exit_code(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)
+    return report, earnings_exit(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)
 
 
 def _check_platform_names(prices: dict[str, Any]) -> None:
@@ -232,5 +233,3 @@ def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, A
                    "machine as it is.")
     return out
 
-
-__all__ += ["EconomicsDataError"]

@@ -15,14 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck import safeio
-from hostcheck.earnings.inputs import (
-    BOUNDS,
-    CONFIG_KEYS,
-    MAX_CONFIG_BYTES,
-    EarningsInputError,
-    check_number_shape,
-    config_where,
-)
+from hostcheck.earnings.inputs import BOUNDS, CONFIG_KEYS, MAX_CONFIG_BYTES, check_number_shape, config_where
+from hostcheck.errors import EarningsInputError, FileInputError
 
 _TOML_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
 _TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.-]+|\"[^\"]*\"|'[^']*')\s*=")
@@ -102,7 +96,7 @@ def load_config(path: Path) -> dict[str, Any]:
     currency is known). The line of each key travels in ``_config_lines`` for the messages."""
     try:
         text = safeio.read_text(path, limit=MAX_CONFIG_BYTES)
-    except safeio.InputError as exc:
+    except FileInputError as exc:
         raise EarningsInputError(f"{path}: {exc}") from None
     data: Any
     if path.suffix == ".toml":

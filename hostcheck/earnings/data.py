@@ -19,15 +19,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from hostcheck.errors import EconomicsDataError
 from hostcheck.models import SourceEntry, Text
 from hostcheck.policy import _field, _Lines, refuse_yaml_bombs
 from hostcheck.yaml_loader import LOADER
 
 CONSTANTS_FILE = "constants"
-
-
-class EconomicsDataError(ValueError):
-    """A platform data file or the constants file that cannot be used; names file, line, field."""
 
 
 class _Strict(BaseModel):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.earnings.model import HEATING_KINDS, Cooling, Heating, Owner, Tariff
-from hostcheck.errors import InputError
+from hostcheck.errors import EarningsInputError, EarningsMissingError
 
 MAX_CONFIG_BYTES = 64 << 10
 CONFIG_NAMES = ("earnings.toml", "earnings.yaml", "earnings.yml")
@@ -64,20 +64,6 @@ TEXT_KEYS = ("currency", "heating", "heating_months", "cooling_months")
 # Currency symbols the label may be; the yen sign stands for the larger of JPY and CNY (looser bounds).
 SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 CONFIG_KEYS = frozenset((*BOUNDS, *TEXT_KEYS, "platform_price", "gpus"))
-
-
-class EarningsInputError(InputError):
-    """Bad input from the owner: the message names the field."""
-
-
-class EarningsMissingError(EarningsInputError):
-    """A required field was not given (every field that was given is valid)."""
-
-    def __init__(self, missing: list[tuple[str, str]], config: Path | None = None) -> None:
-        self.missing = [name for name, _ in missing]
-        said = "; ".join(f"{name} ({why})" for name, why in missing)
-        where = f" (as a flag or in {config})" if config is not None else ""
-        super().__init__(f"missing{where}: {said}")
 
 
 def option_name(key: str) -> str:

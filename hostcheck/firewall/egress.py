@@ -74,7 +74,8 @@ class Packet:
 
 
 class _Undecidable(Exception):
-    pass
+    """A match the walk does not model. Not in hostcheck.errors: a signal inside this module, caught
+    by the walk, which says the probe is undetermined; it never leaves the module."""
 
 
 def _name_matches(value: str, pattern: Any) -> bool:

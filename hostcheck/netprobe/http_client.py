@@ -19,11 +19,9 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from hostcheck.errors import ServerError
+
 FINGERPRINT_RE = re.compile(r"^(?:sha256:)?((?:[0-9a-f]{2}:?){31}[0-9a-f]{2})$", re.IGNORECASE)
-
-
-class ServerError(Exception):
-    """The server could not be reached, or answered in a way we do not accept."""
 
 
 @dataclass(frozen=True)

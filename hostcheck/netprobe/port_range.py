@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck.errors import InputError
+from hostcheck.errors import InputError, PortRangeError
 from hostcheck.facts import Unknown
 from hostcheck.models import InboundResult
 from hostcheck.safeio import read_text
@@ -25,10 +25,6 @@ MAX_RANGE_FILE_BYTES = 64
 """``65535-65535`` and a newline fit many times over; anything longer is not a range file."""
 _RANGE_RE = re.compile(r"^\s*(\d{1,12})\s*-\s*(\d{1,12})\s*$")
 PROTOS = ("tcp", "udp")
-
-
-class PortRangeError(ValueError):
-    """A range that cannot be used (the message says why)."""
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-
-class PrivateFileError(ValueError):
-    """A secret's file or directory is open to others (the message says how to fix it)."""
+from hostcheck.errors import PrivateFileError
 
 
 def check_private(path: Path, st: os.stat_result, *, directory: bool = False) -> None:

@@ -14,8 +14,9 @@ import threading
 import time
 from typing import Any
 
+from hostcheck.errors import ServerError
 from hostcheck.models import InboundResult
-from hostcheck.netprobe.http_client import ServerError, check_status, connect, parse_endpoint
+from hostcheck.netprobe.http_client import check_status, connect, parse_endpoint
 from hostcheck.netprobe.probe_protocol import DEFAULT_MAX_PORTS, PROBE_PREFIX
 
 MAX_ANSWER = 65536

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from hostcheck.errors import ProbeRequestError
 from hostcheck.models import InboundResult
 
 MAX_BODY = 4096
@@ -43,10 +44,6 @@ REQUEST_KEYS = {"ports"}
 PORT_KEYS = {"port", "proto", "nonce"}
 TOKEN_ENV = "HOSTCHECK_PROBE_TOKEN"
 """Environment variable holding the shared token (the alternative to a token file)."""
-
-
-class ProbeRequestError(ValueError):
-    """A probe request the server refuses (HTTP 400; the message says why)."""
 
 
 @dataclass(frozen=True)

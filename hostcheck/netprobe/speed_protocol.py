@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
+from hostcheck.errors import SpeedParamError
+
 DOWNLOAD_PATH = "/speed/download"
 UPLOAD_PATH = "/speed/upload"
 MAX_SECONDS = 30.0
@@ -47,10 +49,6 @@ class Received(NamedTuple):
 
 
 NOTHING_RECEIVED = Received(0, 0, 0)
-
-
-class SpeedParamError(ValueError):
-    """Bad ``seconds``/``bytes`` parameters (HTTP 400)."""
 
 
 def parse_params(query: Mapping[str, str], max_seconds: float, max_bytes: int) -> tuple[float, int]:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from hostcheck.errors import InputError
-from hostcheck.netprobe.http_client import Endpoint, ServerError, check_status, connect, parse_endpoint
+from hostcheck.errors import InputError, ServerError
+from hostcheck.netprobe.http_client import Endpoint, check_status, connect, parse_endpoint
 from hostcheck.netprobe.speed_protocol import (
     DEFAULT_STREAM_BYTES,
     DOWNLOAD_PATH,

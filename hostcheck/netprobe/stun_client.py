@@ -20,14 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hostcheck.netprobe.stun_codec import (
-    Address,
-    StunDecodeError,
-    StunMessage,
-    StunMismatch,
-    binding_request,
-    decode_message,
-)
+from hostcheck.errors import StunDecodeError, StunMismatch
+from hostcheck.netprobe.stun_codec import Address, StunMessage, binding_request, decode_message
 
 MAX_DATAGRAM = 2048
 DRAIN_PER_WAKEUP = 64

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from hostcheck.errors import StunDecodeError, StunMismatch
+
 
 def _aioice() -> ModuleType:
     """aioice.stun, imported when a STUN message is first encoded or decoded: importing aioice
@@ -50,14 +52,6 @@ ATTR_MESSAGE_INTEGRITY = 0x0008
 ATTR_MESSAGE_INTEGRITY_SHA256 = 0x001C
 
 Address = tuple[str, int]
-
-
-class StunDecodeError(ValueError):
-    """A packet that is not a usable STUN message (the reason is the message)."""
-
-
-class StunMismatch(StunDecodeError):
-    """A well-formed STUN message for another transaction (ignored by the client)."""
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from aiohttp import http_exceptions, web
 
+from hostcheck.errors import ProbeRequestError
 from hostcheck.models import InboundResult
 from hostcheck.netprobe.probe_protocol import (
     MAX_BODY,
-    ProbeRequestError,
     bearer,
     check_token,
     normalise_peer,

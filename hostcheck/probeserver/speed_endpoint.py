@@ -19,13 +19,8 @@ from typing import Protocol
 
 from aiohttp import web
 
-from hostcheck.netprobe.speed_protocol import (
-    DOWNLOAD_PATH,
-    SAMPLE_EVERY_S,
-    UPLOAD_PATH,
-    SpeedParamError,
-    parse_params,
-)
+from hostcheck.errors import SpeedParamError
+from hostcheck.netprobe.speed_protocol import DOWNLOAD_PATH, SAMPLE_EVERY_S, UPLOAD_PATH, parse_params
 from hostcheck.probeserver.limits import ByteBudget, Limits, Stats
 
 BLOCK = 256 * 1024

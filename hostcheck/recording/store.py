@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck.errors import InputError
+from hostcheck.errors import WatchDbError
 
 DEFAULT_DB = Path("/var/lib/hostcheck-watch/watch.db")
 """Where `hostcheck watch` records, and where the audit looks for a recording, by default."""
@@ -130,10 +130,6 @@ EVENT_KINDS = frozenset(
         "cgnat", "inbound", "retention", "notify",
     }
 )  # fmt: skip
-
-
-class WatchDbError(InputError):
-    """The database cannot be used; the message says why and what to do. Nothing was changed."""
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hostcheck.errors import InputError
-from hostcheck.netprobe.private_files import PrivateFileError, read_private
+from hostcheck.errors import InputError, PrivateFileError, SendError
+from hostcheck.netprobe.private_files import read_private
 from hostcheck.recording.analysis import UP, sample_state
 from hostcheck.recording.store import Event, Sample, WatchWriter
 from hostcheck.watch.follow import EventTail
@@ -142,12 +142,6 @@ class Bucket:
             self.tokens -= 1
             return True
         return False
-
-
-class SendError(Exception):
-    def __init__(self, reason: str, retry: bool):
-        super().__init__(reason)
-        self.retry = retry
 
 
 def _request(dest: Destination, msg: Message, host: str | None, timeout: float) -> None:
