@@ -97,6 +97,7 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
             for g in a.gpu_health
         ],
         "forwarded_ports": forwarded_ports(a),
+        "drift": [{"what": d.what, "check": d.check, "text": d.text, "last": _ts(d.t)} for d in a.drift],
         "boots": [{"boot_id": b.boot_id, "first": _ts(b.first_t), "last": _ts(b.last_t), "clean": b.clean,
                    "evidence": b.evidence} for b in a.boots],
         "events": [{"t": _ts(e.t), "kind": e.kind, "detail": e.detail} for e in a.events
@@ -237,6 +238,9 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         out.append(f"{sub}Forwarded ports (checked through the probe server)\n" if md else f"{sub}Forwarded ports (checked through the probe server)")
         out += _table(["port", "checks", "reachable", "last"],
                       [[p["port"], str(p["checks"]), str(p["reachable"]), str(p["last"])] for p in data["forwarded_ports"]], md)
+    if data["drift"]:
+        out.append(f"{sub}Drift\n" if md else f"{sub}Drift")
+        out += [f"- {escape_text(d['text'])} (fix: `hostcheck explain {d['check']}`)" for d in data["drift"]]
     if data["not_recorded"]:
         out.append(f"{sub}Not recorded\n" if md else f"{sub}Not recorded")
         out += _table(["start (UTC)", "end (UTC)", "length", "why"],
