@@ -1,22 +1,25 @@
 """What drifted on one host between two of its audits, from their facts: the default route's LAN
 address, gateway, DHCP or static, link speed and duplex; the forwarded range as measured
 (NET-1130, NET-1140); the NVIDIA driver's parts; a pending reboot; provider-agent restarts.
-Pure: each value is read through :func:`hostcheck.facts.lookup` on the declared paths.
+Pure: each value is read through the checks' own accessors of the facts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.facts import Unknown, from_jsonable, lookup
+from hostcheck.checks.agents import recorded_agents
+from hostcheck.checks.base import id_of
+from hostcheck.checks.network import forwarded_range, range_per_gpu, recorded_interfaces, recorded_route
+from hostcheck.checks.packages import recorded_driver_versions, recorded_reboot
+from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.models import Report
 from hostcheck.routes import interface_ipv4
 
 MAX_VALUE_CHARS = 80
 MAX_UNITS = 20
-RANGE_CHECKS = ("NET-1130", "NET-1140")
-_ROUTE = "network.default_route"
-_NVIDIA = "packages.nvidia_versions"
+RANGE_CHECKS = (id_of(forwarded_range), id_of(range_per_gpu))
+DRIVER_PARTS = (("kernel_module", "module"), ("library", "library"), ("package", "package"))
 
 
 def _shown(value: Any) -> str:
@@ -25,26 +28,22 @@ def _shown(value: Any) -> str:
     return str(value)[:MAX_VALUE_CHARS]
 
 
-def _route(facts: Any, key: str) -> Any:
-    route = lookup(facts, _ROUTE)
-    return lookup(facts, f"{_ROUTE}.{key}") if isinstance(route, dict) else route
-
-
 def _values(facts: Any) -> dict[str, tuple[str, str]]:
     """kind -> (what, value as shown) for each value compared."""
-    route = lookup(facts, _ROUTE)
-    iface = _route(facts, "interface")
-    lan = interface_ipv4(lookup(facts, "network.interfaces"), iface) if isinstance(route, dict) else None
-    speed, duplex = _route(facts, "speed_mbps"), _route(facts, "duplex")
-    link = (f"{speed} Mb/s {duplex} duplex" if isinstance(speed, int) and isinstance(duplex, str)
-            else "unknown")
-    versions = ", ".join(f"{label} {_shown(lookup(facts, f'{_NVIDIA}.{key}'))}" for key, label in
-                         (("kernel_module", "module"), ("library", "library"), ("package", "package")))
-    pending = lookup(facts, "packages.reboot_required.pending")
+    found = recorded_route(facts)
+    route = found if isinstance(found, dict) else {}
+    lan = interface_ipv4(recorded_interfaces(facts), route.get("interface"))
+    speed, duplex = route.get("speed_mbps"), route.get("duplex")
+    link = f"{speed} Mb/s {duplex} duplex" if isinstance(speed, int) and isinstance(duplex, str) else "unknown"
+    found = recorded_driver_versions(facts)
+    parts = found if isinstance(found, dict) else {}
+    versions = ", ".join(f"{label} {_shown(parts.get(key))}" for key, label in DRIVER_PARTS)
+    found = recorded_reboot(facts)
+    pending = found.get("pending") if isinstance(found, dict) else None
     return {
         "lan_address": ("LAN address", _shown(lan)),
-        "gateway": ("gateway", _shown(_route(facts, "gateway"))),
-        "addressing": ("address assignment", _shown(_route(facts, "addressing"))),
+        "gateway": ("gateway", _shown(route.get("gateway"))),
+        "addressing": ("address assignment", _shown(route.get("addressing"))),
         "link": ("link", link),
         "nvidia_driver": ("NVIDIA driver", versions),
         "reboot_pending": ("reboot pending", _shown(pending if isinstance(pending, bool) else None).lower()),
@@ -53,7 +52,7 @@ def _values(facts: Any) -> dict[str, tuple[str, str]]:
 
 def _restarts(facts: Any) -> dict[str, str]:
     """unit -> systemd's NRestarts as shown, for each provider-agent unit."""
-    installed = lookup(facts, "agents.installed")
+    installed = recorded_agents(facts)
     out: dict[str, str] = {}
     for agent in installed if isinstance(installed, list) else []:
         units = agent.get("units") if isinstance(agent, dict) else None

@@ -24,8 +24,9 @@ from hostcheck.collectors.network_local import link_mode
 from hostcheck.collectors.packages import library_version, module_version, reboot_required
 from hostcheck.facts import Unknown
 from hostcheck.recording.analysis import analyse
-from hostcheck.recording.store import read_recording
-from hostcheck.render.watch import render
+from hostcheck.recording.drift import drift
+from hostcheck.recording.store import Event, read_recording
+from hostcheck.render.watch import render, to_json
 from hostcheck.routes import parse_proc_net_route
 from hostcheck.watch.drift import DRIFT_EVERY_S, DriftSources
 from tests.test_driver_versions import REAL
@@ -154,7 +155,7 @@ def test_the_recorder_notes_each_drift_once_and_the_report_says_what_drifted(tmp
     assert {e.detail["what"] for e in drift} == {"lan_address", "gateway", "addressing", "link", "nvidia", "reboot",
                                                  "restarts"}
 
-    lines = {d.what: (d.check, d.text) for d in analyse(recording).drift}
+    lines = {d["what"]: (d["check"], d["text"]) for d in to_json(analyse(recording), [], "w.db")["drift"]}
     assert lines["lan_address"] == ("NET-1130", "LAN address of enp3s0 changed twice (DHCP): 192.168.1.23 -> "
                                     f"192.168.1.57 -> 192.168.1.23, last at {_at(moved_back)}")
     assert lines["gateway"] == ("NET-1130", "default gateway of enp3s0 changed once: 192.168.1.1 -> 192.168.1.254, "
@@ -189,7 +190,7 @@ def test_a_second_run_repeats_no_change(tmp_path: Path, listener: Any) -> None:
     assert analyse(recording).drift == []
 
 
-def test_drift_is_read_once_a_minute_whatever_the_interval(tmp_path: Path, listener: Any) -> None:
+def test_drift_is_read_every_five_minutes_whatever_the_interval(tmp_path: Path, listener: Any) -> None:
     host = Host(tmp_path / "host")
     reads: list[float] = []
     sources = host.sources()
@@ -197,12 +198,13 @@ def test_drift_is_read_once_a_minute_whatever_the_interval(tmp_path: Path, liste
     sources.route = lambda: reads.append(clocks.m) or route()  # type: ignore[func-returns-value]
     clocks = StepClocks()
     rec = recorder(tmp_path, clocks, listener.port, drift=sources)
+    step = DRIFT_EVERY_S / 3
     for _ in range(7):
         rec.step()
-        clocks.advance(20.0)
+        clocks.advance(step)
     rec.finish()
-    # Steps at 0, 20, ..., 120 s: read at 0, 60 and 120.
-    assert [r - reads[0] for r in reads] == [0.0, 60.0, 120.0]
+    # Steps at 0, 1/3, ..., 6/3 of the drift interval: read at 0, 1 and 2 of it.
+    assert [r - reads[0] for r in reads] == [0.0, DRIFT_EVERY_S, 2 * DRIFT_EVERY_S]
 
 
 @pytest.mark.parametrize("name", ["x" * 5000, "eth0\x1b[31m", "../../etc", ""])
@@ -264,3 +266,15 @@ def test_each_network_manager_says_dhcp_or_static(tmp_path: Path) -> None:
     # A lease for another address is an old one: it says nothing about this one.
     assert isinstance(address_source("eth0", "10.0.0.8", str(nm))["addressing"], Unknown)
     assert isinstance(address_source("eth0", "10.0.0.8", str(dhclient))["addressing"], Unknown)
+
+
+def test_a_damaged_recording_gives_no_drift_line_and_no_crash() -> None:
+    """Values of the wrong shape (a damaged or foreign database) are not changes."""
+    odd: list[Any] = [[1, 2], "100", None, {"speed_mbps": "fast"}, 7, {"library": 5}, True]
+    events = [Event(1_800_000_000.0 + i, "drift", "b1", {"what": what, "value": v, "unit": "x" * 5000})
+              for i, v in enumerate(odd) for what in ("link", "nvidia", "reboot", "restarts")]
+    lines = drift(events)
+    # The one value of the right shape for each: a link needs a speed and a duplex (none has both),
+    # a driver a library version (none), a restart count an integer (7: one reading, no change),
+    # a reboot a boolean (True, the first of its kind: pending from the start).
+    assert [(d.what, d.text) for d in lines] == [("reboot", "a reboot was pending when the recording began; still pending")]

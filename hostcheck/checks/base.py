@@ -230,6 +230,12 @@ def setting(name: str) -> Callable[[Any], str]:
     return show
 
 
+def id_of(func: Callable[..., Any]) -> str:
+    """The id a check function is registered under, for code that names a check (a fix pointer)
+    without spelling its id a second time."""
+    return next(meta.id for meta in REGISTRY.values() if meta.func is func)
+
+
 class Missing(Exception):
     """Raised by :func:`need` when a fact is Unknown; turned into an ``unknown`` outcome."""
 

@@ -4,7 +4,8 @@ The recorder records each value when it differs from the last one it recorded in
 every run starts by recording where things stand, so a value seen again is not a change: only
 a value that differs from the one before it counts. Unknown readings (a link that is down, a
 file that could not be read) neither count as a change nor break a run of the same value.
-Each line names the check that judges the same thing in the audit, for its fix.
+Each line names what the audit judges it by (``fix``: the forwarded range, the link's speed or
+duplex, the driver's versions, a pending reboot, agent restarts), whose check gives the fix.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ MAX_SHOWN_VALUES = 4
 @dataclass(frozen=True)
 class Drift:
     what: str
-    check: str  # the audit's check for the same thing: `hostcheck explain CHECK` gives its fix
+    fix: str  # what the audit judges it by: a key of hostcheck.render.watch.FIX_CHECKS
     text: str
     t: float  # when it last changed
 
@@ -48,6 +49,11 @@ def _runs(events: list[Event]) -> list[tuple[Any, Event]]:
     return runs
 
 
+def _iface(e: Event) -> str:
+    name = e.detail.get("interface")
+    return name if isinstance(name, str) else "the default route's interface"
+
+
 def _chain(values: list[Any]) -> str:
     shown = [str(v) for v in values[-MAX_SHOWN_VALUES:]]
     return " -> ".join((["..."] if len(values) > MAX_SHOWN_VALUES else []) + shown)
@@ -58,25 +64,25 @@ def _changed(events: list[Event], what: str, noun: str, suffix: str = "") -> Dri
     if len(runs) < 2:
         return None
     last = runs[-1][1]
-    where = f" of {last.detail['interface']}" if isinstance(last.detail.get("interface"), str) else ""
-    return Drift(what, "NET-1130", f"{noun}{where} changed {_times(len(runs) - 1)}{suffix}: "
+    return Drift(what, "forwarded_range", f"{noun} of {_iface(last)} changed {_times(len(runs) - 1)}{suffix}: "
                  f"{_chain([v for v, _ in runs])}, last at {_at(last.t)}", last.t)
 
 
 def _link(events: list[Event]) -> Drift | None:
-    runs = [(v, e) for v, e in _runs(events) if isinstance(v.get("speed_mbps"), int) and isinstance(v.get("duplex"), str)]
+    runs = [(v, e) for v, e in _runs(events)
+            if isinstance(v, dict) and isinstance(v.get("speed_mbps"), int) and isinstance(v.get("duplex"), str)]
     runs = [r for i, r in enumerate(runs) if i == 0 or runs[i - 1][0] != r[0]]
     if len(runs) < 2:
         return None
     value, last = runs[-1]
     times = "" if len(runs) == 2 else f" ({_times(len(runs) - 1)} in all)"
-    check = "NET-1160" if value["duplex"] == "half" else "NET-1150"
-    return Drift("link", check, f"link{' ' + last.detail['interface'] if isinstance(last.detail.get('interface'), str) else ''} "
-                 f"renegotiated to {value['speed_mbps']} Mb/s {value['duplex']} duplex at {_at(last.t)}{times}", last.t)
+    fix = "link_duplex" if value["duplex"] == "half" else "link_speed"
+    return Drift("link", fix, f"link {_iface(last)} renegotiated to {value['speed_mbps']} Mb/s {value['duplex']} "
+                 f"duplex at {_at(last.t)}{times}", last.t)
 
 
 def _nvidia(events: list[Event]) -> Drift | None:
-    runs = [(v, e) for v, e in _runs(events) if isinstance(v.get("library"), str)]
+    runs = [(v, e) for v, e in _runs(events) if isinstance(v, dict) and isinstance(v.get("library"), str)]
     under = None
     for (before, _), (now, e) in zip(runs, runs[1:], strict=False):
         module = now.get("kernel_module")
@@ -86,13 +92,13 @@ def _nvidia(events: list[Event]) -> Drift | None:
         old, new, module, e = under
         final = runs[-1][0]
         matched = "; the loaded module now matches" if final.get("kernel_module") == final["library"] else ""
-        return Drift("nvidia", "PKG-1040", f"NVIDIA library upgraded {old} -> {new} under the loaded module "
+        return Drift("nvidia", "driver_versions", f"NVIDIA library upgraded {old} -> {new} under the loaded module "
                      f"{module} at {_at(e.t)}{matched}", e.t)
     if runs:
         first, e = runs[0]
         module = first.get("kernel_module")
         if isinstance(module, str) and module != first["library"] and runs[-1][0] == first:
-            return Drift("nvidia", "PKG-1040", f"NVIDIA library {first['library']} and the loaded module {module} "
+            return Drift("nvidia", "driver_versions", f"NVIDIA library {first['library']} and the loaded module {module} "
                          "differ throughout the recording", e.t)
     return None
 
@@ -108,7 +114,7 @@ def _reboot(events: list[Event]) -> Drift | None:
     began = (f"a reboot became pending at {_at(first.t)}" if pending[0] > 0 or first.detail.get("previous") is False
              else "a reboot was pending when the recording began")
     end = "; still pending" if runs[-1][0] else f"; cleared at {_at(runs[-1][1].t)}"
-    return Drift("reboot", "PKG-1050", f"{began}{by}{end}", runs[-1][1].t)
+    return Drift("reboot", "reboot_pending", f"{began}{by}{end}", runs[-1][1].t)
 
 
 def _restarts(events: list[Event]) -> list[Drift]:
@@ -124,7 +130,7 @@ def _restarts(events: list[Event]) -> list[Drift]:
         new = sum(now - before if now >= before else now for (before, _), (now, _) in zip(counts, counts[1:], strict=False))
         if new > 0:
             last = counts[-1]
-            out.append(Drift("restarts", "AGT-1070", f"{unit} restarted {_times(new)} during the recording, the "
+            out.append(Drift("restarts", "agent_restarts", f"{unit} restarted {_times(new)} during the recording, the "
                              f"last by {_at(last[1].t)} (systemd's NRestarts {last[0]})", last[1].t))
     return out
 

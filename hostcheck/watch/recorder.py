@@ -5,7 +5,7 @@ its thermal and power violation counters since the last sample, its ECC counts),
 Xid/AER lines, new package changes, the power source (machines with a battery) and NUT's UPS
 status (where `upsc` is installed), drift (the default route's address, gateway, DHCP and
 link, the NVIDIA driver's parts, a pending reboot, agent restarts: :mod:`hostcheck.watch.drift`,
-once a minute), the public address and a CGNAT re-check (when STUN servers
+every 5 minutes), the public address and a CGNAT re-check (when STUN servers
 are configured), the forwarded ports through the owner's probe server (when one is configured,
 at the owner's rate), and the clocks. Each part is guarded: a part that fails is recorded as a
 reason and the loop goes on. A sample that cannot be written (a full disk) is counted, and when
