@@ -95,6 +95,8 @@ def recorded_driver_versions(facts: dict[str, Any]) -> Any:
 def recorded_reboot(facts: dict[str, Any]) -> Any:
     """The pending-reboot state as collected ({pending, packages}), or an :class:`Unknown`."""
     return lookup(facts, _REBOOT)
+
+
 _PARTS = (("kernel_module", "kernel module"), ("library", "library"), ("package", "package"))
 
 
