@@ -480,6 +480,10 @@ FACTS: tuple[Fact, ...] = (
     F(f"{_NET}.default_route.kind", T.TEXT, "the interface's kind", choices=IFACE_KINDS),
     F(f"{_NET}.default_route.speed_mbps", T.INT, "its negotiated link speed in Mb/s (sysfs `speed`)"),
     F(f"{_NET}.default_route.duplex", T.TEXT, "its negotiated duplex (sysfs `duplex`)", choices=("full", "half")),
+    F(f"{_NET}.default_route.addressing", T.TEXT, "how its interface's IPv4 address is assigned, from the network "
+      "manager's own lease or configuration", choices=("dhcp", "static")),
+    F(f"{_NET}.default_route.addressing_from", T.TEXT, "where that was read (\"systemd-networkd's lease\", "
+      "\"NetworkManager's DHCP lease\", \"dhclient's lease\", \"ifupdown's /etc/network/interfaces\", ...)"),
     F(f"{_NET}.ipv6_global", T.BOOL, "an interface has a global IPv6 address"),
     F(f"{_NET}.listening", T.LIST, "listening sockets, never the audit's own probes"),
     F(f"{_NET}.listening.*.proto", T.TEXT, "\"tcp\" or \"udp\""),

@@ -19,6 +19,7 @@ from hostcheck.checks.base import listed_devices
 from hostcheck.checks.network import listening_sockets, measured_bandwidth
 from hostcheck.errors import FileInputError, FleetError, Missing
 from hostcheck.facts import Unknown, from_jsonable
+from hostcheck.fleet_drift import fact_changes
 from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
 if TYPE_CHECKING:
@@ -447,6 +448,7 @@ def _diff_reports(before: HostEntry, after: HostEntry) -> list[Change]:
     if old_risk != new_risk:
         out.append(Change(kind="owner_risk", detail=f"{old_risk} -> {new_risk}"))
     out.extend(_diff_bandwidth(before.report, after.report))
+    out.extend(Change(kind=kind, detail=detail) for kind, detail in fact_changes(before.report, after.report))
     for socket in sorted(_listening(after.report) - _listening(before.report)):
         out.append(Change(kind="new_listening", detail=socket))
     for socket in sorted(_listening(before.report) - _listening(after.report)):

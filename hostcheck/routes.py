@@ -60,3 +60,16 @@ def parse_proc_net_ipv6_route(text: str) -> list[dict[str, Any]]:
 def default_gateway(routes: list[dict[str, Any]]) -> str | None:
     """The gateway of the best default route that has one (a tunnel's device route has none)."""
     return next((r["gateway"] for r in routes if r["gateway"]), None)
+
+
+def interface_ipv4(interfaces: Any, name: Any) -> str | None:
+    """The first IPv4 address of interface ``name`` in the interfaces facts (the default route's
+    LAN address, the one a router's port forward points at), or None."""
+    if not isinstance(interfaces, list) or not isinstance(name, str):
+        return None
+    for iface in interfaces:
+        if isinstance(iface, dict) and iface.get("name") == name:
+            for a in iface.get("addresses") or []:
+                if isinstance(a, dict) and a.get("family") == 4 and isinstance(a.get("address"), str):
+                    return str(a["address"])
+    return None

@@ -62,6 +62,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.redact": JUDGEMENT,
     "hostcheck.fleet": JUDGEMENT,
     "hostcheck.fleet_watch": JUDGEMENT,
+    "hostcheck.fleet_drift": JUDGEMENT,
     "hostcheck.earnings": JUDGEMENT,
     "hostcheck.watch.rules": JUDGEMENT,
     "hostcheck.render": RENDERING,

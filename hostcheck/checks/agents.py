@@ -22,6 +22,8 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 
+_INSTALLED = "agents.installed"
+
 
 def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
     """The running containers, and why they could not be listed ('' when they could, or when
@@ -44,11 +46,16 @@ def sudo_view(loaded: sudoers.Loaded | Unknown, account: dict[str, Any]) -> dict
                                 gids=set(gids))
 
 
+def recorded_agents(facts: dict[str, Any]) -> Any:
+    """The agents the collector found (``agents.installed``), or an :class:`Unknown`."""
+    return lookup(facts, _INSTALLED)
+
+
 def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """The installed agents (the collector's, plus those only their containers show) and, when
     the running containers could not be listed, why (agents known only by their containers
     may then be missing)."""
-    found = [dict(a) for a in need(facts, "agents.installed") if isinstance(a, dict) and a.get("id")]
+    found = [dict(a) for a in need(facts, _INSTALLED) if isinstance(a, dict) and a.get("id")]
     if any(item.get("accounts") for item in found):
         recorded = lookup(facts, "agents.sudoers")
         loaded = sudoers.replay(recorded)

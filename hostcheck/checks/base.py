@@ -231,6 +231,12 @@ def setting(name: str) -> Callable[[Any], str]:
     return show
 
 
+def id_of(func: Callable[..., Any]) -> str:
+    """The id a check function is registered under, for code that names a check (a fix pointer)
+    without spelling its id a second time."""
+    return next(meta.id for meta in REGISTRY.values() if meta.func is func)
+
+
 def need(facts: dict[str, Any], path: str) -> Any:
     """The fact at ``path``, or raise :class:`Missing` so the check reports unknown."""
     value = lookup(facts, path)

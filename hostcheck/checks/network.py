@@ -30,6 +30,16 @@ _INBOUND_PORTS = "network.inbound.ports"
 _PORT_RANGE = "network.port_range"
 
 
+def recorded_route(facts: dict[str, Any]) -> Any:
+    """The default route as collected (interface, gateway, link, addressing), None, or an :class:`Unknown`."""
+    return lookup(facts, _DEFAULT_ROUTE)
+
+
+def recorded_interfaces(facts: dict[str, Any]) -> Any:
+    """The network interfaces as collected, or an :class:`Unknown`."""
+    return lookup(facts, "network.interfaces")
+
+
 def listening_sockets(facts: dict[str, Any]) -> Any:
     """The sockets listening on this host; :class:`Missing` when they are not known."""
     return need(facts, "network.listening")

@@ -84,6 +84,19 @@ def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
 
 
 _VERSIONS = "packages.nvidia_versions"
+_REBOOT = "packages.reboot_required"
+
+
+def recorded_driver_versions(facts: dict[str, Any]) -> Any:
+    """The NVIDIA driver's parts as collected (kernel_module, library, package), or an :class:`Unknown`."""
+    return lookup(facts, _VERSIONS)
+
+
+def recorded_reboot(facts: dict[str, Any]) -> Any:
+    """The pending-reboot state as collected ({pending, packages}), or an :class:`Unknown`."""
+    return lookup(facts, _REBOOT)
+
+
 _PARTS = (("kernel_module", "kernel module"), ("library", "library"), ("package", "package"))
 
 
@@ -131,8 +144,8 @@ def driver_versions(facts: dict[str, Any], _threshold: Any) -> Outcome:
     fix="Reboot in a maintenance window (after unlisting or scheduling it with the platform).",
 )
 def reboot_pending(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    state = need(facts, "packages.reboot_required")
-    if not need(facts, "packages.reboot_required.pending"):
+    state = need(facts, _REBOOT)
+    if not need(facts, f"{_REBOOT}.pending"):
         return passed("none pending")
     packages = state.get("packages")
     names = packages if isinstance(packages, list) else []

@@ -11,10 +11,11 @@ import socket
 from typing import Any
 
 from hostcheck.collectors._run import read_text, run_command
+from hostcheck.collectors.address_source import address_source
 from hostcheck.facts import Unknown
 from hostcheck.firewall.ruleset import Ruleset, keep_iptables_save, parse_nft_ruleset
 from hostcheck.netaddr import classify_address, parse_address
-from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
+from hostcheck.routes import interface_ipv4, parse_proc_net_ipv6_route, parse_proc_net_route
 
 SECTION = "network"
 TIMEOUT = 3.0
@@ -293,9 +294,12 @@ def collect(ctx: Any) -> dict[str, Any]:
     else:
         ipv6_global = any(a["family"] == 6 and a["scope"] == "global"
                           for i in interfaces for a in i["addresses"])
+    route = default_route()
+    if isinstance(route, dict):
+        route.update(address_source(route["interface"], interface_ipv4(interfaces, route["interface"])))
     return {
         "interfaces": interfaces,
-        "default_route": default_route(),
+        "default_route": route,
         "ipv6_global": ipv6_global,
         "listening": collect_listening(),
         "firewall": collect_firewall(),

@@ -34,6 +34,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from hostcheck.recording.drift import Drift, drift
 from hostcheck.recording.store import Boot, Event, Recording, Sample
 
 GRACE = 2.0
@@ -84,6 +85,7 @@ class Analysis:
     boots: list[Boot]
     per_day: list[dict[str, Any]] = field(default_factory=list)
     gpu_health: list[GpuHealth] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
     interval_s: float | None = None  # the longest sampling interval in the window: a shorter outage can go unseen
 
     @property
@@ -363,6 +365,7 @@ def analyse(recording: Recording, now: float | None = None) -> Analysis:
                 "uptime": None if d_up + d_down <= 0 else d_up / (d_up + d_down),
             }
         )
+    events = [place_event(e, anchors) for e in recording.events]
     return Analysis(
         segments=segments,
         window_start=segments[0].start if segments else None,
@@ -371,9 +374,10 @@ def analyse(recording: Recording, now: float | None = None) -> Analysis:
         down_s=down,
         not_recorded_s=missing,
         outages=outages,
-        events=[place_event(e, anchors) for e in recording.events],
+        events=events,
         boots=recording.boots,
         per_day=per_day,
         gpu_health=gpu_health(recording),
+        drift=drift(events),
         interval_s=max((s.interval_s for s in recording.samples), default=None),
     )

@@ -6,6 +6,10 @@ import datetime as dt
 import json
 from typing import Any
 
+from hostcheck.checks.agents import agent_not_restart_looping
+from hostcheck.checks.base import id_of
+from hostcheck.checks.network import forwarded_range, link_full_duplex, link_speed
+from hostcheck.checks.packages import driver_versions, reboot_pending
 from hostcheck.models import InboundResult
 from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis
 from hostcheck.render.columns import columns
@@ -16,6 +20,10 @@ from hostcheck.watch.rules import RuleScore
 CELLS_PER_DAY = 48  # one cell per 30 minutes
 SYMBOLS = {UP: "=", "network": "N", "power": "P", "reboot": "R", "driver": "D", "suspend": "S", NOT_RECORDED: "."}
 SEVERITY = {"power": 6, "reboot": 5, "driver": 4, "network": 3, "suspend": 2, UP: 1, NOT_RECORDED: 0}
+# The check whose fix applies to each kind of drift (hostcheck.recording.drift's ``fix``).
+FIX_CHECKS = {"forwarded_range": forwarded_range, "link_speed": link_speed, "link_duplex": link_full_duplex,
+              "driver_versions": driver_versions, "reboot_pending": reboot_pending,
+              "agent_restarts": agent_not_restart_looping}
 LEGEND = "= up   N network   P power/unclean stop   R reboot   D driver/GPU   S suspend   . not recorded   (blank) outside the window"
 
 
@@ -97,6 +105,7 @@ def to_json(a: Analysis, scores: list[RuleScore], db: str) -> dict[str, Any]:
             for g in a.gpu_health
         ],
         "forwarded_ports": forwarded_ports(a),
+        "drift": [{"what": d.what, "check": id_of(FIX_CHECKS[d.fix]), "text": d.text, "last": _ts(d.t)} for d in a.drift],
         "boots": [{"boot_id": b.boot_id, "first": _ts(b.first_t), "last": _ts(b.last_t), "clean": b.clean,
                    "evidence": b.evidence} for b in a.boots],
         "events": [{"t": _ts(e.t), "kind": e.kind, "detail": e.detail} for e in a.events
@@ -237,6 +246,9 @@ def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
         out.append(f"{sub}Forwarded ports (checked through the probe server)\n" if md else f"{sub}Forwarded ports (checked through the probe server)")
         out += _table(["port", "checks", "reachable", "last"],
                       [[p["port"], str(p["checks"]), str(p["reachable"]), str(p["last"])] for p in data["forwarded_ports"]], md)
+    if data["drift"]:
+        out.append(f"{sub}Drift\n" if md else f"{sub}Drift")
+        out += [f"- {escape_text(d['text'])} (fix: `hostcheck explain {d['check']}`)" for d in data["drift"]]
     if data["not_recorded"]:
         out.append(f"{sub}Not recorded\n" if md else f"{sub}Not recorded")
         out += _table(["start (UTC)", "end (UTC)", "length", "why"],

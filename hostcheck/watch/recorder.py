@@ -3,7 +3,9 @@
 Each interval: network reachability, NVML (when a GPU answers: its readings, the increase of
 its thermal and power violation counters since the last sample, its ECC counts), new kernel
 Xid/AER lines, new package changes, the power source (machines with a battery) and NUT's UPS
-status (where `upsc` is installed), the public address and a CGNAT re-check (when STUN servers
+status (where `upsc` is installed), drift (the default route's address, gateway, DHCP and
+link, the NVIDIA driver's parts, a pending reboot, agent restarts: :mod:`hostcheck.watch.drift`,
+every 5 minutes), the public address and a CGNAT re-check (when STUN servers
 are configured), the forwarded ports through the owner's probe server (when one is configured,
 at the owner's rate), and the clocks. Each part is guarded: a part that fails is recorded as a
 reason and the loop goes on. A sample that cannot be written (a full disk) is counted, and when
@@ -30,6 +32,7 @@ from hostcheck.facts import Unknown
 from hostcheck.recording.analysis import GRACE_EXTRA_S
 from hostcheck.recording.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
 from hostcheck.watch import pkglog
+from hostcheck.watch.drift import DriftSampler, DriftSources
 from hostcheck.watch.journal import Journal, entry_time
 from hostcheck.watch.power import power_source, read_ups
 from hostcheck.watch.probes import (
@@ -145,6 +148,7 @@ class WatchConfig:
     probe_ports: list[tuple[int, str]] = field(default_factory=list)
     probe_every_s: float = 3600.0
     hooks: list[SampleHook] = field(default_factory=list)
+    drift: DriftSources = field(default_factory=DriftSources)
 
 
 class Recorder:
@@ -190,6 +194,7 @@ class Recorder:
             self.prev = (last.t, last.mono, last.boottime)
         self.last_prune_mono: float | None = None
         self.next_probe_mono: float | None = None
+        self.drift = DriftSampler(config.drift)
         self.count = 0
 
     # ------------------------------------------------------------------ small guarded writes
@@ -498,7 +503,8 @@ class Recorder:
         except Exception as exc:
             gpu_ok, gpu_detail = (False if self.nvml_seen else None), {"nvml": f"{type(exc).__name__}: {exc}"}
         for name, guarded in (("stun", self._stun), ("power", self._power), ("ups", self._ups),
-                              ("inbound", lambda: self._inbound(mono))):
+                              ("inbound", lambda: self._inbound(mono)),
+                              ("drift", lambda: self.drift.sample(mono, self._state))):
             try:
                 guarded()
             except sqlite3.Error:
