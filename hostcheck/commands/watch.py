@@ -86,6 +86,7 @@ def record(
     probe_fingerprint: Annotated[str | None, typer.Option("--probe-fingerprint", help="SHA-256 fingerprint of the probe server's certificate.")] = None,
     token_file: Annotated[Path | None, typer.Option("--token-file", help="File holding the probe token (or HOSTCHECK_PROBE_TOKEN).")] = None,
     probe_port: Annotated[list[str], typer.Option("--probe-port", help=f"A forwarded port to check: PORT, PORT/tcp or PORT/udp (repeatable, at most {MAX_PROBE_PORTS}).")] = [],  # noqa: B006
+    drift_every: Annotated[str, typer.Option("--drift-every", help="How often to read what changes rarely: the LAN address, gateway and link, the NVIDIA driver's parts, a pending reboot, agent restarts (at least 1s).")] = "5m",
     probe_every: Annotated[str, typer.Option("--probe-every", help=f"How often to check the forwarded ports (at least {MIN_PROBE_EVERY_S / 60:g}m).")] = "60m",
     insecure_http: Annotated[bool, typer.Option("--insecure-http", help="Allow an http:// probe or notification URL (labs only: the token goes in clear).")] = False,
     allow_more_traffic: Annotated[bool, typer.Option("--allow-more-traffic", help=f"Start even when the settings send more than {traffic.LIMIT_BYTES_PER_MIN // 1024} KiB a minute.")] = False,
@@ -101,6 +102,7 @@ def record(
     targets = list(target) or list(DEFAULT_TARGETS)
     ports = [parse_probe_port(p) for p in probe_port]
     every_s = parse_duration(probe_every)
+    drift_every_s = parse_duration(drift_every)
     token = None
     if probe is not None:
         from hostcheck.commands.live import probe_endpoint, read_token, refuse_cleartext
@@ -134,7 +136,7 @@ def record(
         db=db, interval_s=interval, duration_s=seconds, targets=targets,
         stun_servers=list(stun_server), journal_command=command, probe_timeout_s=probe_timeout, max_age_days=max_age_days,
         max_bytes=int(max_mb * MIB), probe_url=probe, probe_token=token, probe_fingerprint=probe_fingerprint,
-        probe_ports=ports, probe_every_s=every_s,
+        probe_ports=ports, probe_every_s=every_s, drift_every_s=drift_every_s,
     )  # fmt: skip
     if notify_kuma_file is not None or notify_webhook_file is not None:
         from hostcheck.watch.notify import Notifier, destinations_from, host_name

@@ -28,6 +28,7 @@ from hostcheck.routes import interface_ipv4
 # These values change rarely, and a read costs about 0.5 ms of CPU (the interfaces' addresses,
 # the NVML library's directory): every 5 minutes keeps the recorder's own cost where it was.
 DRIFT_EVERY_S = 300.0
+MIN_DRIFT_EVERY_S = 1.0
 MAX_VALUE_CHARS = 200
 
 StateWriter = Callable[[str, Any, str, dict[str, Any]], None]

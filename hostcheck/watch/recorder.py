@@ -32,7 +32,7 @@ from hostcheck.facts import Unknown
 from hostcheck.recording.analysis import GRACE_EXTRA_S
 from hostcheck.recording.store import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_BYTES, Boot, Event, Sample, WatchWriter
 from hostcheck.watch import pkglog
-from hostcheck.watch.drift import DriftSampler, DriftSources
+from hostcheck.watch.drift import DRIFT_EVERY_S, MIN_DRIFT_EVERY_S, DriftSampler, DriftSources
 from hostcheck.watch.journal import Journal, entry_time
 from hostcheck.watch.power import power_source, read_ups
 from hostcheck.watch.probes import (
@@ -149,6 +149,7 @@ class WatchConfig:
     probe_every_s: float = 3600.0
     hooks: list[SampleHook] = field(default_factory=list)
     drift: DriftSources = field(default_factory=DriftSources)
+    drift_every_s: float = DRIFT_EVERY_S
 
 
 class Recorder:
@@ -162,6 +163,8 @@ class Recorder:
                 raise InputError(f"at most {MAX_PROBE_PORTS} forwarded ports are checked")
             if not config.probe_every_s >= MIN_PROBE_EVERY_S:
                 raise InputError(f"--probe-every must be at least {MIN_PROBE_EVERY_S / 60:g} minutes")
+        if not MIN_DRIFT_EVERY_S <= config.drift_every_s:
+            raise InputError(f"--drift-every must be at least {MIN_DRIFT_EVERY_S:g}s")
         self.config = config
         self.clocks = clocks or Clocks()
         self.log = log or (lambda msg: print(f"hostcheck watch: {msg}", file=sys.stderr, flush=True))
@@ -194,7 +197,7 @@ class Recorder:
             self.prev = (last.t, last.mono, last.boottime)
         self.last_prune_mono: float | None = None
         self.next_probe_mono: float | None = None
-        self.drift = DriftSampler(config.drift)
+        self.drift = DriftSampler(config.drift, config.drift_every_s)
         self.count = 0
 
     # ------------------------------------------------------------------ small guarded writes

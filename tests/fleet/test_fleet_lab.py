@@ -3,7 +3,8 @@
 Deliberate differences: `bare` (and `gone`) never get the profile; after the first audit
 `drifted` starts a service listening on all interfaces and `gone` is switched off. The table
 and the diff must name exactly those differences and nothing else. Docker is left out of the
-profile here (docker_host_enabled=false): it is exercised in tests/profile, and five engines
+profile here (docker_host_enabled=false), and so are host_baseline's own settings
+(play.BASELINE_PROVEN_ELSEWHERE): both are exercised in tests/profile, and three full converges
 would not fit the 2-core CI machine's time. Two steady profiled hosts are enough to show that identical
 hosts read the same; each more host only adds a converge (bench/fleet.py measures scale).
 
@@ -39,7 +40,7 @@ from tests.fleet import scrape
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.steps import Steps
 from tests.lab.util import wait_for
-from tests.profile.play import PlayResult, playbook_step
+from tests.profile.play import BASELINE_PROVEN_ELSEWHERE, PlayResult, playbook_step
 from tests.test_watch_alerts import alerts
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.root, pytest.mark.ansible, pytest.mark.fleet, pytest.mark.lab_cost(390)]
@@ -207,7 +208,7 @@ def fleet(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]
         everyone = _inventory(work / "all.ini", hosts)
         profiled = _inventory(work / "profiled.ini", [h for r, h in by_role.items() if r in PROFILED])
         converge = playbook_step(steps, "converge", BUDGET["converge"], profiled, "site.yml",
-                                 extra_vars={"docker_host_enabled": False, **WATCH_VARS})
+                                 extra_vars={"docker_host_enabled": False, **BASELINE_PROVEN_ELSEWHERE, **WATCH_VARS})
         assert converge.rc == 0, converge.tail()
 
         before, after = work / "before", work / "after"
@@ -318,7 +319,7 @@ def test_node_exporter_opt_in_checks_then_installs_then_changes_nothing(fleet: F
     package, unit = scraped.after_check.splitlines()
     assert package.endswith("not-installed") and unit == "inactive", "check mode installs and starts nothing"
     assert scraped.converge.rc == 0, scraped.converge.tail()
-    assert "Install node_exporter from the distribution" in scraped.converge.changed_tasks
+    assert "hostcheck_watch : Install node_exporter from the distribution" in scraped.converge.changed_tasks
     assert scraped.after_converge.splitlines() == ["install ok installed", "active"]
     assert scraped.rerun.rc == 0, scraped.rerun.tail()
     assert scraped.rerun.stats(fleet.names["steady2"])["changed"] == 0, scraped.rerun.changed_tasks

@@ -22,10 +22,11 @@ through sudo, and the audit reports that the logging is on and what it ran. The 
 is refused without the operator's statement, then applied once. Rollback restores every file
 under /etc and /var/lib as it was before the role, and removes the I/O logs.
 Last, vastai.service is made to fail and restart every second: the audit reports the restart
-loop (AGT-1070) with systemd's own count, and the stand-in is put back.
+loop (AGT-1070) with systemd's own count, and the stand-in is put back; then the recorder
+(`hostcheck watch --drift-every 1`) runs through another loop and its report counts the restarts.
 
 Cost: one host, one hostcheck install, seven audits, five playbook runs: 122-153 s measured on
-the 2-core machine, 240 s while other tests shared its cores (the restart loop adds 5 s).
+the 2-core machine, 240 s while other tests shared its cores (the restart loop adds 5 s, the recorder's 10 s).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import pytest
 
 from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
 from tests.lab.nspawn import LabHost
+from tests.lab.util import wait_for
 from tests.profile import play
 from tests.profile.test_profile_lifecycle import IDLE_NOISE
 
@@ -328,3 +330,37 @@ def test_a_restart_looping_agent_service_is_found(oversight: Oversight) -> None:
     metrics = next(u for u in vast["units"] if u["name"] == "vast_metrics.service")
     assert metrics["restarts"] == 0 and metrics["active_state"] == "active"
     assert restarts(host) == 0  # reset-failed clears systemd's count, as an owner would after a fix
+
+
+RECORDING = "/root/agent-watch.db"
+RECORDER_UNIT = "hc-agent-watch"
+
+
+def test_the_recorder_counts_a_restart_looping_agents_restarts(oversight: Oversight) -> None:
+    """The real recorder on the same host reads systemd's NRestarts each second (--drift-every 1)
+    while vastai.service loops; stopping the unit freezes the count, and the report's number is
+    the frozen count less the one the recorder started from."""
+    host = oversight.host
+    try:
+        start = restarts(host)
+        host.sudo(f"systemd-run --unit={RECORDER_UNIT} {VENV}/bin/hostcheck watch --db {RECORDING} --interval 1 "
+                  "--drift-every 1 --for 120 --target tcp:127.0.0.1:22 --allow-more-traffic", check=True)
+        wait_for("the recorder's first sample", lambda: host.sudo(f"test -s {RECORDING}").rc == 0, 30)
+        time.sleep(1.5)  # its first drift reading, made at the first sample, holds `start`
+        host.sudo(RESTART_LOOP, check=True, timeout=30)
+        wait_for("the restart loop", lambda: restarts(host) >= start + LOOP_LINE, 30)
+        host.sudo("systemctl stop vastai.service", check=True, timeout=30)
+        frozen = restarts(host)
+        time.sleep(2.5)  # two more drift readings of the frozen count
+        host.sudo(f"systemctl stop {RECORDER_UNIT}", check=True, timeout=30)
+    finally:
+        host.sudo(f"systemctl stop {RECORDER_UNIT}; systemctl reset-failed {RECORDER_UNIT}", timeout=30)
+        host.sudo(END_LOOP, timeout=30)
+    report = json.loads(host.sudo(f"{VENV}/bin/hostcheck watch report --db {RECORDING} --format json",
+                                  check=True, timeout=60).stdout)
+    host.sudo(f"rm -f {RECORDING}*")
+    lines = [d for d in report["drift"] if d["what"] == "restarts"]
+    assert len(lines) == 1, report["drift"]
+    assert lines[0]["check"] == "AGT-1070"
+    assert lines[0]["text"].startswith(f"vastai.service restarted {frozen - start} times during the recording"), lines
+    assert lines[0]["text"].endswith(f"(systemd's NRestarts {frozen})"), lines

@@ -8,6 +8,8 @@ many routers run), and at 10.77.I.3, a NAS the owner allows containers to reach
 host only: 198.51.100.I, the lab's "internet" (the same services), and 169.254.169.254, a
 cloud metadata service. A service on the host itself stands for the host's own services. Nothing
 here leaves the lab: the routes and addresses are inside the session's namespaces.
+The profile is site.yml without host_baseline's own settings
+(play.BASELINE_PROVEN_ELSEWHERE): no probe here depends on them.
 
 Before the profile every probe gets through (so the test proves the change, not the lab's
 wiring); after it the LAN, the host and the metadata address are rejected while the internet,
@@ -91,7 +93,7 @@ NFT_DIR = os.path.join(os.path.dirname(__file__), "..", "snapshots", "nft")
 
 
 def profile_vars(host: LabHost) -> dict[str, Any]:
-    return {**PROFILE_VARS, "firewall_container_lan_allowed": [f"{nas(host)}/32"]}
+    return {**play.BASELINE_PROVEN_ELSEWHERE, **PROFILE_VARS, "firewall_container_lan_allowed": [f"{nas(host)}/32"]}
 
 
 def nas(host: LabHost) -> str:

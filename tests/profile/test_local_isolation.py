@@ -24,6 +24,11 @@ from tests.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STA
 pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(280)]
 
 ROLES = ["host_baseline", "ssh_hardening", "isolation"]
+# What this lane looks at: homes, umask and core dumps at login, the protocol blacklist, sshd's
+# log level. The rest of host_baseline is the profile lifecycle's (Debian 12 and 13).
+VARS = {"host_baseline_time_sync": False, "host_baseline_journald": False, "host_baseline_security_updates": False,
+        "host_baseline_logind_ignore_lid": False, "host_baseline_smartmontools": False,
+        "host_baseline_mask_sleep": False}
 SECRET = "private notes of a human account"
 
 
@@ -48,7 +53,7 @@ def local(lab, tmp_path_factory) -> Iterator[Local]:
     host = lab.start_hosts(1)[0]
     life = Local(host)
     tmp = tmp_path_factory.mktemp("local")
-    playbook = play.write_playbook(tmp, "local.yml", ROLES)
+    playbook = play.write_playbook(tmp, "local.yml", ROLES, vars_=VARS)
     try:
         host.sudo(f"useradd -m -s /bin/bash alice && chmod 0755 /home/alice /home/admin && "
                   f"echo '{SECRET}' > /home/alice/notes.txt && chmod 0644 /home/alice/notes.txt && "

@@ -8,8 +8,8 @@ started by ssh.socket with ssh.service disabled (Ubuntu 24.04's layout), cloud-i
 drop-in turning password logins back on and its sudoers file giving `ubuntu` NOPASSWD sudo,
 systemd-resolved's 127.0.0.53 stub, needrestart and unattended-upgrades. Plus a human account
 in the docker group, and hostcheck installed so the audit gate and the audit reports are
-real. (The profile on plain Debian 12 is tests/profile/test_egress_isolation.py's converge and
-rollback.) What differs from real Ubuntu: docs/roles.md, "Ubuntu Server's defaults".
+real. (The profile's firewall, Docker and isolation on plain Debian 12 are
+tests/profile/test_egress_isolation.py's converge and rollback.) What differs from real Ubuntu: docs/roles.md, "Ubuntu Server's defaults".
 The lifecycle runs once per distribution (module fixture; Debian 13 leaves out what only
 Ansible decides, see FULL_SUITE); each test then asserts on what was measured, so the tests
 can be selected or reordered freely.

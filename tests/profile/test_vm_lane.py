@@ -20,8 +20,9 @@ a rerun cost as much as the converge (~400 s).
 Everything a container shows as well runs on the nspawn lane instead, where a task costs a
 tenth of what it costs under TCG (3-13 s here): the firewall (its unit loading the table at
 boot is tests/profile/test_firewall_deadman.py's restart), the login and PAM hardening, time
-sync, journald, the update policy, logind, core dumps, and the engine package itself
-(docker_host_packages: [], docker_host_start: false).
+sync, journald, the update policy, logind, core dumps, the homes' permissions
+(play.BASELINE_PROVEN_ELSEWHERE), and the engine package itself (docker_host_packages: [],
+docker_host_start: false).
 """
 
 from __future__ import annotations
@@ -47,10 +48,7 @@ pytestmark = [pytest.mark.vm, pytest.mark.ansible, pytest.mark.root, pytest.mark
 BLACKLISTED = "dccp"  # in host_baseline_blacklist_protocols, and shipped by Debian's cloud kernel
 KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivileged_bpf_disabled",
                "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
-VARS = {"host_baseline_time_sync": False, "host_baseline_hardening": False, "host_baseline_journald": False,
-        "host_baseline_security_updates": False, "host_baseline_logind_ignore_lid": False,
-        "host_baseline_disable_core_dumps": False, "host_baseline_smartmontools": False,
-        "docker_host_packages": [], "docker_host_start": False,
+VARS = {**play.BASELINE_PROVEN_ELSEWHERE, "docker_host_packages": [], "docker_host_start": False,
         "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
 
 
