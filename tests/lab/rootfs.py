@@ -1,8 +1,8 @@
 """Build and cache the Debian root filesystem (12 by default, or 13) every lab host (nspawn and VM) starts from.
 
-One debootstrap serves both lanes: the cloud kernel and initramfs are in the package list so
-the VM image is made from the very same tree the containers boot (a container ignores
-/boot). The result is cached twice under the cache dir:
+One debootstrap serves both lanes: the default suite's package list has the cloud kernel and
+initramfs, so the VM image is made from the very same tree the containers boot (a container
+ignores /boot). The result is cached twice under the cache dir:
 
 - ``rootfs-<key>.tar[.zst]``: the portable artifact (CI caches this file),
 - ``rootfs-<key>/``: the extracted tree, used read-only as the overlay lower layer.
@@ -54,10 +54,12 @@ PACKAGES: tuple[str, ...] = (
     "python3-venv",  # installing hostcheck into a venv inside a lab host
     "iputils-ping", "netcat-openbsd", "curl", "less",
     "smartmontools",  # the audit's drive health (smartctl --json), read on the VM lane's emulated NVMe drive
-    # VM lane: kernel + initrd end up in /boot (lab-hosts.md: ~4 s to turn into an image)
-    "linux-image-cloud-amd64", "initramfs-tools",
 )
-"""Debian packages in the lab rootfs. docker.io is deliberately absent (large; roles install it)."""
+"""Debian packages in every lab rootfs. docker.io is deliberately absent (large; roles install it)."""
+VM_PACKAGES: tuple[str, ...] = ("linux-image-cloud-amd64", "initramfs-tools")
+"""The VM lane's kernel and initrd (they end up in /boot; lab-hosts.md: ~4 s to turn into an
+image), only in the default suite's rootfs, the one the VM image is made from: elsewhere they
+would cost a kernel unpack and an initramfs build for nothing."""
 
 UBUNTU_DEFAULT_PACKAGES = ("ufw", "systemd-resolved", "needrestart")
 """What an Ubuntu Server image has that a Debian one lacks, installed by the profile lifecycle's
@@ -89,7 +91,12 @@ def cache_dir() -> Path:
     return path
 
 
-def rootfs_key(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> str:
+def suite_packages(suite: str = SUITE) -> tuple[str, ...]:
+    """What debootstrap installs for ``suite``: :data:`PACKAGES`, and the VM's kernel in the VM's suite."""
+    return PACKAGES + VM_PACKAGES if suite == SUITE else PACKAGES
+
+
+def rootfs_key(packages: tuple[str, ...], suite: str = SUITE) -> str:
     """Cache key: anything that changes the tree's content changes the key."""
     recipe = {"suite": suite, "mirror": MIRROR, "packages": sorted(packages), "recipe": RECIPE_VERSION,
               "prefetched": sorted(ROLE_PACKAGES.get(suite, ()))}
@@ -154,11 +161,13 @@ def _compressor() -> tuple[str, list[str]]:
     return ".tar", []
 
 
-def ensure_rootfs(packages: tuple[str, ...] = PACKAGES, suite: str = SUITE) -> Rootfs:
-    """Return the cached rootfs of Debian ``suite`` with ``packages``, building or extracting
-    it if needed (the result is recorded for the suite's timing report, tests/lab/timing.py)."""
+def ensure_rootfs(packages: tuple[str, ...] | None = None, suite: str = SUITE) -> Rootfs:
+    """Return the cached rootfs of Debian ``suite`` with ``packages`` (default: the suite's,
+    :func:`suite_packages`), building or extracting it if needed (the result is recorded for
+    the suite's timing report, tests/lab/timing.py)."""
     if suite not in SUITES:
         raise LabError(f"unknown lab suite {suite!r}: one of {sorted(SUITES)}")
+    packages = suite_packages(suite) if packages is None else packages
     key = rootfs_key(packages, suite)
     cache = cache_dir()
     base = cache / f"rootfs-{key}"
