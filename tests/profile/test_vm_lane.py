@@ -20,9 +20,8 @@ a rerun cost as much as the converge (~400 s).
 Everything a container shows as well runs on the nspawn lane instead, where a task costs a
 tenth of what it costs under TCG (3-13 s here): the firewall (its unit loading the table at
 boot is tests/profile/test_firewall_deadman.py's restart), the login and PAM hardening, time
-sync, journald, the update policy, logind, core dumps, the homes' permissions
-(play.BASELINE_PROVEN_ELSEWHERE), and the engine package itself (docker_host_packages: [],
-docker_host_start: false).
+sync, journald, the update policy, logind, core dumps (play.BASELINE_PROVEN_ELSEWHERE), and
+the engine package itself (docker_host_packages: [], docker_host_start: false).
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ BLACKLISTED = "dccp"  # in host_baseline_blacklist_protocols, and shipped by Deb
 KERNEL_KEYS = ("kernel.kptr_restrict", "kernel.dmesg_restrict", "kernel.unprivileged_bpf_disabled",
                "fs.protected_fifos", "fs.protected_regular", "net.core.bpf_jit_harden")
 VARS = {**play.BASELINE_PROVEN_ELSEWHERE, "docker_host_packages": [], "docker_host_start": False,
+        "host_baseline_local_isolation": True,  # the protocol blacklist is one of its parts
         "docker_host_data_device": "/dev/vdb", "docker_host_data_format": True}
 
 
