@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from hostcheck import sudoers
 from hostcheck.agents import Catalog, conflicts, load_catalog
 from hostcheck.checks import load_registry
 from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal, unit_state
@@ -30,6 +29,7 @@ from hostcheck.facts import Unknown, load_snapshot, to_jsonable
 from hostcheck.judge import run_check
 from hostcheck.policy import resolve_policies, shipped_policy_names
 from hostcheck.report import build_report
+from hostcheck.sudoers import includes, matching
 from tests.helpers import SNAPSHOTS, hostcheck
 
 REGISTRY = load_registry()
@@ -53,16 +53,16 @@ SHA256 = "b" * 64
 
 
 def load(files: dict[str, str], dirs: dict[str, list[str]] | None = None,
-         hostname: str | None = HOST) -> sudoers.Loaded | Unknown:
+         hostname: str | None = HOST) -> includes.Loaded | Unknown:
     dirs = dirs or {}
-    return sudoers.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=hostname)
+    return includes.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=hostname)
 
 
 def view(files: dict[str, str], account: str = ACCOUNT, groups: frozenset[str] = frozenset({ACCOUNT, "docker"}),
          dirs: dict[str, list[str]] | None = None, hostname: str | None = HOST) -> dict[str, Any]:
     loaded = load(files, dirs, hostname)
     assert not isinstance(loaded, Unknown), loaded
-    return sudoers.account_view(loaded, account, set(groups), uid=UID, gids={GID, DOCKER_GID})
+    return matching.account_view(loaded, account, set(groups), uid=UID, gids={GID, DOCKER_GID})
 
 
 # (case, sudoers text, scope, root_giving, commands sudo allows as root / refuses as root)
@@ -265,23 +265,23 @@ GAPS: list[tuple[str, dict[str, str], dict[str, Any], str]] = [
      "/etc/sudoers.local (included from /etc/sudoers:1) does not exist"),
     ("host name unknown", {"/etc/sudoers": "@include /etc/sudoers.%h\n"}, {}, "names the host (%h)"),
     ("too deep", {"/etc/sudoers": "@include /etc/f1\n",
-                  **{f"/etc/f{i}": f"@include /etc/f{i + 1}\n" for i in range(1, sudoers.MAX_INCLUDE_DEPTH + 2)}},
-     {}, f"is more than {sudoers.MAX_INCLUDE_DEPTH} includes deep"),
+                  **{f"/etc/f{i}": f"@include /etc/f{i + 1}\n" for i in range(1, includes.MAX_INCLUDE_DEPTH + 2)}},
+     {}, f"is more than {includes.MAX_INCLUDE_DEPTH} includes deep"),
     ("line not understood", {"/etc/sudoers": "tensordock ALL=(ALL) NOPASSWD ALL\n"}, {},
      "/etc/sudoers:1 not understood and may name tensordock"),
     ("netgroup", {"/etc/sudoers": "+agents ALL=(ALL) NOPASSWD: ALL\n"}, {}, "+agents (netgroups or non-Unix groups)"),
-    ("too many rules", {"/etc/sudoers": "".join(f"user{i} ALL=(ALL) ALL\n" for i in range(sudoers.MAX_RULES))
+    ("too many rules", {"/etc/sudoers": "".join(f"user{i} ALL=(ALL) ALL\n" for i in range(includes.MAX_RULES))
                         + "tensordock ALL=(ALL) NOPASSWD:ALL\n"}, {},
-     f"more than {sudoers.MAX_RULES} rules: /etc/sudoers:{sudoers.MAX_RULES + 1} and the rules after it not read"),
+     f"more than {includes.MAX_RULES} rules: /etc/sudoers:{includes.MAX_RULES + 1} and the rules after it not read"),
 ]
 
 
 @pytest.mark.parametrize(("case", "files", "dirs", "phrase"), GAPS, ids=[g[0] for g in GAPS])
 def test_what_cannot_be_read_makes_the_scope_unknown_with_the_reason(
         case: str, files: dict[str, Any], dirs: dict[str, Any], phrase: str) -> None:
-    loaded = sudoers.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=None if "%h" in phrase else HOST)
+    loaded = includes.load(lambda p: files.get(p), lambda d: dirs.get(d), hostname=None if "%h" in phrase else HOST)
     assert not isinstance(loaded, Unknown)
-    got = sudoers.account_view(loaded, ACCOUNT, {ACCOUNT})
+    got = matching.account_view(loaded, ACCOUNT, {ACCOUNT})
     assert got["scope"] == "unknown"
     assert any(phrase in gap for gap in got["gaps"]), got["gaps"]
 
@@ -293,7 +293,7 @@ def test_a_grant_read_before_a_gap_stands() -> None:
 
 
 def test_an_unreadable_sudoers_is_unknown_with_the_reason() -> None:
-    got = sudoers.load(lambda p: Unknown(f"permission denied reading {p} (needs root)"), lambda d: [])
+    got = includes.load(lambda p: Unknown(f"permission denied reading {p} (needs root)"), lambda d: [])
     assert isinstance(got, Unknown) and "permission denied reading /etc/sudoers" in got.reason
 
 
@@ -310,11 +310,11 @@ def test_files_are_read_in_sudos_order_so_the_last_rule_decides() -> None:
 
 def test_a_file_past_the_size_bound_is_a_stated_gap() -> None:
     filler = "# " + "x" * 78 + "\n"
-    text = filler * (sudoers.MAX_FILE_CHARS // len(filler) + 1) + "tensordock ALL=(ALL) NOPASSWD:ALL\n"
+    text = filler * (includes.MAX_FILE_CHARS // len(filler) + 1) + "tensordock ALL=(ALL) NOPASSWD:ALL\n"
     got = view({"/etc/sudoers": text})
     # the rule lies past the bound: not read, and said so
     assert got["scope"] == "unknown"
-    assert got["gaps"] == [f"/etc/sudoers is longer than {sudoers.MAX_FILE_CHARS} characters: the rest was not read"]
+    assert got["gaps"] == [f"/etc/sudoers is longer than {includes.MAX_FILE_CHARS} characters: the rest was not read"]
 
 
 def test_a_directory_past_the_file_bound_is_sorted_first_then_cut_and_said() -> None:
@@ -322,7 +322,7 @@ def test_a_directory_past_the_file_bound_is_sorted_first_then_cut_and_said() -> 
     files = {"/etc/sudoers": "@includedir /etc/sudoers.d\n", **{f"/etc/sudoers.d/{n}": "# x\n" for n in names}}
     files["/etc/sudoers.d/f00000"] = "tensordock ALL=(ALL) NOPASSWD:ALL\n"
     got = view(files, dirs={"/etc/sudoers.d": list(reversed(names))})  # the listing comes unsorted
-    room = sudoers.MAX_FILES - 1  # /etc/sudoers itself is one
+    room = includes.MAX_FILES - 1  # /etc/sudoers itself is one
     assert got["files_read"] == ["/etc/sudoers", *(f"/etc/sudoers.d/{n}" for n in names[:room])]
     assert got["scope"] == "unrestricted"  # f00000 comes first in sudo's order
     assert got["gaps"] == [f"/etc/sudoers.d holds 5000 sudoers files: only the first {room} in sudo's (lexical) "
@@ -350,16 +350,16 @@ def test_the_collectors_readers_on_a_real_tree(tmp_path: Path) -> None:
     # a '.' keeps the includedir from reading it; the quotes keep the blank in its name
     (tmp_path / "sudoers.d" / "my local.conf").write_text("Runas_Alias R = root\ntensordock ALL=(R) /usr/bin/id\n")
     root.write_text('@includedir sudoers.d\n@include "sudoers.d/my local.conf"\n')
-    loaded = sudoers.load(_read_sudoers, _listdir, root=str(root), hostname=HOST)
+    loaded = includes.load(_read_sudoers, _listdir, root=str(root), hostname=HOST)
     assert not isinstance(loaded, Unknown)
-    got = sudoers.account_view(loaded, ACCOUNT, {ACCOUNT})
+    got = matching.account_view(loaded, ACCOUNT, {ACCOUNT})
     assert got["files_read"] == [str(root), f"{tmp_path}/sudoers.d/agent", f"{tmp_path}/sudoers.d/my local.conf"]
     assert (got["scope"], got["gaps"]) == ("unrestricted", [])
     assert _listdir(str(tmp_path / "absent")) is None
     big = tmp_path / "big"
-    big.write_text("#" * (sudoers.MAX_FILE_CHARS + 10))
+    big.write_text("#" * (includes.MAX_FILE_CHARS + 10))
     text = _read_sudoers(str(big))
-    assert isinstance(text, str) and len(text) == sudoers.MAX_FILE_CHARS + 1
+    assert isinstance(text, str) and len(text) == includes.MAX_FILE_CHARS + 1
     if Path(VISUDO).exists():
         proc = visudo_check(root)
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -509,7 +509,7 @@ def sudoers_read(*rules: str, unlisted_dir: bool = False) -> dict[str, Any]:
     if unlisted_dir:
         lines += [f"# line {n}" for n in range(len(lines) + 1, 50)] + ["@includedir /etc/sudoers.d"]
     files = {"/etc/sudoers": "\n".join(lines) + "\n"}
-    return sudoers.record(files.get, lambda d: Unknown("permission denied") if unlisted_dir else None)
+    return includes.record(files.get, lambda d: Unknown("permission denied") if unlisted_dir else None)
 
 
 def vast(groups: list[str] | None = None, channel: bool = True) -> dict[str, Any]:
@@ -535,7 +535,7 @@ GAP = "/etc/sudoers.d (included from /etc/sudoers:50) could not be listed: permi
 
 # Both agents' accounts may run anything as root (the default of the cases below).
 UNRESTRICTED = sudoers_read(VAST_RULE, "tensordock ALL=(ALL) NOPASSWD:ALL")
-DENIED = sudoers.record(lambda p: Unknown("permission denied reading /etc/sudoers (needs root)"), lambda d: None)
+DENIED = includes.record(lambda p: Unknown("permission denied reading /etc/sudoers (needs root)"), lambda d: None)
 GIVING = sudoers_read("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/virsh *")  # virsh: a root shell by another door
 NOT_GIVING = sudoers_read("vastai_kaalia ALL=(root) NOPASSWD: /usr/bin/ss *")
 PARTLY_READ = sudoers_read(unlisted_dir=True)
@@ -953,8 +953,8 @@ def test_saved_facts_are_rejudged_with_todays_sudo_rules(tmp_path: Path, monkeyp
     assert "root_giving" not in saved.read_text()  # no verdict is frozen into the facts
     before = run_check(REGISTRY["AGT-1010"], load_snapshot(saved), None)
     assert (before.status, before.measured) == ("pass", 0), before.detail
-    today = sudoers.root_giving
-    monkeypatch.setattr(sudoers, "root_giving", lambda command: today(command) or command.startswith("/usr/bin/ss "))
+    today = matching.root_giving
+    monkeypatch.setattr(matching, "root_giving", lambda command: today(command) or command.startswith("/usr/bin/ss "))
     after = run_check(REGISTRY["AGT-1010"], load_snapshot(saved), None)
     assert (after.status, after.measured) == ("fail", 1), after.detail
     assert "`/usr/bin/ss *`" in after.detail

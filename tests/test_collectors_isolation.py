@@ -1370,15 +1370,15 @@ def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
 def test_cloud_accounts_read_what_sudoers_grants_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cloud-init's rule for ubuntu is found with its file and line; an account that is not a
     default cloud account is not looked at; no such account present: nothing to read."""
-    from hostcheck import sudoers
+    from hostcheck.sudoers import includes
 
     (tmp_path / "sudoers.d").mkdir()
     (tmp_path / "sudoers").write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")
     rule = tmp_path / "sudoers.d" / "90-cloud-init-users"
     rule.write_text("# Created by cloud-init\n\n# User rules for ubuntu\nubuntu ALL=(ALL) NOPASSWD:ALL\n")
-    monkeypatch.setattr(sudoers, "SUDOERS", str(tmp_path / "sudoers"))
-    real_load = sudoers.load
-    monkeypatch.setattr(sudoers, "load", lambda read, listdir, root=str(tmp_path / "sudoers"), hostname=None:
+    monkeypatch.setattr(includes, "SUDOERS", str(tmp_path / "sudoers"))
+    real_load = includes.load
+    monkeypatch.setattr(includes, "load", lambda read, listdir, root=str(tmp_path / "sudoers"), hostname=None:
                         real_load(read, listdir, root=root, hostname=hostname))
     passwd = accounts.parse_passwd("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n")
     groups = accounts.parse_group("ubuntu:x:1000:\nalice:x:1001:\n")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hostcheck import sudoers
 from hostcheck.agents import Agent, conflicts, load_catalog
 from hostcheck.checks.base import Outcome, check, failed, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
@@ -21,6 +20,7 @@ from hostcheck.checks.packages import unattended_upgrades
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
+from hostcheck.sudoers import includes, matching
 
 _INSTALLED = "agents.installed"
 
@@ -34,15 +34,15 @@ def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
         return [], "" if docker_reachability(facts).reason == "absent" else missing.reason
 
 
-def sudo_view(loaded: sudoers.Loaded | Unknown, account: dict[str, Any]) -> dict[str, Any] | Unknown:
-    """What the recorded sudoers grant one agent account (``sudoers.account_view``'s answer), or
+def sudo_view(loaded: includes.Loaded | Unknown, account: dict[str, Any]) -> dict[str, Any] | Unknown:
+    """What the recorded sudoers grant one agent account (``matching.account_view``'s answer), or
     why that is unknown."""
     if isinstance(loaded, Unknown):
         return loaded
     groups = [str(g) for g in account.get("groups") or []]
     gids = [int(g) for g in account.get("gids") or [] if isinstance(g, int)]
     uid = account.get("uid")
-    return sudoers.account_view(loaded, str(account.get("name")), set(groups), uid=uid if isinstance(uid, int) else None,
+    return matching.account_view(loaded, str(account.get("name")), set(groups), uid=uid if isinstance(uid, int) else None,
                                 gids=set(gids))
 
 
@@ -58,7 +58,7 @@ def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     found = [dict(a) for a in need(facts, _INSTALLED) if isinstance(a, dict) and a.get("id")]
     if any(item.get("accounts") for item in found):
         recorded = lookup(facts, "agents.sudoers")
-        loaded = sudoers.replay(recorded)
+        loaded = includes.replay(recorded)
         if isinstance(loaded, Unknown) and isinstance(recorded, dict):  # /etc/sudoers itself was not readable
             loaded = Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
         for item in found:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hostcheck import sudoers
 from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
+from hostcheck.sudoers import includes, matching
 
 SECTION = "isolation"
 TIMEOUT = 3.0
@@ -354,7 +354,7 @@ def _read_sudoers(path: str) -> str | Unknown | None:
     # One character past the bound, so the reader sees that a file is longer and says so.
     if _exists(path) is False:
         return None
-    return read_text(path, limit=sudoers.MAX_FILE_CHARS + 1)
+    return read_text(path, limit=includes.MAX_FILE_CHARS + 1)
 
 
 def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]:
@@ -366,13 +366,13 @@ def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[
     present = [e for e in passwd if e.name in CLOUD_ACCOUNTS]
     if not present:
         return []
-    loaded = sudoers.load(_read_sudoers, _listdir, hostname=socket.gethostname())
+    loaded = includes.load(_read_sudoers, _listdir, hostname=socket.gethostname())
     if isinstance(loaded, Unknown):
         return Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
     found = []
     for entry in present:
         member_of = _groups_of(entry, groups)
-        view = sudoers.account_view(loaded, entry.name, {g.name for g in member_of}, uid=entry.uid,
+        view = matching.account_view(loaded, entry.name, {g.name for g in member_of}, uid=entry.uid,
                                     gids={g.gid for g in member_of} | {entry.gid})
         found.append({"name": entry.name, "sudo_scope": view["scope"],
                       "nopasswd_rules": [f"{r['file']}:{r['line']}" for r in view["rules"] if r["nopasswd"]]})

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hostcheck import sudoers
 from hostcheck.agents import Agent, load_catalog
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.collectors.accounts import (
@@ -32,6 +31,7 @@ from hostcheck.collectors.accounts import (
 )
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.facts import Unknown
+from hostcheck.sudoers import includes
 
 SECTION = "agents"
 TIMEOUT = 6.0
@@ -251,7 +251,7 @@ def collect(ctx: Any) -> dict[str, Any]:
         "installed": installed,
         # The rules as read, for the checks to judge (what sudo grants each account); read only
         # when an agent account is there to judge.
-        "sudoers": sudoers.record(_read_sudoers, _listdir, hostname=socket.gethostname()) if agent_accounts else None,
+        "sudoers": includes.record(_read_sudoers, _listdir, hostname=socket.gethostname()) if agent_accounts else None,
         "update_units": {u: states[u]["enabled"] for u in UPDATE_UNITS} if isinstance(states, dict) else states,
         "kernel_params": cmdline if isinstance(cmdline, Unknown) else kernel_params(cmdline),
         "sudo_activity": sudo_activity(agent_accounts, float(since)),
