@@ -15,7 +15,8 @@ from typing import Any
 
 from hostcheck import safeio
 from hostcheck.errors import FactsError, FileInputError, UndeclaredFact, UpgradeError
-from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, check_declared, type_problem
+from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, check_declared
+from hostcheck.fact_validation import type_problem
 from hostcheck.upgrade import upgrade
 
 __all__ = ["FACTS_FORMAT", "UNKNOWN_KEY", "UndeclaredFact"]

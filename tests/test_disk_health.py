@@ -14,7 +14,7 @@ import pytest
 
 from hostcheck.checks import load_registry
 from hostcheck.collectors import disk_health
-from hostcheck.fact_paths import shape_problems, type_problem
+from hostcheck.fact_validation import shape_problems, type_problem
 from hostcheck.facts import Unknown, to_jsonable
 from hostcheck.judge import run_check
 from tests.unprivileged import python_as_nobody

@@ -17,7 +17,8 @@ import pytest
 from hostcheck.checks.base import CheckMeta, need
 from hostcheck.collectors import CollectContext, collect_facts, gpu
 from hostcheck.errors import FactsError, UndeclaredFact
-from hostcheck.fact_paths import DECLARED, TABLE, is_declared, shape_problems, type_problem
+from hostcheck.fact_paths import DECLARED, TABLE, is_declared
+from hostcheck.fact_validation import shape_problems, type_problem
 from hostcheck.facts import FACTS_FORMAT, Unknown, load_snapshot, lookup, to_jsonable
 from hostcheck.judge import run_check
 from hostcheck.models import Operator, Status, ThresholdKind

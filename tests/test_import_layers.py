@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.models": FOUNDATION,
     "hostcheck.facts": FOUNDATION,
     "hostcheck.fact_paths": FOUNDATION,
+    "hostcheck.fact_validation": FOUNDATION,
     "hostcheck.upgrade": FOUNDATION,
     "hostcheck.safeio": FOUNDATION,
     "hostcheck.yaml_loader": FOUNDATION,
