@@ -361,7 +361,7 @@ def test_every_collecting_command_takes_the_one_set_of_live_options(tmp_path: Pa
     for name in ("audit", "facts", "offer"):
         # Loopback only, should the refusal ever go: the probe and the STUN server are port 9 here.
         proc = run_cli(name, "--probe", "http://127.0.0.1:9/", "--token-file", str(token),
-                         "--stun-server", "127.0.0.1:9", "--timeout", "2", *(["--no-disk-bw"] if name == "offer" else []))
+                       "--stun-server", "127.0.0.1:9", "--timeout", "2", *(["--no-disk-bw"] if name == "offer" else []))
         assert proc.returncode == 2 and "--insecure-http" in proc.stderr and proc.stdout == "", (name, proc.stderr)
 
 
