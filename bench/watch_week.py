@@ -66,11 +66,12 @@ WEEK = [
     Injected("power", day(5, 9, 15), 38),  # a power cut, no UPS
     Injected("network", day(6, 18, 40), 3),
 ]
-ONE_DAY = [
-    Injected("network", day(0, 3, 10), 25),
-    Injected("reboot", day(0, 9, 0), 4),
-    Injected("driver", day(0, 13, 30), 47),
-    Injected("power", day(0, 18, 15), 38),
+# Each kind of outage once, within six hours (tests/test_watch_week.py).
+QUARTER_DAY = [
+    Injected("network", day(0, 0, 40), 5),
+    Injected("reboot", day(0, 1, 30), 4),
+    Injected("driver", day(0, 2, 30), 47),
+    Injected("power", day(0, 4, 15), 38),
 ]
 
 

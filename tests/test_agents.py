@@ -30,7 +30,7 @@ from hostcheck.judge import run_check
 from hostcheck.policy import resolve_policies, shipped_policy_names
 from hostcheck.report import build_report
 from hostcheck.sudoers import includes, matching
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 REGISTRY = load_registry()
 VAST_RULE = "vastai_kaalia ALL=(ALL) NOPASSWD:ALL"
@@ -808,7 +808,7 @@ def test_the_agents_root_is_never_left_to_more_below() -> None:
 
 
 def test_explain_vast_gives_what_it_takes_with_sources_and_dates() -> None:
-    proc = hostcheck("explain", "vast")
+    proc = run_cli("explain", "vast")
     assert proc.returncode == 0, proc.stderr
     assert "vastai_kaalia ALL=(ALL) NOPASSWD:ALL" in proc.stdout
     catalog = load_catalog()
@@ -820,7 +820,7 @@ def test_explain_vast_gives_what_it_takes_with_sources_and_dates() -> None:
 
 
 def test_explain_agents_covers_every_platform() -> None:
-    proc = hostcheck("explain", "agents")
+    proc = run_cli("explain", "agents")
     assert proc.returncode == 0, proc.stderr
     for platform in ("Vast.ai", "Salad (Linux beta)", "io.net", "TensorDock"):
         assert f"{platform} host agent" in proc.stdout

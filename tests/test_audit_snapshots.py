@@ -17,7 +17,7 @@ from hostcheck.facts import load_snapshot
 from hostcheck.models import PolicyResult
 from hostcheck.policy import resolve_policies
 from hostcheck.report import build_report
-from tests.helpers import SNAPSHOTS, audit_json, hostcheck, policy_result
+from tests.helpers import SNAPSHOTS, audit_json, hostcheck, policy_result, run_cli
 
 SCHEMA = json.loads((SNAPSHOTS.parent.parent / "hostcheck" / "schema" / "report-v1.json").read_text())
 
@@ -220,6 +220,7 @@ def test_generation_from_name_is_said_in_the_detail() -> None:
 
 
 def test_laptop_headline_says_do_not_host_and_exits_non_zero() -> None:
+    """In fresh processes: the exit codes as the owner's shell sees them."""
     laptop = snapshot("reference-laptop")
     proc = hostcheck("audit", "--facts", laptop)
     assert proc.returncode == 4, proc.stderr
@@ -245,7 +246,7 @@ def test_unknown_owner_risk_never_exits_zero(tmp_path) -> None:
     assert report["owner_risk"]["rating"] == "unknown"
     assert code == 4
     assert report["headline"].startswith("Do not host on this machine until its owner risk is known (possibly HIGH")
-    assert hostcheck("audit", "--facts", str(path), "-p", "vast", "--accept-owner-risk").returncode == 0
+    assert run_cli("audit", "--facts", str(path), "-p", "vast", "--accept-owner-risk").returncode == 0
 
 
 def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
@@ -257,12 +258,12 @@ def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
 
 
 def test_platforms_that_cannot_apply_are_one_line() -> None:
-    proc = hostcheck("audit", "--facts", snapshot("dedicated-4090"))
+    proc = run_cli("audit", "--facts", snapshot("dedicated-4090"))
     assert ("Cannot apply to this machine: darkbloom (Apple Silicon Macs only; runs on macos 14+); "
             "runpod (closed to new hosts); salad (runs on windows 10 or windows 11); "
             "salad-linux (runs on debian 12).") in " ".join(proc.stdout.split())
     assert "Darkbloom — inference provider" not in proc.stdout
-    assert "Darkbloom — inference provider" in hostcheck("audit", "--facts", snapshot("dedicated-4090"), "-v").stdout
+    assert "Darkbloom — inference provider" in run_cli("audit", "--facts", snapshot("dedicated-4090"), "-v").stdout
     _, report = audit_json("--facts", snapshot("mac-mini-m2-sonoma"))
     applicable = {p["id"]: p["applicable"] for p in report["policies"]}
     assert applicable["darkbloom"] is True and applicable["tensordock"] is False
@@ -281,7 +282,7 @@ def test_the_headline_reads_its_words_from_the_checks_metadata() -> None:
 
 
 def test_markdown_report_carries_the_headline() -> None:
-    proc = hostcheck("audit", "--facts", snapshot("reference-laptop"), "-f", "markdown")
+    proc = run_cli("audit", "--facts", snapshot("reference-laptop"), "-f", "markdown")
     assert "**Do not host on this machine as it is" in proc.stdout
     assert "Cannot apply to this machine:" in proc.stdout
 

@@ -16,7 +16,7 @@ from hostcheck import safeio
 from hostcheck.errors import FactsError, FileInputError, PolicyError
 from hostcheck.facts import load_snapshot
 from hostcheck.policy import parse_policy
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, hostcheck, run_cli
 
 GOOD = """\
 format: 1
@@ -91,7 +91,7 @@ def test_good_policy_parses() -> None:
 def test_cli_rejects_a_malformed_policy_with_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(GOOD.replace("threshold: 12", "threshold: twelve"))
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(bad))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(bad))
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert f"hostcheck: error: {bad}: line 17: requirements[0].threshold: must be a number" in proc.stderr
@@ -100,7 +100,7 @@ def test_cli_rejects_a_malformed_policy_with_exit_2(tmp_path: Path) -> None:
 def test_cli_runs_a_user_policy_file(tmp_path: Path) -> None:
     mine = tmp_path / "mine.yaml"
     mine.write_text(GOOD)  # needs 12 GiB VRAM: the 4090 has 24
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(mine), "--format", "json")
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", str(mine), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["policies"][0]["verdict"] == "feasible"
 
@@ -118,23 +118,23 @@ def test_owner_risk_set_is_a_policy_file_with_levels_and_sources() -> None:
 
 
 def test_owner_risk_cannot_be_requested_as_a_platform_policy() -> None:
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", "owner-risk")
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", "owner-risk")
     assert proc.returncode == 2
     assert "is judged in every report" in proc.stderr
 
 
 def test_explain_shows_owner_risk_level_and_new_checks_with_sources() -> None:
-    own = hostcheck("explain", "OWN-1010").stdout
+    own = run_cli("explain", "OWN-1010").stdout
     assert "owner-risk       high risk" in own
-    gen = " ".join(hostcheck("explain", "GPU-1120").stdout.split())  # lines wrap at the terminal's width
+    gen = " ".join(run_cli("explain", "GPU-1120").stdout.split())  # lines wrap at the terminal's width
     assert "ionet" in gen and "['nvidia ampere+', 'apple m1', 'apple m2', 'apple m3']" in gen
     assert "<https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding>" in gen
-    kvm = hostcheck("explain", "SYS-1140").stdout
+    kvm = run_cli("explain", "SYS-1140").stdout
     assert "tensordock" in kvm and "install.sh" in kvm
 
 
 def test_unknown_policy_name_is_a_usage_error() -> None:
-    proc = hostcheck("audit", "--offline", "--policy", "vastai")
+    proc = run_cli("audit", "--offline", "--policy", "vastai")
     assert proc.returncode == 2
     assert "no policy named 'vastai'" in proc.stderr
 
@@ -155,13 +155,13 @@ def test_malformed_snapshot_is_rejected(tmp_path: Path, case: str, text: str, er
     with pytest.raises(FactsError) as caught:
         load_snapshot(path)
     assert str(caught.value) == f"{path}: {error}"
-    proc = hostcheck("audit", "--facts", str(path))
+    proc = run_cli("audit", "--facts", str(path))
     assert proc.returncode == 2
     assert f"hostcheck: error: {path}: {error}" in proc.stderr
 
 
 def test_missing_snapshot_file_is_exit_2(tmp_path: Path) -> None:
-    proc = hostcheck("audit", "--facts", str(tmp_path / "nope.json"))
+    proc = run_cli("audit", "--facts", str(tmp_path / "nope.json"))
     assert proc.returncode == 2
     assert "cannot read: No such file or directory" in proc.stderr
 
@@ -169,7 +169,7 @@ def test_missing_snapshot_file_is_exit_2(tmp_path: Path) -> None:
 def test_snapshot_with_sections_missing_is_judged_unknown_not_pass(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     path.write_text('{"meta": {"facts_format": 1}}')
-    proc = hostcheck("audit", "--facts", str(path), "--policy", "dedicated-host", "--format", "json")
+    proc = run_cli("audit", "--facts", str(path), "--policy", "dedicated-host", "--format", "json")
     report = json.loads(proc.stdout)
     statuses = {f["status"] for f in report["policies"][0]["findings"]}
     assert statuses <= {"unknown", "pass"} and "unknown" in statuses
@@ -307,10 +307,10 @@ def test_report_of_facts_with_nan_is_valid_json() -> None:
 
 def test_redacted_output_is_shareable_and_unwritable_output_still_prints(tmp_path: Path) -> None:
     out = tmp_path / "redacted.json"
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "--redact", "-o", str(out))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "--redact", "-o", str(out))
     assert proc.returncode in (0, 3, 4), proc.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~_umask()
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(tmp_path / "no" / "dir.json"))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(tmp_path / "no" / "dir.json"))
     assert proc.returncode == 2 and json.loads(proc.stdout)["report_version"] == 1
     assert "printed to stdout instead" in proc.stderr
 
@@ -361,8 +361,8 @@ def test_every_collecting_command_takes_the_one_set_of_live_options(tmp_path: Pa
     token.chmod(0o600)
     for name in ("audit", "facts", "offer"):
         # Loopback only, should the refusal ever go: the probe and the STUN server are port 9 here.
-        proc = hostcheck(name, "--probe", "http://127.0.0.1:9/", "--token-file", str(token),
-                         "--stun-server", "127.0.0.1:9", "--timeout", "2", *(["--no-disk-bw"] if name == "offer" else []))
+        proc = run_cli(name, "--probe", "http://127.0.0.1:9/", "--token-file", str(token),
+                       "--stun-server", "127.0.0.1:9", "--timeout", "2", *(["--no-disk-bw"] if name == "offer" else []))
         assert proc.returncode == 2 and "--insecure-http" in proc.stderr and proc.stdout == "", (name, proc.stderr)
 
 
@@ -370,7 +370,7 @@ def test_every_collecting_command_takes_the_one_set_of_live_options(tmp_path: Pa
 
 def test_fleet_shows_every_good_host_and_one_row_per_bad_report(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(good))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "json", "-o", str(good))
     assert proc.returncode in (0, 3, 4)
     report = json.loads(good.read_text())
     bad = {
@@ -384,14 +384,14 @@ def test_fleet_shows_every_good_host_and_one_row_per_bad_report(tmp_path: Path) 
     for name, text in bad.items():
         (tmp_path / f"{name}.json").write_text(text)
     os.mkfifo(tmp_path / "fifo.json")
-    proc = hostcheck("fleet", str(tmp_path), "-f", "json", timeout=60)
+    proc = run_cli("fleet", str(tmp_path), "-f", "json")
     assert proc.returncode == 2
     assert "7 report(s) could not be used" in proc.stderr and "Traceback" not in proc.stderr
     rows = {row["host"]: row for row in json.loads(proc.stdout)["hosts"]}
     assert rows["good"]["reachable"] is True and rows["good"]["policies"]
     for name in [*bad, "fifo"]:
         assert rows[name]["report_error"] is True and rows[name]["reason"].startswith(str(tmp_path / name)), rows[name]
-    table = hostcheck("fleet", str(tmp_path)).stdout
+    table = run_cli("fleet", str(tmp_path)).stdout
     assert table.count("BAD REPORT") == 7 and "1x NVIDIA GeForce RTX 4090" in table
 
 
@@ -416,7 +416,7 @@ def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
     fleet_dir.mkdir()
     outputs = []
     for fmt in ("table", "markdown", "json"):
-        proc = hostcheck("audit", "--facts", str(facts), "-f", fmt, "-v")
+        proc = run_cli("audit", "--facts", str(facts), "-f", fmt, "-v")
         assert proc.returncode in (0, 3, 4), proc.stderr
         outputs.append(proc.stdout)
     report = json.loads(outputs[-1])
@@ -424,7 +424,7 @@ def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
     (fleet_dir / f"host{ESCAPES[:5]}.json").write_text(outputs[-1])
     (fleet_dir / "bad\x1b[2J.json").write_text("{")
     for fmt in ("table", "markdown"):
-        outputs.append(hostcheck("fleet", str(fleet_dir), "-f", fmt).stdout)
+        outputs.append(run_cli("fleet", str(fleet_dir), "-f", fmt).stdout)
     for out in outputs:
         assert not any(c in out for c in "\x1b\x07\r\u202e"), out[:500]
     # Markdown escapes the escape's backslash too: it renders as RTX\x1b.

@@ -18,12 +18,13 @@ from hostcheck.collectors import CollectContext, CollectorSpec, collect_facts
 from hostcheck.fact_paths import FACTS_FORMAT
 from hostcheck.facts import Unknown
 from hostcheck.judge import run_check
-from tests.helpers import REPO, SNAPSHOTS, hostcheck
+from tests.helpers import REPO, SNAPSHOTS, hostcheck, run_cli
 
 SCHEMA = json.loads((REPO / "hostcheck" / "schema" / "report-v1.json").read_text())
 
 
 def test_live_offline_audit_reports_and_exits_as_documented() -> None:
+    """In a fresh process, as the owner runs it: the report, the exit code and the time it takes."""
     started = time.monotonic()
     proc = hostcheck("audit", "--offline", "--format", "json")
     elapsed = time.monotonic() - started
@@ -43,7 +44,7 @@ def test_live_offline_audit_reports_and_exits_as_documented() -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_live_text_formats(fmt: str) -> None:
-    proc = hostcheck("audit", "--offline", "--format", fmt)
+    proc = run_cli("audit", "--offline", "--format", fmt)
     assert proc.returncode == 3, proc.stderr
     assert "NOT FEASIBLE" in proc.stdout
     assert "Owner risk" in proc.stdout
@@ -54,21 +55,21 @@ def test_live_text_formats(fmt: str) -> None:
 
 def test_exit_codes_gate_on_a_policy() -> None:
     snap = str(SNAPSHOTS / "dedicated-4090.json")
-    assert hostcheck("audit", "--facts", snap, "--policy", "vast").returncode == 0
-    assert hostcheck("audit", "--facts", snap, "--policy", "vast-verified").returncode == 3
+    assert run_cli("audit", "--facts", snap, "--policy", "vast").returncode == 0
+    assert run_cli("audit", "--facts", snap, "--policy", "vast-verified").returncode == 3
     # Without --strict one feasible policy is enough; with it every one must be.
-    assert hostcheck("audit", "--facts", snap, "-p", "vast", "-p", "vast-verified").returncode == 0
-    assert hostcheck("audit", "--facts", snap, "-p", "vast", "-p", "vast-verified", "--strict").returncode == 3
-    assert hostcheck("audit", "--format", "yaml").returncode == 2
-    assert hostcheck("audit", "--timeout", "0").returncode == 2
+    assert run_cli("audit", "--facts", snap, "-p", "vast", "-p", "vast-verified").returncode == 0
+    assert run_cli("audit", "--facts", snap, "-p", "vast", "-p", "vast-verified", "--strict").returncode == 3
+    assert run_cli("audit", "--format", "yaml").returncode == 2
+    assert run_cli("audit", "--timeout", "0").returncode == 2
 
 
 def test_output_file_and_unwritable_output_loses_nothing(tmp_path: Path) -> None:
     out = tmp_path / "report.md"
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "markdown", "-o", str(out))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-f", "markdown", "-o", str(out))
     assert proc.returncode == 0 and proc.stdout == ""
     assert out.read_text().startswith("# hostcheck report")
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-o", str(tmp_path / "no" / "such" / "dir.txt"))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-o", str(tmp_path / "no" / "such" / "dir.txt"))
     assert proc.returncode == 2
     assert "the report was printed to stdout instead" in proc.stderr
     assert "\nvast " in proc.stdout  # the report, its policy table included
@@ -76,16 +77,16 @@ def test_output_file_and_unwritable_output_loses_nothing(tmp_path: Path) -> None
 
 def test_facts_roundtrip_through_a_snapshot(tmp_path: Path) -> None:
     out = tmp_path / "facts.json"
-    assert hostcheck("facts", "--offline", "-o", str(out)).returncode == 0
+    assert run_cli("facts", "--offline", "-o", str(out)).returncode == 0
     data = json.loads(out.read_text())
     assert data["meta"]["facts_format"] == FACTS_FORMAT
     assert set(data) >= {"gpu", "system", "power", "storage", "isolation", "docker", "ssh", "packages", "network"}
-    live = hostcheck("audit", "--facts", str(out), "--format", "json")
+    live = run_cli("audit", "--facts", str(out), "--format", "json")
     assert json.loads(live.stdout)["facts"]["system"] == data["system"]
 
 
 def test_redact_removes_addresses_names_and_ids() -> None:
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "json", "--redact")
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "json", "--redact")
     text = proc.stdout
     for secret in ("alex", "alex-laptop", "192.168.1.23", "198.51.100.77", "a4:c3:f0:12:34:56", "GPU-3f2a9c41", "/home/sam"):
         assert secret not in text, secret
@@ -96,15 +97,15 @@ def test_redact_removes_addresses_names_and_ids() -> None:
 
 
 def test_policies_and_explain() -> None:
-    listing = hostcheck("policies")
+    listing = run_cli("policies")
     assert listing.returncode == 0
     for name in ("vast", "vast-verified", "salad", "salad-linux", "tensordock", "runpod", "darkbloom", "dedicated-host"):
         assert name in listing.stdout
     assert "checked 2026-11-29" in listing.stdout
-    explain = hostcheck("explain", "gpu-1050")
+    explain = run_cli("explain", "gpu-1050")
     assert explain.returncode == 0
     assert "Degraded" in explain.stdout and "salad" in explain.stdout and ">= 0.9 ratio" in explain.stdout
-    assert hostcheck("explain", "NOPE-1").returncode == 2
+    assert run_cli("explain", "NOPE-1").returncode == 2
 
 
 def test_an_exception_inside_a_check_is_an_error_finding() -> None:

@@ -258,15 +258,12 @@ def _listening(port: int) -> bool:
 
 def _reports_dir(tmp: Path) -> Path:
     """Two hosts' JSON reports, written by `hostcheck audit` itself, as `hostcheck fleet` reads them."""
+    from tests.helpers import run_cli  # here: the namespace driver runs this file as a script
+
     reports = tmp / "reports"
     reports.mkdir()
     for name in ("dedicated-4090", "reference-laptop"):
-        p = subprocess.run(
-            [HOSTCHECK, "audit", "--facts", str(REPO / "tests" / "snapshots" / f"{name}.json"), "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
+        p = run_cli("audit", "--facts", str(REPO / "tests" / "snapshots" / f"{name}.json"), "--format", "json")
         assert p.returncode in RESULT_CODES, p.stderr
         (reports / f"{name}.json").write_text(p.stdout)
     return reports

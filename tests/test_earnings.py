@@ -19,7 +19,7 @@ import pytest
 
 from hostcheck.earnings.command import run
 from hostcheck.facts import load_snapshot
-from tests.helpers import REPO, SNAPSHOTS, hostcheck
+from tests.helpers import REPO, SNAPSHOTS, hostcheck, run_cli
 
 H = 730.0  # hours per month (constants.yaml)
 
@@ -281,12 +281,12 @@ def test_unknown_power_is_unknown_never_zero() -> None:
 
 def test_json_output_matches_the_shipped_schema() -> None:
     schema = json.loads((REPO / "hostcheck" / "schema" / "earnings-v1.json").read_text())
-    proc = hostcheck("earnings", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--electricity", "0.3",
-                     "--price", "0.22", "--occupancy", "50", "--heating", "gas", "--fuel-price", "0.08",
-                     "--cooling-months", "7", "--format", "json", env={"XDG_CONFIG_HOME": "/nonexistent"})
+    proc = run_cli("earnings", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--electricity", "0.3",
+                   "--price", "0.22", "--occupancy", "50", "--heating", "gas", "--fuel-price", "0.08",
+                   "--cooling-months", "7", "--format", "json", env={"XDG_CONFIG_HOME": "/nonexistent"})
     # The audit's own exit code: feasible on some platforms with owner risk LOW gives 0.
-    audit = hostcheck("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--offline",
-                      env={"XDG_CONFIG_HOME": "/nonexistent"})
+    audit = run_cli("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--offline",
+                    env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode == audit.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     jsonschema.validate(report, schema)
@@ -307,8 +307,8 @@ def test_markdown_has_the_chart_in_a_code_block() -> None:
 def test_audit_ends_with_earnings_lines_but_keeps_the_owner_risk_headline() -> None:
     env = {"XDG_CONFIG_HOME": "/nonexistent"}
     args = ("audit", "--facts", str(SNAPSHOTS / "reference-laptop.json"))
-    plain = hostcheck(*args, env=env)
-    priced = hostcheck(*args, "--price", "0.10", "--electricity", "0.30", "--occupancy", "30", env=env)
+    plain = run_cli(*args, env=env)
+    priced = run_cli(*args, "--price", "0.10", "--electricity", "0.30", "--occupancy", "30", env=env)
     assert priced.returncode == plain.returncode == 4  # earnings never change the exit code
     assert "Do not host on this machine as it is" in priced.stdout
     lines = [line for line in priced.stdout.splitlines() if line.startswith("Earnings on ")]
@@ -321,35 +321,35 @@ def test_audit_reads_the_per_user_config_file(tmp_path: Path) -> None:
     folder = tmp_path / "hostcheck"
     folder.mkdir()
     (folder / "earnings.toml").write_text('electricity = "07-23=0.32,23-07=0.18"\nprice = 0.22\noccupancy = 50\n')
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--format", "markdown",
-                     env={"XDG_CONFIG_HOME": str(tmp_path)})
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"), "--format", "markdown",
+                   env={"XDG_CONFIG_HOME": str(tmp_path)})
     assert "## Earnings" in proc.stdout
     assert "- Earnings on Vast.ai (vast: feasible with risks): net " in proc.stdout
     (folder / "earnings.toml").write_text("price = [1, 2]\n")
-    bad = hostcheck("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"),
-                    env={"XDG_CONFIG_HOME": str(tmp_path)})
+    bad = run_cli("audit", "--facts", str(SNAPSHOTS / "rtx3090-vram-in-use.json"),
+                  env={"XDG_CONFIG_HOME": str(tmp_path)})
     assert bad.returncode == 2 and "earnings.toml: line 1: price: must be a number" in bad.stderr
 
 
 def test_an_incomplete_config_still_prints_the_audit_and_says_what_is_missing(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": "/nonexistent"}
     args = ("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
-    plain = hostcheck(*args, env=env)
+    plain = run_cli(*args, env=env)
     config = tmp_path / "earnings.toml"
     config.write_text("price = 0.22\n")
     for extra in (("--earnings-config", str(config)), ("--price", "0.22")):
-        proc = hostcheck(*args, *extra, env=env)
+        proc = run_cli(*args, *extra, env=env)
         assert proc.returncode == plain.returncode, proc.stderr  # the money part never changes the exit code
         assert proc.stdout.startswith(plain.stdout)  # the whole report, then the closing line
         closing = proc.stdout[len(plain.stdout):].strip()
         assert closing.startswith("Earnings: not computed, missing") and "--electricity" in closing
         assert "--occupancy" in closing and "--price" not in closing.split("missing", 1)[1]
-    assert str(config) in hostcheck(*args, "--earnings-config", str(config), env=env).stdout
+    assert str(config) in run_cli(*args, "--earnings-config", str(config), env=env).stdout
     # `hostcheck earnings` itself stops on it, naming both fields.
     code, output = _cli(["earnings", "--config", str(config), "--wall-idle-w", "50", "--wall-load-w", "450"])
     assert code == 2 and "--electricity" in output and "--occupancy" in output
     # A wrong value (not a missing one) stops the audit before it collects anything: exit 2.
-    bad = hostcheck(*args, "--price", "-1", env=env)
+    bad = run_cli(*args, "--price", "-1", env=env)
     assert bad.returncode == 2 and bad.stdout == "" and "--price" in bad.stderr
 
 
@@ -503,7 +503,7 @@ def test_every_config_parse_failure_names_file_line_and_field(tmp_path: Path, na
     code, output = _cli([*BASE, "--config", str(path)])
     assert code == 2 and f"{path}: {named}" in output.replace("\n", " "), output
     # The audit reads the same file the same way (--earnings-config): exit 2, never "internal error".
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--earnings-config", str(path))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--earnings-config", str(path))
     assert proc.returncode == 2 and f"{path}: {named}" in proc.stderr and "internal error" not in proc.stderr
 
 
@@ -626,8 +626,8 @@ def test_a_yaml_config_file_is_read_and_flags_win(tmp_path: Path) -> None:
 
 
 def test_on_this_machine_without_readings_it_is_bounded_and_never_a_silent_zero() -> None:
-    proc = hostcheck("earnings", "--electricity", "0.3", "--price", "0.2", "--occupancy", "40", "--timeout", "5",
-                     "--format", "json", timeout=60, env={"XDG_CONFIG_HOME": "/nonexistent"})
+    proc = run_cli("earnings", "--electricity", "0.3", "--price", "0.2", "--occupancy", "40", "--timeout", "5",
+                   "--format", "json", env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode in (0, 3, 4), proc.stderr
     report = json.loads(proc.stdout)
     if not report["power_known"]:  # no NVIDIA GPU here: unknown, and it asks for the wall reading

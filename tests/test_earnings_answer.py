@@ -17,7 +17,7 @@ from hostcheck.earnings.command import run
 from hostcheck.earnings.render import render_earnings
 from hostcheck.facts import load_snapshot
 from hostcheck.policy import load_shipped
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 H = 730.0
 FLAGS: dict[str, Any] = {"wall_idle_w": 50, "wall_load_w": 450, "electricity": 0.30, "price": 0.25, "occupancy": 50}
@@ -115,8 +115,8 @@ def test_not_published_is_said_once_per_payout() -> None:
 
 @pytest.mark.parametrize("given", ["40", "40%", "40 %"])
 def test_occupancy_40_and_40_percent_are_the_same(given: str) -> None:
-    proc = hostcheck("earnings", *CLI_FLAGS, "--occupancy", given, "--platform", "vast", "--fee", "0",
-                     "--format", "json", env={"XDG_CONFIG_HOME": "/nonexistent"})
+    proc = run_cli("earnings", *CLI_FLAGS, "--occupancy", given, "--platform", "vast", "--fee", "0",
+                   "--format", "json", env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode == 0, proc.stderr
     import json
 
@@ -128,17 +128,17 @@ def test_occupancy_40_and_40_percent_are_the_same(given: str) -> None:
 
 
 def test_occupancy_below_one_warns() -> None:
-    proc = hostcheck("earnings", *CLI_FLAGS, "--occupancy", "0.4", "--platform", "vast", env={"XDG_CONFIG_HOME": "/nonexistent"})
+    proc = run_cli("earnings", *CLI_FLAGS, "--occupancy", "0.4", "--platform", "vast", env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode == 0, proc.stderr
     assert "--occupancy 0.4 is 0.4 % of the hours rented: did you mean 40 %?" in proc.stderr
     assert "occupancy 0.4 %" in proc.stdout  # taken as given: 0.4 %
-    bad = hostcheck("earnings", *CLI_FLAGS, "--occupancy", "forty", env={"XDG_CONFIG_HOME": "/nonexistent"})
+    bad = run_cli("earnings", *CLI_FLAGS, "--occupancy", "forty", env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert bad.returncode == 2 and bad.stdout == "" and "--occupancy" in bad.stderr
 
 
 @pytest.mark.parametrize("columns", [40, 80, 120])
 def test_every_line_fits_the_terminal(columns: int) -> None:
-    proc = hostcheck("earnings", *CLI_FLAGS, "--occupancy", "50", env={"XDG_CONFIG_HOME": "/nonexistent",
+    proc = run_cli("earnings", *CLI_FLAGS, "--occupancy", "50", env={"XDG_CONFIG_HOME": "/nonexistent",
                                                                        "COLUMNS": str(columns)})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -152,6 +152,6 @@ def test_every_line_fits_the_terminal(columns: int) -> None:
 @pytest.mark.parametrize("command", [["earnings", *CLI_FLAGS, "--occupancy", "50"],
                                      ["offer", "--facts", str(SNAPSHOTS / "reference-laptop.json")]])
 def test_a_bad_output_target_is_refused_before_anything_is_computed(command: list[str], tmp_path: Path) -> None:
-    proc = hostcheck(*command, "-o", str(tmp_path), env={"XDG_CONFIG_HOME": "/nonexistent"})
+    proc = run_cli(*command, "-o", str(tmp_path), env={"XDG_CONFIG_HOME": "/nonexistent"})
     assert proc.returncode == 2 and proc.stdout == ""
     assert f"--output {tmp_path}: {tmp_path} is a directory" in proc.stderr

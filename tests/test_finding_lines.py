@@ -26,7 +26,7 @@ from hostcheck.models import Finding, OwnerRiskFinding, Report
 from hostcheck.policy import load_shipped, shipped_policy_names
 from hostcheck.render.text import finding_line, measured_text, risk_row_text
 from hostcheck.report import build_report
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 BARE_STATES = {
     "yes", "no", "on", "off", "true", "false", "enabled", "disabled", "none", "present", "absent",
@@ -155,8 +155,8 @@ def test_the_issue_case_names_password_authentication_yes(tmp_path: Path) -> Non
     data["docker"].update({"icc": True, "userland_proxy": True, "no_new_privileges": False})
     path = tmp_path / "open-sshd.json"
     path.write_text(json.dumps(data))
-    table = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "table", "--details").stdout
-    markdown = hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "markdown", "--details").stdout
+    table = run_cli("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "table", "--details").stdout
+    markdown = run_cli("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "markdown", "--details").stdout
     table = " ".join(table.split())  # the terminal's lines are wrapped
     markdown = " ".join(markdown.split())
     for expected in ("SSH-1010 SSH password login must be off — found PasswordAuthentication yes",
@@ -170,7 +170,7 @@ def test_the_issue_case_names_password_authentication_yes(tmp_path: Path) -> Non
         check_id, line = expected.split(" ", 1)
         assert f"| {check_id} | {line}" in markdown, expected
     assert "login off: yes" not in table and "| yes |" not in markdown
-    report = json.loads(hostcheck("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "json").stdout)
+    report = json.loads(run_cli("audit", "--facts", str(path), "-p", "dedicated-host", "-f", "json").stdout)
     ssh = next(f for f in report["policies"][0]["findings"] if f["id"] == "SSH-1010")
     assert (ssh["status"], ssh["measured"]) == ("fail", "yes")  # the JSON keeps the raw value
 

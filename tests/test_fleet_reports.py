@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from hostcheck.cli import app
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 
 def write_report(folder: Path, host: str, snapshot: str | Path) -> None:
     facts = snapshot if isinstance(snapshot, Path) else SNAPSHOTS / f"{snapshot}.json"
-    proc = hostcheck("audit", "--facts", str(facts), "--format", "json", "-o", str(folder / f"{host}.json"))
+    proc = run_cli("audit", "--facts", str(facts), "--format", "json", "-o", str(folder / f"{host}.json"))
     assert proc.returncode in (0, 3, 4), proc.stderr
 
 
@@ -48,7 +48,7 @@ def fleet_dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple[Path, Path]) -> None:
     _, new = fleet_dirs
-    proc = hostcheck("fleet", str(new), "--policy", "vast", "--format", "json")
+    proc = run_cli("fleet", str(new), "--policy", "vast", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [row["host"] for row in data["hosts"]] == ["box-b", "laptop", "box-a"]
@@ -64,7 +64,7 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     for args in (["-p", "vast", "--format", "json", str(new)], ["table", str(new), "--policy", "vast", "-f", "json"]):
         result = CliRunner().invoke(app, ["fleet", *args])
         assert (result.exit_code, result.output) == (0, proc.stdout), args
-    table = hostcheck("fleet", str(new), "-p", "vast").stdout
+    table = run_cli("fleet", str(new), "-p", "vast").stdout
     # The table shows each host's score as its report gives it (the score's rule: test_checks).
     box_a = data["hosts"][2]["policies"]["vast"]["score"]
     assert "UNREACHABLE" in table and f"NO {laptop['policies']['vast']['score']} [ISO-1010]" in table
@@ -73,7 +73,7 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
 
 def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> None:
     old, new = fleet_dirs
-    proc = hostcheck("fleet", "diff", str(old), str(new), "--format", "json")
+    proc = run_cli("fleet", "diff", str(old), str(new), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     changes = {item["host"]: item["changes"] for item in json.loads(proc.stdout)}
     assert set(changes) == {"box-a", "box-b"}
@@ -89,7 +89,7 @@ def test_a_damaged_report_names_its_file_and_field(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "good.json").read_text())
     report["policies"][1]["findings"][0]["status"] = "fine"
     (tmp_path / "damaged.json").write_text(json.dumps(report))
-    proc = hostcheck("fleet", str(tmp_path), "-f", "json")
+    proc = run_cli("fleet", str(tmp_path), "-f", "json")
     assert proc.returncode == 2
     assert (f"{tmp_path / 'damaged.json'}: not a usable hostcheck report: policies[1].findings[0].status: "
             "input should be 'pass', 'warn', 'fail', 'unknown', 'skipped' or 'error'") in proc.stderr
@@ -99,11 +99,11 @@ def test_a_damaged_report_names_its_file_and_field(tmp_path: Path) -> None:
 
 def test_fleet_refuses_other_report_versions(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps({"report_version": 0, "tool": {"version": "0.0.1"}}))
-    proc = hostcheck("fleet", str(tmp_path))
+    proc = run_cli("fleet", str(tmp_path))
     assert proc.returncode == 2
     assert "report format 0 (written by hostcheck 0.0.1); this hostcheck reads format 1" in proc.stderr
 
 
 def test_fleet_without_reports_is_a_usage_error(tmp_path: Path) -> None:
-    proc = hostcheck("fleet", str(tmp_path))
+    proc = run_cli("fleet", str(tmp_path))
     assert proc.returncode == 2 and "no reports" in proc.stderr

@@ -22,7 +22,7 @@ from hostcheck.policy import resolve_policies
 from hostcheck.render import render
 from hostcheck.render.markdown_escape import markdown_text
 from hostcheck.report import build_report
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 HOSTILE = [
     '<script>alert("PLANT1")</script>',
@@ -148,7 +148,7 @@ def test_no_planted_markup_survives_the_markdown_offer(tmp_path: Path) -> None:
     facts["agents"]["sudo_activity"]["since"] = original["agents"]["sudo_activity"]["since"]
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(facts))
-    proc = hostcheck("offer", "--format", "markdown", "--facts", str(path))
+    proc = run_cli("offer", "--format", "markdown", "--facts", str(path))
     assert proc.returncode == 0, proc.stderr
     _assert_no_planted_markup(proc.stdout)
 
@@ -158,6 +158,6 @@ def test_no_planted_markup_survives_the_markdown_fleet_view(tmp_path: Path) -> N
     (tmp_path / "gpu-box.json").write_text(json.dumps(report.as_dict()))
     (tmp_path / "index.json").write_text(json.dumps(
         [{"host": value, "status": "unreachable", "message": value} for value in HOSTILE[:8]]))
-    proc = hostcheck("fleet", str(tmp_path), "-f", "markdown")
+    proc = run_cli("fleet", str(tmp_path), "-f", "markdown")
     assert proc.returncode in (0, 3, 4), proc.stderr
     _assert_no_planted_markup(proc.stdout)

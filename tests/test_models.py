@@ -19,7 +19,7 @@ from hostcheck.facts import load_snapshot
 from hostcheck.models import Report
 from hostcheck.policy import parse_policy, resolve_policies
 from hostcheck.report import build_report
-from tests.helpers import REPO, SNAPSHOTS, hostcheck
+from tests.helpers import REPO, SNAPSHOTS, run_cli
 from tests.test_bad_input import GOOD
 
 SCHEMAS = REPO / "hostcheck" / "schema"
@@ -80,8 +80,8 @@ def test_a_written_report_reads_back_as_the_same_model() -> None:
 def test_golden_report_is_byte_for_byte_unchanged() -> None:
     """The JSON a user gets for a recorded machine: any change to it must be deliberate."""
     golden = GOLDEN / "dedicated-4090.json"
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", "vast",
-                     "--policy", "salad-linux", "--format", "json")
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--policy", "vast",
+                   "--policy", "salad-linux", "--format", "json")
     assert proc.stdout, proc.stderr
     lines = proc.stdout.splitlines(keepends=True)
     text = "".join('  "generated_at": "GENERATED_AT",\n' if '"generated_at"' in line else line for line in lines)

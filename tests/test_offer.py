@@ -19,15 +19,15 @@ import pytest
 from hostcheck.collectors.disk_bw import TEST_FILE_PREFIX, DiskBandwidth
 from hostcheck.facts import Unknown, load_snapshot, to_jsonable
 from hostcheck.measure.offer import PCIE_LANE_GBPS, Label, build_offer
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 SYSTEM_FIELDS = ("gpu_name", "num_gpus", "gpu_ram", "gpu_max_power", "compute_cap", "cuda_max_good", "driver_version",
                  "gpu_display_active", "pci_gen", "cpu_name", "cpu_arch", "cpu_cores", "cpu_ram", "has_avx", "disk_space")
 LATER = ("reliability", "dlperf", "verified", "dph_total", "geolocation", "static_ip")
 
 
-def offer_json(*args: str, timeout: float = 60) -> tuple[int, dict[str, Any], str]:
-    proc = hostcheck("offer", "--format", "json", *args, timeout=timeout)
+def offer_json(*args: str) -> tuple[int, dict[str, Any], str]:
+    proc = run_cli("offer", "--format", "json", *args)
     return proc.returncode, (json.loads(proc.stdout) if proc.stdout else {}), proc.stderr
 
 
@@ -136,7 +136,7 @@ def test_disk_measurement_labels() -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_text_formats_name_every_field_and_the_later_ones(fmt: str) -> None:
-    proc = hostcheck("offer", "--format", fmt, "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
+    proc = run_cli("offer", "--format", fmt, "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
     assert proc.returncode == 0, proc.stderr
     for name in (*SYSTEM_FIELDS, "disk_bw", "inet_down", "inet_up", "direct_port_count", "pcie_bw", *LATER):
         assert name in proc.stdout, name
@@ -151,7 +151,7 @@ def test_hostile_snapshot_text_is_escaped(tmp_path: Path) -> None:
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(facts))
     for fmt in ("table", "markdown"):
-        proc = hostcheck("offer", "--format", fmt, "--facts", str(path))
+        proc = run_cli("offer", "--format", fmt, "--facts", str(path))
         assert proc.returncode == 0, proc.stderr
         assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
 
@@ -173,7 +173,7 @@ def test_hostile_snapshot_text_is_escaped(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_exits_2(args: list[str], message: str) -> None:
-    proc = hostcheck("offer", *args)
+    proc = run_cli("offer", *args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
@@ -187,7 +187,7 @@ def test_live_offer_with_fio() -> None:
     try:
         started = time.monotonic()
         rc, doc, err = offer_json("--offline", "--disk-dir", str(disk_dir), "--disk-size-mib", "64",
-                                  "--power-seconds", "0.5", timeout=90)
+                                  "--power-seconds", "0.5")
         took = time.monotonic() - started
         assert rc == 0, err
         fields = by_name(doc)
@@ -215,7 +215,7 @@ def test_live_offer_without_disk_bw_writes_nothing() -> None:
 
 
 def test_help_says_it_is_not_read_only() -> None:
-    proc = hostcheck("offer", "--help")
+    proc = run_cli("offer", "--help")
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "NOT read-only" in text and "--no-disk-bw" in text and "sudo apt install fio" in text
@@ -277,7 +277,7 @@ def test_self_test_in_json_and_text() -> None:
     assert rc == 0
     assert "machine_diagnostics.py" in doc["self_test"]["source"]
     assert {c["field"] for c in doc["self_test"]["checks"]} >= {"cuda_max_good", "gpu_ram", "cpu_ram", "inet_down"}
-    proc = hostcheck("offer", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "markdown")
+    proc = run_cli("offer", "--facts", str(SNAPSHOTS / "reference-laptop.json"), "--format", "markdown")
     assert "self-test preflight" in proc.stdout
 
 
@@ -323,8 +323,8 @@ def test_hostile_values_never_crash_the_preview() -> None:
 def test_live_offer_without_fio_says_how_to_get_it() -> None:
     disk_dir = Path(tempfile.mkdtemp(prefix="hostcheck-offer-nofio-", dir="/var/tmp"))
     try:
-        proc = hostcheck("offer", "--format", "json", "--offline", "--power-seconds", "0", "--disk-dir", str(disk_dir),
-                         env={"PATH": str(disk_dir)})  # an empty directory: no fio on PATH
+        proc = run_cli("offer", "--format", "json", "--offline", "--power-seconds", "0", "--disk-dir", str(disk_dir),
+                       env={"PATH": str(disk_dir)})  # an empty directory: no fio on PATH
         assert proc.returncode == 0, proc.stderr
         field = by_name(json.loads(proc.stdout))["disk_bw"]
         assert field["label"] == "unknown" and "sudo apt install fio" in field["how"]
@@ -340,7 +340,7 @@ def test_the_fio_job_is_cited_as_a_third_party_copy_of_first_party_code() -> Non
 
     assert "3P copy" in VAST_JOB_SOURCE and "1P code" in VAST_JOB_SOURCE
     assert "/blob/342fab589cad648b7698a035d2710c2b8b730c99/" in VAST_JOB_URL
-    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(SNAPSHOTS / "dedicated-4090.json")).stdout)
+    offer = json.loads(run_cli("offer", "--format", "json", "--facts", str(SNAPSHOTS / "dedicated-4090.json")).stdout)
     disk_bw = next(f for f in offer["fields"] if f["name"] == "disk_bw")
     assert "3P copy" in disk_bw["source"] and VAST_JOB_URL in disk_bw["source"]
     readme = (Path(__file__).parent.parent / "docs" / "offer.md").read_text()
@@ -354,7 +354,7 @@ def test_a_long_cpu_name_is_wrapped_whole_with_the_escapes_kept(tmp_path: Path) 
     path = tmp_path / "long.json"
     path.write_text(json.dumps(facts))
     for columns in (40, 80):
-        table = hostcheck("offer", "--facts", str(path), env={"COLUMNS": str(columns)}).stdout
+        table = run_cli("offer", "--facts", str(path), env={"COLUMNS": str(columns)}).stdout
         assert "\x1b" not in table
         lines = table.splitlines()
         assert not [line for line in lines if len(line) > columns and " " in line.strip()]
@@ -363,6 +363,6 @@ def test_a_long_cpu_name_is_wrapped_whole_with_the_escapes_kept(tmp_path: Path) 
         entry = " ".join(table.split("  cpu_name: ", 1)[1].split("\n  cpu_arch:", 1)[0].split())
         assert entry.startswith("AMD Ryzen Threadripper PRO 7995WX 96-Cores\\x1b[2J with a very long model name")
     # JSON and Markdown keep the whole name (escaped in Markdown).
-    offer = json.loads(hostcheck("offer", "--format", "json", "--facts", str(path)).stdout)
+    offer = json.loads(run_cli("offer", "--format", "json", "--facts", str(path)).stdout)
     assert next(f for f in offer["fields"] if f["name"] == "cpu_name")["value"] == name
-    assert "with a very long model name" in hostcheck("offer", "--format", "markdown", "--facts", str(path)).stdout
+    assert "with a very long model name" in run_cli("offer", "--format", "markdown", "--facts", str(path)).stdout

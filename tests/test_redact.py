@@ -33,7 +33,7 @@ from hostcheck.policy import load_shipped, resolve_policies
 from hostcheck.redact import Redactor, kind_of, outcomes, redact_facts, redacted_report
 from hostcheck.render import render
 from hostcheck.report import build_report
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 SNAPSHOT_FILES = sorted(SNAPSHOTS.glob("*.json"))
 # A few seconds per property test: each example judges a snapshot twice and renders it. No
@@ -181,7 +181,7 @@ def test_facts_redact_and_every_format(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(_case_facts()))
     for fmt in ("json", "table", "markdown"):
-        proc = hostcheck("audit", "--facts", str(path), "-f", fmt, "-v", "--redact")
+        proc = run_cli("audit", "--facts", str(path), "-f", fmt, "-v", "--redact")
         assert proc.returncode in (0, 3, 4), proc.stderr
         for secret in ("gpubox", "acme-corp", "/home/ubuntu", "/home/x", "s3cretpw", "t0k3nvalue", "00:e0:4c:68:0a:1b",
                        "203.0.113.10", "198.51.100.77", "192.168.1.23"):

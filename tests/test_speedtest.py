@@ -403,24 +403,24 @@ def test_slow_or_misbehaving_server_is_unknown(mode: str, down_reason: str, up_r
 
 
 def test_fleet_shows_and_diffs_bandwidth(tmp_path: Path) -> None:
-    from tests.helpers import hostcheck
+    from tests.helpers import run_cli
 
     old, new = tmp_path / "old", tmp_path / "new"
     for folder, (down, up) in ((old, (480.0, 120.0)), (new, (470.0, 40.0))):
         folder.mkdir()
         facts = with_bandwidth(tmp_path, down, up)
-        proc = hostcheck("audit", "--facts", facts, "--format", "json", "-o", str(folder / "box.json"))
+        proc = run_cli("audit", "--facts", facts, "--format", "json", "-o", str(folder / "box.json"))
         assert proc.returncode in (0, 3, 4), proc.stderr
-    proc = hostcheck(
+    proc = run_cli(
         "audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--format", "json", "-o", str(new / "untested.json")
     )
     assert proc.returncode in (0, 3, 4), proc.stderr
-    rows = {r["host"]: r for r in json.loads(hostcheck("fleet", str(new), "--format", "json").stdout)["hosts"]}
+    rows = {r["host"]: r for r in json.loads(run_cli("fleet", str(new), "--format", "json").stdout)["hosts"]}
     assert rows["box"]["bandwidth"] == {"download_mbps": 470.0, "upload_mbps": 40.0}
     assert rows["untested"]["bandwidth"] == {"download_mbps": None, "upload_mbps": None}
-    table = hostcheck("fleet", str(new), "-p", "ionet").stdout
+    table = run_cli("fleet", str(new), "-p", "ionet").stdout
     assert "down/up Mbps" in table and "470/40" in table
-    changes = json.loads(hostcheck("fleet", "diff", str(old), str(new), "--format", "json").stdout)
+    changes = json.loads(run_cli("fleet", "diff", str(old), str(new), "--format", "json").stdout)
     box = [c for item in changes if item["host"] == "box" for c in item["changes"]]
     # Upload fell from 120 to 40 (download moved 2 %: within a speed test's repeatability).
     assert {"kind": "bandwidth_regressed", "detail": "upload: 120 -> 40 Mbps"} in box

@@ -18,7 +18,7 @@ from hostcheck.cli import app
 from hostcheck.errors import FactsError, PolicyError
 from hostcheck.facts import FACTS_FORMAT, load_snapshot
 from hostcheck.policy import MAX_NUMBER, parse_policy
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 from tests.test_bad_input import GOOD
 
 SNAP = SNAPSHOTS / "dedicated-4090.json"
@@ -67,7 +67,7 @@ def test_policy_values_of_the_wrong_type_name_file_line_and_field(
     assert reason in message, message
     path = tmp_path / "mine.yaml"
     path.write_text(text)
-    proc = hostcheck("audit", "--facts", str(SNAP), "--policy", str(path))
+    proc = run_cli("audit", "--facts", str(SNAP), "--policy", str(path))
     assert proc.returncode == 2, proc.stderr
     assert f"hostcheck: error: {path}: line {line}: {field}: " in proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
@@ -98,7 +98,7 @@ def test_snapshot_format_must_be_an_integer(tmp_path: Path, value: Any, shown: s
     with pytest.raises(FactsError) as caught:
         load_snapshot(path)
     assert str(caught.value) == f"{path}: meta.facts_format is {shown}; this hostcheck reads formats 1 to {FACTS_FORMAT}"
-    proc = hostcheck("audit", "--facts", str(path))
+    proc = run_cli("audit", "--facts", str(path))
     assert proc.returncode == 2 and "meta.facts_format is" in proc.stderr
 
 
@@ -126,7 +126,7 @@ def test_a_boolean_inside_a_list_is_checked_too(tmp_path: Path) -> None:
     data["gpu"]["devices"][0]["persistence_mode"] = "Enabled"
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(data))
-    proc = hostcheck("audit", "--facts", str(path))
+    proc = run_cli("audit", "--facts", str(path))
     assert proc.returncode == 2
     assert "gpu.devices.0.persistence_mode: must be true or false, not str 'Enabled'" in proc.stderr
 
@@ -141,7 +141,7 @@ def test_unknown_and_null_booleans_are_accepted(tmp_path: Path) -> None:
 
 
 def _report() -> dict[str, Any]:
-    proc = hostcheck("audit", "--facts", str(SNAP), "-f", "json")
+    proc = run_cli("audit", "--facts", str(SNAP), "-f", "json")
     return dict(json.loads(proc.stdout))
 
 
@@ -150,7 +150,7 @@ def test_fleet_report_version_must_be_the_integer_1(tmp_path: Path, value: Any) 
     report = _report()
     report["report_version"] = value
     (tmp_path / "host-a.json").write_text(json.dumps(report))
-    proc = hostcheck("fleet", str(tmp_path))
+    proc = run_cli("fleet", str(tmp_path))
     assert proc.returncode == 2
     assert f"host-a.json: report_version must be an integer, not {type(value).__name__} {value!r}" in proc.stderr
 

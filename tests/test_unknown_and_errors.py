@@ -21,7 +21,7 @@ from hostcheck.facts import Unknown, load_snapshot
 from hostcheck.judge import run_check
 from hostcheck.models import UNDECIDED, Status
 from hostcheck.policy import load_shipped, shipped_policy_names
-from tests.helpers import SNAPSHOTS, hostcheck
+from tests.helpers import SNAPSHOTS, run_cli
 
 
 @cache
@@ -88,7 +88,7 @@ def test_reliability_checks_read_a_missing_recording_field_as_unknown(field: str
 def test_each_policy_error_is_its_own_line_with_file_and_line(tmp_path: Path) -> None:
     policy = tmp_path / "bad.yaml"
     policy.write_text("format: 1\nid: x\nkind: nope\n")
-    proc = hostcheck("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-p", str(policy))
+    proc = run_cli("audit", "--facts", str(SNAPSHOTS / "dedicated-4090.json"), "-p", str(policy))
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().split("\n")
     assert len(lines) >= 3 and "\\n" not in proc.stderr
@@ -101,6 +101,6 @@ def test_each_policy_error_is_its_own_line_with_file_and_line(tmp_path: Path) ->
 def test_a_bad_output_target_is_refused_before_anything_is_computed(command: list[str], tmp_path: Path) -> None:
     snapshot = str(SNAPSHOTS / "dedicated-4090.json")
     args = [*command, snapshot] if command[-1] == "--upgrade" else [*command, "--facts", snapshot]
-    proc = hostcheck(*args, "-o", str(tmp_path))
+    proc = run_cli(*args, "-o", str(tmp_path))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(f"hostcheck: error: --output {tmp_path}: ")
