@@ -133,6 +133,24 @@ def test_rate_limited_and_dropped_once(tmp_path: Path, receiver: Receiver) -> No
     assert notify == [{"destination": "webhook", "ok": False, "error": "dropped: rate limit"}]
 
 
+
+def test_drops_are_counted_once_while_earlier_messages_are_in_flight(tmp_path: Path) -> None:
+    """A slow receiver (1 s an answer): the flaps after the burst are dropped while the first two
+    messages are still being sent; their delivery must not take the later drops as its own."""
+    slow = Receiver(delay_s=1.0)
+    try:
+        notifier = Notifier([destination(tmp_path, "webhook", f"{slow.base}/hook")], host=None, burst=2,
+                            refill_s=3600)
+        rec = run_outage(tmp_path, notifier, [False, True, False, True, False, True])
+        wait_until(notifier.idle)
+        rec.step()
+        rec.finish()
+    finally:
+        slow.close()
+    assert len(slow.requests) == 2
+    notify = [e.detail for e in read_recording(tmp_path / "w.db").events if e.kind == "notify"]
+    assert notify == [{"destination": "webhook", "ok": False, "error": "dropped: rate limit"}]
+
 def test_url_files_must_be_private_and_https(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="chmod 600"):
         read_url_file(url_file(tmp_path, "open", "https://kuma.example/api/push/x", 0o644), "--notify-kuma-file", False)

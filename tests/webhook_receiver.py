@@ -19,10 +19,11 @@ from typing import Any
 
 
 class Receiver:
-    """Answers as ``mode`` says: ok (200), fail (500), redirect (302 to itself), hang (never answers)."""
+    """Answers as ``mode`` says: ok (200), fail (500), redirect (302 to itself), hang (never answers);
+    after ``delay_s`` seconds (a slow receiver)."""
 
     def __init__(self, mode: str = "ok", host: str = "127.0.0.1", tls: ssl.SSLContext | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, delay_s: float = 0.0) -> None:
         self.mode = mode
         self.requests: list[dict[str, Any]] = []
         self.release = threading.Event()
@@ -40,6 +41,7 @@ class Receiver:
                 if receiver.mode == "hang":
                     receiver.release.wait(30)
                     return
+                receiver.release.wait(delay_s)
                 status = {"ok": 200, "fail": 500, "redirect": 302}[receiver.mode]
                 self.send_response(status)
                 if status == 302:

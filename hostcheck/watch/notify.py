@@ -187,7 +187,8 @@ class Notifier:
         self.host = host
         self.timeout_s, self.attempts, self.backoff_s = timeout_s, attempts, backoff_s
         self.buckets = {d.name: Bucket(burst, refill_s, clock) for d in destinations}
-        self.queue: queue.Queue[tuple[Destination, Message] | None] = queue.Queue(QUEUE_SIZE)
+        # each message goes with the drops before it, counted in the recorder's thread only
+        self.queue: queue.Queue[tuple[Destination, Message, int] | None] = queue.Queue(QUEUE_SIZE)
         self.results: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
         self.failing: dict[str, str | None] = {}
         self.dropped: dict[str, int] = {}
@@ -236,13 +237,15 @@ class Notifier:
             self._drop(dest, "rate limit")
             return
         try:
-            self.queue.put_nowait((dest, msg))
+            self.queue.put_nowait((dest, msg, self.dropped.get(dest.name, 0)))
         except queue.Full:
             self._drop(dest, "queue full")
+            return
+        self.dropped[dest.name] = 0
 
     def _drop(self, dest: Destination, why: str) -> None:
         self.dropped[dest.name] = self.dropped.get(dest.name, 0) + 1
-        if self.dropped[dest.name] == 1:  # once per run of drops; the count goes with the next delivery
+        if self.dropped[dest.name] == 1:  # once per run of drops; the count goes with the next message sent
             self.results.put((dest.name, {"destination": dest.name, "ok": False, "error": f"dropped: {why}"}))
 
     def _record_results(self) -> None:
@@ -270,7 +273,7 @@ class Notifier:
         """Nothing queued or being sent."""
         return self.queue.unfinished_tasks == 0
 
-    def _send(self, dest: Destination, msg: Message) -> None:
+    def _send(self, dest: Destination, msg: Message, dropped_before: int) -> None:
         error: SendError | None = None
         tries = 0
         for tries in range(1, self.attempts + 1):
@@ -284,11 +287,10 @@ class Notifier:
                     break
         if error is None:
             self.sent += 1
-            if self.failing.get(dest.name) is not None or self.dropped.get(dest.name):
+            if self.failing.get(dest.name) is not None or dropped_before:
                 self.results.put((dest.name, {"destination": dest.name, "ok": True, "event": msg.event,
-                                              "dropped": self.dropped.get(dest.name, 0)}))
+                                              "dropped": dropped_before}))
             self.failing[dest.name] = None
-            self.dropped[dest.name] = 0
             return
         if self.failing.get(dest.name) is None:  # once, when the destination starts failing
             self.results.put((dest.name, {"destination": dest.name, "ok": False, "event": msg.event,
