@@ -32,6 +32,7 @@ the 2-core machine, 240 s while other tests shared its cores (the restart loop a
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -334,6 +335,15 @@ def test_a_restart_looping_agent_service_is_found(oversight: Oversight) -> None:
 
 RECORDING = "/root/agent-watch.db"
 RECORDER_UNIT = "hc-agent-watch"
+READINGS = ("import json, sqlite3, sys; db = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True); "
+            "print(json.dumps([json.loads(d)['value'] for (d,) in db.execute("
+            "\"SELECT detail FROM events WHERE kind = 'drift' ORDER BY id\") if json.loads(d).get('unit') == 'vastai.service']))")
+
+
+def recorded_restarts(host: LabHost) -> list[int]:
+    """The NRestarts readings of vastai.service the recorder wrote (one per change), read on the host."""
+    out = host.sudo(f"python3 -c {shlex.quote(READINGS)} {RECORDING}")
+    return json.loads(out.stdout) if out.rc == 0 else []
 
 
 def test_the_recorder_counts_a_restart_looping_agents_restarts(oversight: Oversight) -> None:
@@ -345,13 +355,13 @@ def test_the_recorder_counts_a_restart_looping_agents_restarts(oversight: Oversi
         start = restarts(host)
         host.sudo(f"systemd-run --unit={RECORDER_UNIT} {VENV}/bin/hostcheck watch --db {RECORDING} --interval 1 "
                   "--drift-every 1 --for 120 --target tcp:127.0.0.1:22 --allow-more-traffic", check=True)
-        wait_for("the recorder's first sample", lambda: host.sudo(f"test -s {RECORDING}").rc == 0, 30)
-        time.sleep(1.5)  # its first drift reading, made at the first sample, holds `start`
+        wait_for("the recorder's first reading", lambda: recorded_restarts(host), 30)
+        assert recorded_restarts(host) == [start]
         host.sudo(RESTART_LOOP, check=True, timeout=30)
         wait_for("the restart loop", lambda: restarts(host) >= start + LOOP_LINE, 30)
         host.sudo("systemctl stop vastai.service", check=True, timeout=30)
         frozen = restarts(host)
-        time.sleep(2.5)  # two more drift readings of the frozen count
+        wait_for("the recorder's reading of the frozen count", lambda: recorded_restarts(host)[-1:] == [frozen], 30)
         host.sudo(f"systemctl stop {RECORDER_UNIT}", check=True, timeout=30)
     finally:
         host.sudo(f"systemctl stop {RECORDER_UNIT}; systemctl reset-failed {RECORDER_UNIT}", timeout=30)
