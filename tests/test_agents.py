@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 
-from hostcheck.agents import Catalog, conflicts, load_catalog
 from hostcheck.checks import load_registry
 from hostcheck.collectors.agents import kernel_params, parse_unit_show, summarise_sudo_journal, unit_state
 from hostcheck.collectors.docker_daemon import container_settings
 from hostcheck.facts import Unknown, load_snapshot, to_jsonable
 from hostcheck.judge import run_check
+from hostcheck.knowledge.agent_catalog import Catalog, conflicts, load_catalog
+from hostcheck.knowledge.sudoers import includes, matching
 from hostcheck.policy import resolve_policies, shipped_policy_names
 from hostcheck.report import build_report
-from hostcheck.sudoers import includes, matching
 from tests.helpers import SNAPSHOTS, run_cli
 
 REGISTRY = load_registry()

@@ -432,7 +432,7 @@ def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
 
 
 def test_drift_text_escapes_control_characters() -> None:
-    from hostcheck.fleet import Change, HostDrift
+    from hostcheck.fleet.reports import Change, HostDrift
     from hostcheck.render.fleet import drift_text
 
     text = drift_text([HostDrift(host="a\x1bb", changes=[Change(kind="x", detail="d\x1b[2J")])])

@@ -45,9 +45,9 @@ from hostcheck.collectors import (
 from hostcheck.facts import Unknown, from_jsonable, to_jsonable
 from hostcheck.firewall import ruleset, summary
 from hostcheck.judge import run_check
-from hostcheck.netaddr import classify_address
+from hostcheck.knowledge.netaddr import classify_address
+from hostcheck.knowledge.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 from hostcheck.netprobe.gateway import default_gateway_v4
-from hostcheck.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
@@ -1370,7 +1370,7 @@ def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
 def test_cloud_accounts_read_what_sudoers_grants_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cloud-init's rule for ubuntu is found with its file and line; an account that is not a
     default cloud account is not looked at; no such account present: nothing to read."""
-    from hostcheck.sudoers import includes
+    from hostcheck.knowledge.sudoers import includes
 
     (tmp_path / "sudoers.d").mkdir()
     (tmp_path / "sudoers").write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")

@@ -295,7 +295,7 @@ def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def test_hostile_values_never_crash_the_preview() -> None:
     """Every leaf the offer or the power figures read, replaced by each hostile value in turn."""
     from hostcheck.facts import from_jsonable
-    from hostcheck.measure.power import estimate_power
+    from hostcheck.measure.power_estimate import estimate_power
     from hostcheck.render.offer import render_offer
 
     base = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hostcheck.collectors import docker_config, gpu, power, storage, system
 from hostcheck.facts import Unknown
-from hostcheck.laptop import laptop_verdict
+from hostcheck.knowledge.laptop import laptop_verdict
 
 # Text that looks like the files it stands in for, mixed with anything at all.
 PROC_ALPHABET = st.sampled_from(list("0123456789abcdefx:/ \t\n-=\"'\\#.,_[]{}") + ["processor", "flags", "avx",

@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostcheck import routes
 from hostcheck.collectors import accounts, docker_daemon, network_local, packages, sshd
 from hostcheck.facts import Unknown
 from hostcheck.firewall import ruleset, summary
-from hostcheck.netaddr import classify_address
+from hostcheck.knowledge import routes
+from hostcheck.knowledge.netaddr import classify_address
 
 SCOPES = {"loopback", "link-local", "private", "cgnat", "global", "other"}
 FIREWALL_KEYS = {"backend", "readable", "ufw", "profile_table", "input_policy", "forward_policy", "rule_count",

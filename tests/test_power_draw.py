@@ -23,7 +23,7 @@ from hostcheck.collectors.power_draw import (
     sample_power,
 )
 from hostcheck.facts import Unknown, load_snapshot
-from hostcheck.measure.power import (
+from hostcheck.measure.power_estimate import (
     CPU_IDLE_W,
     CPU_LOAD_W,
     PSU_EFFICIENCY,

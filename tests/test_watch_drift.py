@@ -23,11 +23,11 @@ from hostcheck.collectors.agents import parse_unit_show, unit_state
 from hostcheck.collectors.network_local import link_mode
 from hostcheck.collectors.packages import library_version, module_version, reboot_required
 from hostcheck.facts import Unknown
+from hostcheck.knowledge.routes import parse_proc_net_route
 from hostcheck.recording.analysis import analyse
 from hostcheck.recording.drift import drift
 from hostcheck.recording.store import Event, read_recording
 from hostcheck.render.watch import render, to_json
-from hostcheck.routes import parse_proc_net_route
 from hostcheck.watch.drift import DRIFT_EVERY_S, DriftSources
 from tests.test_driver_versions import REAL
 from tests.test_watch_time import StepClocks, recorder

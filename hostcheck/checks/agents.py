@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hostcheck.agents import Agent, conflicts, load_catalog
 from hostcheck.checks.base import Outcome, check, failed, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.gpu import NOT_SUPPORTED
@@ -19,8 +18,9 @@ from hostcheck.checks.isolation import dedicated
 from hostcheck.checks.packages import unattended_upgrades
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+from hostcheck.knowledge.agent_catalog import Agent, conflicts, load_catalog
+from hostcheck.knowledge.sudoers import includes, matching
 from hostcheck.models import Status
-from hostcheck.sudoers import includes, matching
 
 _INSTALLED = "agents.installed"
 

@@ -7,7 +7,9 @@ from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Outcome, check, failed, need, pass_if, passed, state_of, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
-from hostcheck.docker_settings import (
+from hostcheck.errors import Missing
+from hostcheck.facts import Unknown, lookup
+from hostcheck.knowledge.docker_settings import (
     ICC,
     LIVE_RESTORE,
     NO_NEW_PRIVILEGES,
@@ -15,8 +17,6 @@ from hostcheck.docker_settings import (
     USERNS_REMAP,
     DaemonSetting,
 )
-from hostcheck.errors import Missing
-from hostcheck.facts import Unknown, lookup
 
 
 class DockerReach(NamedTuple):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck import gpu_models
 from hostcheck.accumulated import covered_s, share
 from hostcheck.checks.base import (
     CheckResult,
@@ -34,7 +33,8 @@ from hostcheck.checks.base import (
 from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
-from hostcheck.laptop import laptop_verdict
+from hostcheck.knowledge import gpu_models
+from hostcheck.knowledge.laptop import laptop_verdict
 
 _NVML = "gpu.nvml"
 NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature

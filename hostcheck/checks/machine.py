@@ -41,7 +41,7 @@ def cpu_arch(facts: dict[str, Any]) -> str:
 
 def chassis(facts: dict[str, Any]) -> tuple[Any, Any]:
     """The chassis as collected, each a value or an :class:`Unknown`: its type word and its SMBIOS
-    type code (what :func:`hostcheck.laptop.laptop_verdict` weighs)."""
+    type code (what :func:`hostcheck.knowledge.laptop.laptop_verdict` weighs)."""
     return lookup(facts, _CHASSIS), lookup(facts, "power.chassis_type_code")
 
 

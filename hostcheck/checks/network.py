@@ -10,8 +10,8 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall import opened
 from hostcheck.firewall.summary import summarise
+from hostcheck.knowledge.netaddr import parse_address
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict, UfwPortVerdict
-from hostcheck.netaddr import parse_address
 from hostcheck.netprobe import cgnat as cg
 from hostcheck.netprobe.port_range import PortRange, judge_range, name_ports
 

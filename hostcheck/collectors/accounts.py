@@ -14,7 +14,7 @@ from typing import Any
 from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
-from hostcheck.sudoers import includes, matching
+from hostcheck.knowledge.sudoers import includes, matching
 
 SECTION = "isolation"
 TIMEOUT = 3.0

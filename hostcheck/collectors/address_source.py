@@ -26,7 +26,7 @@ from typing import Any
 
 from hostcheck.collectors._run import read_text
 from hostcheck.facts import Unknown
-from hostcheck.netaddr import parse_address
+from hostcheck.knowledge.netaddr import parse_address
 
 # Linux interface names: at most 15 bytes, no "/" and no whitespace; a name outside the
 # printable set below is not looked up at all.

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hostcheck.agents import Agent, load_catalog
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.collectors.accounts import (
     PasswdEntry,
@@ -31,7 +30,8 @@ from hostcheck.collectors.accounts import (
 )
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.facts import Unknown
-from hostcheck.sudoers import includes
+from hostcheck.knowledge.agent_catalog import Agent, load_catalog
+from hostcheck.knowledge.sudoers import includes
 
 SECTION = "agents"
 TIMEOUT = 6.0

@@ -18,8 +18,8 @@ from typing import Any
 
 from hostcheck.collectors._proc import host_processes
 from hostcheck.collectors._run import read_text
-from hostcheck.docker_settings import BOOL_SETTINGS, DATA_ROOT, DATA_ROOT_KEYS, DEFAULT_RUNTIME, USERNS_REMAP
 from hostcheck.facts import Unknown
+from hostcheck.knowledge.docker_settings import BOOL_SETTINGS, DATA_ROOT, DATA_ROOT_KEYS, DEFAULT_RUNTIME, USERNS_REMAP
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 DEFAULT_DATA_ROOT = str(DATA_ROOT.default)

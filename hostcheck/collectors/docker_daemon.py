@@ -14,7 +14,8 @@ from hostcheck.collectors.docker_config import (
     effective_data_root,
     read_daemon_config,
 )
-from hostcheck.docker_settings import (
+from hostcheck.facts import Unknown
+from hostcheck.knowledge.docker_settings import (
     BOOL_SETTINGS,
     DEFAULT_RUNTIME,
     ICC,
@@ -22,7 +23,6 @@ from hostcheck.docker_settings import (
     USERLAND_PROXY,
     USERNS_REMAP,
 )
-from hostcheck.facts import Unknown
 
 SECTION = "docker"
 TIMEOUT = 3.0

@@ -16,7 +16,7 @@ from typing import Any
 from hostcheck.collectors._run import read_text
 from hostcheck.fact_paths import fields
 from hostcheck.facts import Unknown
-from hostcheck.gpu_models import arch_from_nvml
+from hostcheck.knowledge.gpu_models import arch_from_nvml
 
 SECTION = "gpu"
 TIMEOUT = 4

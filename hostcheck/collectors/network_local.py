@@ -14,8 +14,8 @@ from hostcheck.collectors._run import read_text, run_command
 from hostcheck.collectors.address_source import address_source
 from hostcheck.facts import Unknown
 from hostcheck.firewall.ruleset import Ruleset, keep_iptables_save, parse_nft_ruleset
-from hostcheck.netaddr import classify_address, parse_address
-from hostcheck.routes import interface_ipv4, parse_proc_net_ipv6_route, parse_proc_net_route
+from hostcheck.knowledge.netaddr import classify_address, parse_address
+from hostcheck.knowledge.routes import interface_ipv4, parse_proc_net_ipv6_route, parse_proc_net_route
 
 SECTION = "network"
 TIMEOUT = 3.0

@@ -27,8 +27,8 @@ from typing import Any
 
 from hostcheck.collectors import CollectContext
 from hostcheck.facts import Unknown
+from hostcheck.knowledge.netaddr import classify_address
 from hostcheck.models import InboundResult, NatBehaviour
-from hostcheck.netaddr import classify_address
 from hostcheck.netprobe import cgnat as cg
 from hostcheck.netprobe.discovery import NatDiscovery, discover_nat
 from hostcheck.netprobe.gateway import (

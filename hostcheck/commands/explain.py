@@ -83,7 +83,7 @@ def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list
 
 
 def _explain_agent(agent_id: str) -> None:
-    from hostcheck.agents import load_catalog
+    from hostcheck.knowledge.agent_catalog import load_catalog
     width = terminal_width()
 
     def echo(text: str) -> None:
@@ -127,8 +127,8 @@ def explain(check_id: Annotated[str, typer.Argument(
         help="A check id, e.g. GPU-1050, or a provider agent: vast, salad, ionet, tensordock (or 'agents' for all).")]) -> None:
     """Why a check matters, how it is measured, the fix, and which policies use it with what threshold;
     or, for a provider agent, what it takes on the machine and why, with sources."""
-    from hostcheck.agents import load_catalog
     from hostcheck.checks import load_registry
+    from hostcheck.knowledge.agent_catalog import load_catalog
     from hostcheck.policy import load_shipped, shipped_policy_names
 
     agent_ids = [a.id for a in load_catalog().agents]

@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
 from hostcheck.errors import FleetError
-from hostcheck.fleet import (
+from hostcheck.fleet.reports import (
     HostEntry,
     diff_fleets,
     errors,
@@ -133,7 +133,7 @@ def watch(
 
     Uptime, outages by cause, and each platform rule's verdict, from each host's
     `hostcheck watch report`; hosts without one first, then the most rules below, the lowest uptime."""
-    from hostcheck.fleet_watch import read_rows, worst_first
+    from hostcheck.fleet.watch import read_rows, worst_first
 
     check_output(output)
     with _report_names_redacted(paths, redact_output):

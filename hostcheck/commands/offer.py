@@ -21,7 +21,7 @@ from hostcheck.commands.live import (
     speedtest_caps,
 )
 from hostcheck.errors import UsageError
-from hostcheck.measure.power import check_sample_seconds, check_wall_pair, check_wall_reading
+from hostcheck.measure.power_estimate import check_sample_seconds, check_wall_pair, check_wall_reading
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 
 
@@ -50,7 +50,7 @@ def offer(
     does this. Needs fio (`sudo apt install fio`)."""
     from hostcheck.facts import load_snapshot
     from hostcheck.measure.offer import build_offer
-    from hostcheck.measure.power import estimate_power
+    from hostcheck.measure.power_estimate import estimate_power
     from hostcheck.render.offer import render_offer
 
     check_output(output)

@@ -32,7 +32,7 @@ def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool =
 
 
 def _power(facts: dict[str, Any] | None, given: Given, sample_seconds: float) -> Any:
-    from hostcheck.measure.power import estimate_power
+    from hostcheck.measure.power_estimate import estimate_power
 
     return estimate_power(facts or {"meta": {"facts_format": 1}}, sample_seconds=sample_seconds,
                           wall_idle_w=given.wall_idle_w, wall_load_w=given.wall_load_w)

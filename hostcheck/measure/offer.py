@@ -14,7 +14,7 @@ from typing import Any
 
 from hostcheck.collectors.disk_bw import VAST_JOB_CHECKED, VAST_JOB_SOURCE, VAST_JOB_URL, DiskBandwidth
 from hostcheck.facts import Unknown
-from hostcheck.measure.power import PowerEstimate
+from hostcheck.measure.power_estimate import PowerEstimate
 from hostcheck.models import InboundResult
 
 

@@ -38,8 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hostcheck.facts import Unknown
+from hostcheck.knowledge.netaddr import classify_address, parse_address
 from hostcheck.models import NatVerdict
-from hostcheck.netaddr import classify_address, parse_address
 from hostcheck.netprobe.hops import Hop
 
 ROUTER_NO = "router-no"

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from hostcheck.facts import Unknown
-from hostcheck.routes import default_gateway, parse_proc_net_route
+from hostcheck.knowledge.routes import default_gateway, parse_proc_net_route
 
 NATPMP_PORT = 5351
 PROC_ROUTE = "/proc/net/route"

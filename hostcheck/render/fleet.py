@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostcheck.fleet import Bandwidth, FleetRow, HostDrift
+from hostcheck.fleet.reports import Bandwidth, FleetRow, HostDrift
 from hostcheck.models import Verdict
 from hostcheck.render.escape import escape_tree
 from hostcheck.render.markdown_escape import markdown_tree

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostcheck.fleet_watch import WatchRow
+from hostcheck.fleet.watch import WatchRow
 from hostcheck.render.escape import escape_tree
 
 SHORT = {"meets": "ok", "below": "BELOW", "unknown": "??"}

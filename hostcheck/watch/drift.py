@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hostcheck.agents import load_catalog
 from hostcheck.collectors.address_source import address_source
 from hostcheck.collectors.agents import unit_states
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.collectors.network_local import collect_interfaces, default_route
 from hostcheck.collectors.packages import library_version, module_version, reboot_required
 from hostcheck.facts import Unknown
-from hostcheck.routes import interface_ipv4
+from hostcheck.knowledge.agent_catalog import load_catalog
+from hostcheck.knowledge.routes import interface_ipv4
 
 # These values change rarely, and a read costs about 0.5 ms of CPU (the interfaces' addresses,
 # the NVML library's directory): every 5 minutes keeps the recorder's own cost where it was.

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hostcheck import yaml_loader
 from hostcheck.models import SourceEntry, Text
 
-CATALOG = Path(__file__).resolve().parent / "policies" / "agents" / "agents.yaml"
+CATALOG = Path(__file__).resolve().parents[1] / "policies" / "agents" / "agents.yaml"
 MAX_CATALOG_CHARS = 256 << 10
 
 

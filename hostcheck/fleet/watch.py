@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hostcheck import safeio
 from hostcheck.errors import FileInputError, FleetError
-from hostcheck.fleet import WATCH_SUFFIX, fleet_source
+from hostcheck.fleet.reports import WATCH_SUFFIX, fleet_source
 from hostcheck.recording.analysis import DOWN_CAUSES
 
 VERDICT_ORDER = {"below": 0, "unknown": 1, "meets": 2}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostcheck.facts import Unknown
-from hostcheck.sudoers.grammar import Entry, Include, Member, Unparsed, UserSpec, parse
+from hostcheck.knowledge.sudoers.grammar import Entry, Include, Member, Unparsed, UserSpec, parse
 
 MAX_FILE_CHARS = 256 << 10
 MAX_FILES = 64

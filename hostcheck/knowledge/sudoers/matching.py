@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from hostcheck.sudoers.grammar import MAX_LIST, MYSELF, CmndSpec, DefaultsEntry, Member, Runas, UserSpec
-from hostcheck.sudoers.includes import MAX_GAPS, Loaded
+from hostcheck.knowledge.sudoers.grammar import MAX_LIST, MYSELF, CmndSpec, DefaultsEntry, Member, Runas, UserSpec
+from hostcheck.knowledge.sudoers.includes import MAX_GAPS, Loaded
 
 MAX_ALIAS_DEPTH = 32
 # Groups whose members have root by another name: the Docker daemon's socket (Docker docs,

@@ -13,8 +13,8 @@ from hostcheck.checks.base import id_of
 from hostcheck.checks.network import forwarded_range, range_per_gpu, recorded_interfaces, recorded_route
 from hostcheck.checks.packages import recorded_driver_versions, recorded_reboot
 from hostcheck.facts import Unknown, from_jsonable
+from hostcheck.knowledge.routes import interface_ipv4
 from hostcheck.models import Report
-from hostcheck.routes import interface_ipv4
 
 MAX_VALUE_CHARS = 80
 MAX_UNITS = 20

@@ -19,7 +19,7 @@ from hostcheck.checks.base import listed_devices
 from hostcheck.checks.network import listening_sockets, measured_bandwidth
 from hostcheck.errors import FileInputError, FleetError, Missing
 from hostcheck.facts import Unknown, from_jsonable
-from hostcheck.fleet_drift import fact_changes
+from hostcheck.fleet.drift import fact_changes
 from hostcheck.models import REPORT_VERSION, VERDICT_RANK, PolicyResult, Rating, Report, Status, Verdict
 
 if TYPE_CHECKING:
