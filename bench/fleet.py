@@ -81,7 +81,7 @@ def main() -> int:
     from tests.lab.hostcheck_install import VENV, build_wheelhouse, install_hostcheck
     from tests.lab.rootfs import ensure_rootfs
     from tests.lab.session import Lab
-    from tests.profile.play import run_playbook
+    from tests.lanes.profile.play import run_playbook
 
     sizes = [int(s) for s in args.sizes.split(",")]
     lab = Lab(ensure_rootfs())

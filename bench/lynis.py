@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.lab.rootfs import ensure_rootfs
 from tests.lab.session import Lab
-from tests.profile import play
-from tests.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STATE
+from tests.lanes.profile import play
+from tests.lanes.profile.test_profile_lifecycle import IDLE_NOISE, PACKAGE_MANAGER_STATE
 
 LYNIS = "lynis audit system --quick --no-colors --logfile /var/log/lynis-bench.log --report-file /var/log/lynis-bench.dat"
 # Lynis's own log, report and its package are the bench's, not the profile's.

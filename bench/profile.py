@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.lab.rootfs import ensure_rootfs
 from tests.lab.session import Lab
-from tests.profile import play
+from tests.lanes.profile import play
 
 CONVERGE_TARGET_S = 60
 RERUN_TARGET_S = 20

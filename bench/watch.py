@@ -134,7 +134,7 @@ def exchanges(tmp: Path) -> dict[str, float | None]:
 def child(config_path: Path) -> None:
     """Run the recorder with the NVML stand-in (not reachable through the CLI)."""
     from hostcheck.watch.recorder import Recorder, WatchConfig
-    from tests.test_collectors_host import NOT_SUPPORTED, FakeNvml, laptop_3080ti
+    from tests.nvml_standin import NOT_SUPPORTED, FakeNvml, laptop_3080ti
 
     cfg = json.loads(config_path.read_text())
     card = {**laptop_3080ti(), "nvmlDeviceGetTotalEccErrors": NOT_SUPPORTED}

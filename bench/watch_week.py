@@ -66,7 +66,7 @@ WEEK = [
     Injected("power", day(5, 9, 15), 38),  # a power cut, no UPS
     Injected("network", day(6, 18, 40), 3),
 ]
-# Each kind of outage once, within six hours (tests/test_watch_week.py).
+# Each kind of outage once, within six hours (tests/unit/watch/test_watch_week.py).
 QUARTER_DAY = [
     Injected("network", day(0, 0, 40), 5),
     Injected("reboot", day(0, 1, 30), 4),
@@ -98,7 +98,7 @@ class Host:
     """The simulated machine: its boots, journal files, dpkg log, GPU and network targets."""
 
     def __init__(self, work: Path, db: Path) -> None:
-        from tests.test_collectors_host import NOT_SUPPORTED, laptop_3080ti
+        from tests.nvml_standin import NOT_SUPPORTED, laptop_3080ti
         from tests.watch_fixtures import CountingNvml, DnsResponder
 
         self.work, self.db = work, db

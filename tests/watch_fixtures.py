@@ -15,7 +15,7 @@ from typing import Any
 
 from hostcheck.collectors.gpu import NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL
 from hostcheck.netprobe.stun_codec import CLASS_SUCCESS, decode_message, encode_message
-from tests.test_collectors_host import FakeNvml
+from tests.nvml_standin import FakeNvml
 
 JOURNAL_REMOTE = Path("/lib/systemd/systemd-journal-remote")
 

@@ -33,7 +33,7 @@ SUITE = "bookworm"
 """The default lab distribution (Debian 12)."""
 SUITES: dict[str, str] = {"bookworm": "12", "trixie": "13"}
 """Debian releases a lab host can run (suite -> version). Both are verified by the profile
-lifecycle (tests/profile/test_profile_lifecycle.py)."""
+lifecycle (tests/lanes/profile/test_profile_lifecycle.py)."""
 PYTHON: dict[str, str] = {"bookworm": "3.11", "trixie": "3.13"}
 """The suite's python3 (hostcheck's wheels are built for it, tests/lab/hostcheck_install.py)."""
 CGROUP2_ONLY: frozenset[str] = frozenset({"trixie"})
@@ -63,9 +63,9 @@ would cost a kernel unpack and an initramfs build for nothing."""
 
 UBUNTU_DEFAULT_PACKAGES = ("ufw", "systemd-resolved", "needrestart")
 """What an Ubuntu Server image has that a Debian one lacks, installed by the profile lifecycle's
-Ubuntu-default host (tests/profile/test_profile_lifecycle.py) from the rootfs's apt archive."""
+Ubuntu-default host (tests/lanes/profile/test_profile_lifecycle.py) from the rootfs's apt archive."""
 WATCH_PACKAGES = ("prometheus-node-exporter",)
-"""hostcheck_watch_node_exporter_package's default, installed by the fleet lane (tests/fleet)."""
+"""hostcheck_watch_node_exporter_package's default, installed by the fleet lane (tests/lanes/fleet)."""
 ROLE_PACKAGES: dict[str, tuple[str, ...]] = {"bookworm": ("docker.io", *WATCH_PACKAGES, *UBUNTU_DEFAULT_PACKAGES),
                                              "trixie": ("docker.io", "docker-cli", *UBUNTU_DEFAULT_PACKAGES)}
 """Per suite: what the roles install that the rootfs lacks (docker_host_packages' default, and on

@@ -1,0 +1,149 @@
+"""docs/CONTRIBUTING.md's "Add a check", followed step by step in a copy of the package: one fact
+line, one check in an existing family's module, one policy line, then the generators. The new
+check is run, scored and explained, and no file but those the recipe names changed (the
+registry finds the check; the collectors and the fact table's consumers need no list edited)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SNAPSHOT = REPO / "tests" / "snapshots" / "dedicated-4090.json"
+CHECK_ID = "SYS-1990"
+THRESHOLD = 3
+WEIGHT = {"blocker": 3, "risk": 1, "advice": 0.5}
+"""The score's rule (docs/audit.md): 100 x weight passed / weight of all but skipped findings."""
+
+FACT_LINE = '    F("system.widgets", T.INT, "widgets on this machine, for the recipe\'s test", unit="widgets"),\n'
+CHECK = f'''
+
+@check(
+    "{CHECK_ID}",
+    title="Widgets on this machine",
+    op=">=",
+    unit="widgets",
+    threshold="number",
+    why="A throwaway check: the recipe's test adds it to a copy of the package.",
+    fix="Add widgets.",
+)
+def widgets(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    return compare(need(facts, "system.widgets"), threshold)
+'''
+POLICY_LINE = (f'  - {{check: {CHECK_ID}, severity: risk, threshold: {THRESHOLD}, source: listing-cpu, '
+               'note: "a throwaway requirement"}\n')
+EDITED = {"hostcheck/fact_paths.py", "hostcheck/checks/machine.py", "hostcheck/policies/vast.yaml"}
+GENERATED = {"docs/facts.md", "hostcheck/schema/facts-v2.json", "hostcheck/schema/report-v1.json"}
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """hostcheck/ (its policies link resolved into a folder, as in the wheel), scripts/ and docs/facts.md."""
+    root = tmp_path_factory.mktemp("recipe")
+    shutil.copytree(REPO / "hostcheck", root / "hostcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "scripts", root / "scripts")
+    (root / "docs").mkdir()
+    shutil.copy2(REPO / "docs" / "facts.md", root / "docs" / "facts.md")
+    before = _digests(root)
+
+    # 1. The fact: one line in the table, beside its section's other facts.
+    table = root / "hostcheck" / "fact_paths.py"
+    text = table.read_text()
+    anchor = next(line for line in text.splitlines(keepends=True) if line.startswith('    F("system.cpu_logical_cores"'))
+    table.write_text(text.replace(anchor, anchor + FACT_LINE, 1))
+    # 2. The check, at the end of its family's module.
+    with (root / "hostcheck" / "checks" / "machine.py").open("a") as fh:
+        fh.write(CHECK)
+    # 3. The policy line, at the end of the policy's requirements.
+    with (root / "hostcheck" / "policies" / "vast.yaml").open("a") as fh:
+        fh.write(POLICY_LINE)
+    # 4. What derives from the table (scripts/regen runs these first).
+    _run(root, "scripts/gen_facts_doc.py")
+    _run(root, "-m", "hostcheck.schema_gen")
+
+    changed = {path for path, digest in _digests(root).items() if before.get(path) != digest}
+    assert changed == EDITED | GENERATED and set(_digests(root)) == set(before)
+    return root
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "100"}
+    proc = subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 3, 4), proc.stderr
+    return proc
+
+
+def _audit(root: Path, widgets: int) -> dict[str, Any]:
+    facts = json.loads(SNAPSHOT.read_text())
+    facts["system"]["widgets"] = widgets
+    snapshot = root / f"widgets-{widgets}.json"
+    snapshot.write_text(json.dumps(facts))
+    proc = _run(root, "-m", "hostcheck.cli", "audit", "--facts", str(snapshot), "--policy", "vast", "--format", "json")
+    (policy,) = json.loads(proc.stdout)["policies"]
+    return dict(policy)
+
+
+def _score(findings: list[dict[str, Any]]) -> int:
+    counted = [f for f in findings if f["status"] != "skipped"]
+    return round(100 * sum(WEIGHT[f["severity"]] for f in counted if f["status"] == "pass")
+                 / sum(WEIGHT[f["severity"]] for f in counted))
+
+
+def test_the_copy_runs_its_own_code(copy: Path) -> None:
+    proc = _run(copy, "-c", "import hostcheck; print(hostcheck.__file__)")
+    assert proc.stdout.strip() == str(copy / "hostcheck" / "__init__.py")
+
+
+def test_the_new_check_is_run_and_scored(copy: Path) -> None:
+    met, short = _audit(copy, THRESHOLD + 2), _audit(copy, THRESHOLD - 1)
+    for policy, widgets, status in ((met, THRESHOLD + 2, "pass"), (short, THRESHOLD - 1, "warn")):
+        (finding,) = [f for f in policy["findings"] if f["id"] == CHECK_ID]
+        assert (finding["status"], finding["measured"], finding["severity"]) == (status, widgets, "risk")
+        assert policy["score"] == _score(policy["findings"])
+    others = [f for f in met["findings"] if f["id"] != CHECK_ID]
+    assert others == [f for f in short["findings"] if f["id"] != CHECK_ID]
+    assert met["score"] > short["score"]
+
+
+def test_the_new_check_is_explained_with_its_policy(copy: Path) -> None:
+    proc = _run(copy, "-m", "hostcheck.cli", "explain", CHECK_ID)
+    assert f"{CHECK_ID}  Widgets on this machine" in proc.stdout
+    assert "A throwaway check" in proc.stdout and "Add widgets." in proc.stdout
+    (used,) = [line for line in proc.stdout.splitlines() if line.strip().startswith("vast ")]
+    assert f">= {THRESHOLD} widgets" in used and "risk" in used
+
+
+def test_the_copy_still_passes_the_generated_files_checks(copy: Path) -> None:
+    _run(copy, "scripts/gen_facts_doc.py", "--check")
+    _run(copy, "-m", "hostcheck.schema_gen", "--check")
+
+
+def test_a_new_module_is_found_by_the_registries(tmp_path: Path) -> None:
+    """A new family's module in checks/ and a new collector module in collectors/ are found
+    without a list edited anywhere."""
+    shutil.copytree(REPO / "hostcheck", tmp_path / "hostcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "hostcheck" / "checks" / "widgets.py").write_text(
+        "from hostcheck.checks.base import check, compare, need\n\n\n"
+        '@check("SYS-1980", title="Cores", op=">=", unit="cores", threshold="number", why="w", fix="f")\n'
+        "def cores(facts, threshold):\n"
+        '    return compare(need(facts, "system.cpu_physical_cores"), threshold)\n')
+    (tmp_path / "hostcheck" / "collectors" / "widgets.py").write_text(
+        'SECTION = "system"\nTIMEOUT = 1.0\n\n\ndef collect(ctx):\n    return {}\n')
+    probe = ("from hostcheck.checks import load_registry\n"
+             "from hostcheck.collectors import load_collectors\n"
+             "print('SYS-1980' in load_registry(), [s.section for s in load_collectors() if s.name == 'widgets'])")
+    proc = _run(tmp_path, "-c", probe)
+    assert proc.stdout.split("\n")[0] == "True ['system']"
