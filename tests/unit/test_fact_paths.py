@@ -28,7 +28,7 @@ from tests.nvml_standin import FakeNvml, laptop_3080ti, server_a100
 
 CHECK_FILES = sorted((REPO / "hostcheck" / "checks").glob("*.py"))
 # Facts read outside the checks: the host name (facts.py), by the report and the fleet view.
-OTHER_READERS = [REPO / "hostcheck" / name for name in ("facts.py", "report.py", "fleet.py")]
+OTHER_READERS = [REPO / "hostcheck" / name for name in ("facts.py", "report.py", "fleet/reports.py", "fleet/drift.py")]
 SNAPSHOTS = sorted((REPO / "tests" / "snapshots").glob("*.json"))
 
 
