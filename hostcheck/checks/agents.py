@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hostcheck.agents import Agent, conflicts, load_catalog
-from hostcheck.checks.base import Outcome, check, failed, known_devices, need, passed, unknown
+from hostcheck.checks.base import Outcome, check, failed, family, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.gpu import NOT_SUPPORTED
 from hostcheck.checks.isolation import dedicated
@@ -21,6 +21,8 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import Status
 from hostcheck.sudoers import includes, matching
+
+AGT = family("AGT", "Provider agent", order=130)
 
 _INSTALLED = "agents.installed"
 
