@@ -214,7 +214,7 @@ def test_the_new_family_is_in_the_schemas_check_id_pattern(family_copy: Path) ->
 
 
 def test_a_new_module_is_found_by_the_registries(tmp_path: Path) -> None:
-    """A new family's module in checks/ and a new collector module in collectors/ are found
+    """A new check module in checks/ and a new collector module in collectors/ are found
     without a list edited anywhere."""
     shutil.copytree(REPO / "hostcheck", tmp_path / "hostcheck", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "hostcheck" / "checks" / "widgets.py").write_text(
