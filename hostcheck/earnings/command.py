@@ -1,5 +1,5 @@
 """``hostcheck earnings``: wiring from checked inputs, facts and power figures to the report,
-and the audit's closing lines (one per feasible platform)."""
+also for the audit's closing lines (``hostcheck.earnings.render.audit`` writes them)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from hostcheck.earnings import model as m
+from hostcheck.earnings.build import build_earnings
 from hostcheck.earnings.config import load_config
 from hostcheck.earnings.data import PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.inputs import Given, build, config_path
-from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut, audit_feasible, build_earnings, span_text
+from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut
 from hostcheck.errors import EarningsInputError, EarningsMissingError
 from hostcheck.exit_codes import earnings_exit
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
-__all__ = ["audit_lines", "audit_values", "merged_values", "run"]
+__all__ = ["audit_earnings", "audit_values", "merged_values", "run"]
 
 
 def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool = True) -> tuple[dict[str, Any], Path | None]:
@@ -201,35 +202,10 @@ def audit_values(flags: dict[str, Any], config: Path | None) -> tuple[dict[str, 
     return values, path
 
 
-def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
-                config: Path | None) -> list[str]:
-    """The audit's closing lines: one per feasible platform, net per month at the given
-    occupancy or the break-even price; or what is missing to compute them. The audit's headline
-    (and an owner-risk warning) stands, and so does its exit code."""
-    try:
-        report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
-    except EarningsMissingError as exc:
-        return [f"Earnings: not computed, {exc}; `hostcheck earnings --help` shows every option."]
-    currency = report["currency"]
-    occupancy = report["inputs"]["occupancy_pct"]
-    feasible = [p for p in report["platforms"] if audit_feasible(p["audit_verdict"])]
-    out = []
-    if not report["power_known"]:
-        out.append("Earnings: unknown, the draw under load is unknown; give --wall-load-w to `hostcheck earnings`.")
-    elif not feasible:
-        out.append("Earnings: no platform is feasible for this machine as it is, so none is priced "
-                   "(`hostcheck earnings --facts FILE` shows what it would earn).")
-    for p in feasible if report["power_known"] else []:
-        year = p["seasons"]["year"]
-        if p["price_per_gpu_hour"] is not None:
-            said = (f"net {span_text(year['net_per_month'], currency)} a month at {occupancy:g} % occupancy "
-                    f"(whole year; break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour)")
-        else:
-            said = f"break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour at {occupancy:g} % occupancy"
-        out.append(f"Earnings on {p['title']} ({p['audit_verdict']}): {said}.")
-    rating = audit_report.owner_risk.rating
-    if rating in OWNER_RISK_STOPS and out:
-        out.append(f"Owner risk is {rating.upper()}: earnings do not change the headline; do not host on this "
-                   "machine as it is.")
-    return out
-
+def audit_earnings(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
+                   config: Path | None) -> dict[str, Any]:
+    """The earnings report behind the audit's closing lines, judged with the audit's own report
+    (its headline and an owner-risk warning stand, and so does its exit code). Raises
+    EarningsMissingError when an input is missing, to be said in those lines."""
+    report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
+    return report
