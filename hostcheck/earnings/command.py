@@ -3,8 +3,9 @@ also for the audit's closing lines (``hostcheck.earnings.render.audit`` writes t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hostcheck.earnings import model as m
 from hostcheck.earnings.build import build_earnings
@@ -15,6 +16,12 @@ from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut
 from hostcheck.errors import EarningsInputError, EarningsMissingError
 from hostcheck.exit_codes import earnings_exit
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
+
+if TYPE_CHECKING:
+    from hostcheck.collectors.power_draw import PowerReadings
+
+# Takes this machine's power readings; handed in by the command, called once the input is known good.
+PowerSampler = Callable[[], "PowerReadings"]
 
 __all__ = ["audit_earnings", "audit_values", "merged_values", "run"]
 
@@ -32,10 +39,10 @@ def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool =
     return values, path
 
 
-def _power(facts: dict[str, Any] | None, given: Given, sample_seconds: float) -> Any:
+def _power(facts: dict[str, Any] | None, given: Given, sampler: PowerSampler | None) -> Any:
     from hostcheck.measure.power import estimate_power
 
-    return estimate_power(facts or {"meta": {"facts_format": 1}}, sample_seconds=sample_seconds,
+    return estimate_power(facts or {"meta": {"facts_format": 1}}, readings=sampler() if sampler else None,
                           wall_idle_w=given.wall_idle_w, wall_load_w=given.wall_load_w)
 
 
@@ -101,7 +108,7 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
 
 
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
-        sample_seconds: float = 0.0, config: Path | None = None,
+        power_sampler: PowerSampler | None = None, config: Path | None = None,
         audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
     """The earnings report and its exit code (hostcheck.exit_codes.EARNINGS_ORDER: owner risk first, then an
     unknown draw under load). Raises EarningsInputError or EconomicsDataError on bad input."""
@@ -121,7 +128,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
         from hostcheck.report import build_report
 
         audit_report = build_report(facts, resolve_policies([]))
-    estimate = _power(facts, given, sample_seconds)
+    estimate = _power(facts, given, power_sampler)
     gpus, gpu_name = _gpus(facts, given, notes)
     # The parts (GPU, CPU, the rest) only explain a whole-machine figure that is estimated from
     # them: beside two wall readings the owner gave they would be guesses at what was measured.
