@@ -1,6 +1,6 @@
 """The one definition of hostcheck's vocabulary and documents: statuses, severities, verdicts,
-operators, check families, owner-risk levels, the policy file, the resolved policy, a finding
-and the report.
+operators, owner-risk levels, the shape of a check id, the policy file, the resolved policy, a
+finding and the report.
 
 Every other module imports these enums instead of spelling the words again, and the JSON
 Schemas shipped in ``hostcheck/schema/`` are generated from these models
@@ -17,10 +17,22 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 
 class Status(StrEnum):
@@ -86,41 +98,6 @@ class Operator(StrEnum):
     EQ = "=="
     NE = "!="
     IN = "in"
-
-
-class Family(StrEnum):
-    """Check id prefixes; the value is the prefix, :data:`FAMILY_TITLES` the reader's name."""
-
-    GPU = "GPU"
-    SYS = "SYS"
-    PWR = "PWR"
-    STO = "STO"
-    ISO = "ISO"
-    DOC = "DOC"
-    SSH = "SSH"
-    NET = "NET"
-    PKG = "PKG"
-    OWN = "OWN"
-    PLAT = "PLAT"
-    REL = "REL"
-    AGT = "AGT"
-
-
-FAMILY_TITLES: dict[Family, str] = {
-    Family.GPU: "GPU",
-    Family.SYS: "System",
-    Family.PWR: "Power and uptime",
-    Family.STO: "Storage",
-    Family.ISO: "Isolation",
-    Family.DOC: "Docker daemon",
-    Family.SSH: "SSH",
-    Family.NET: "Network",
-    Family.PKG: "Packages and updates",
-    Family.OWN: "Owner risk",
-    Family.PLAT: "Platform",
-    Family.REL: "Reliability (recorded)",
-    Family.AGT: "Provider agent",
-}
 
 
 class PolicyKind(StrEnum):
@@ -191,12 +168,40 @@ class UfwPortVerdict(StrEnum):
     """A rule the walk does not model decides it."""
 
 
-CHECK_ID_PATTERN = rf"^({'|'.join(Family)})-[0-9]{{4}}$"
-CHECK_ID_RE = re.compile(CHECK_ID_PATTERN)
+CHECK_ID_SHAPE = r"^[A-Z]+-[0-9]{4}$"
+"""A check id without its family known: a prefix and a four-digit number. Which prefixes there
+are is the check modules' to say (``hostcheck.checks.load_families``)."""
+FAMILIES_CONTEXT = "check_families"
+"""The validation context key under which a caller passes the family prefixes a check id may have."""
+
+
+def check_id_pattern(prefixes: Iterable[str]) -> str:
+    """The pattern of a check id in one of these families, prefixes in the order given."""
+    return rf"^({'|'.join(prefixes)})-[0-9]{{4}}$"
+
+
+def families_context(prefixes: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The validation context that holds check ids to these families (``model_validate(...,
+    context=)``); without it an id is held to its shape only."""
+    return {FAMILIES_CONTEXT: tuple(prefixes)}
+
+
+def _check_id(value: str, info: ValidationInfo) -> str:
+    # The families are the registry's, a layer above; the caller that knows them passes them in.
+    prefixes = (info.context or {}).get(FAMILIES_CONTEXT)
+    pattern = CHECK_ID_SHAPE if prefixes is None else check_id_pattern(prefixes)
+    if not re.match(pattern, value):
+        raise PydanticCustomError("string_pattern_mismatch", "String should match pattern '{pattern}'",
+                                  {"pattern": pattern})
+    return value
+
+
 POLICY_FORMAT = 1
 REPORT_VERSION: Literal[1] = 1
 
-CheckId = Annotated[str, StringConstraints(pattern=CHECK_ID_PATTERN)]
+CheckId = Annotated[str, AfterValidator(_check_id),
+                    WithJsonSchema({"pattern": CHECK_ID_SHAPE, "type": "string"})]
+"""A check id; the shipped schemas name the families in its pattern (``hostcheck.schema_gen``)."""
 Text = Annotated[str, StringConstraints(strict=True, min_length=1, pattern=r"\S")]
 """A non-empty string (blank is not a title, url or note)."""
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
@@ -508,7 +513,7 @@ class Report(_Out):
         return self.model_dump(mode="json", exclude_unset=True)
 
     @classmethod
-    def from_json(cls, text: str) -> Report:
+    def from_json(cls, text: str, families: Iterable[str]) -> Report:
         """A written report read back, in JSON's own types: no coercion (true is not a score,
-        "50" is not 50); a ValidationError names the field."""
-        return cls.model_validate_json(text, strict=True)
+        "50" is not 50), and check ids only of these families; a ValidationError names the field."""
+        return cls.model_validate_json(text, strict=True, context=families_context(families))

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hostcheck import safeio
-from hostcheck.checks import load_registry
+from hostcheck.checks import family_prefixes, load_registry
 from hostcheck.errors import FileInputError, PolicyError
 from hostcheck.models import (
     POLICY_FORMAT,
@@ -33,6 +33,7 @@ from hostcheck.models import (
     Source,
     SourceEntry,
     ThresholdKind,
+    families_context,
 )
 from hostcheck.yaml_loader import LOADER
 
@@ -339,7 +340,7 @@ def parse_policy(text: str, path: str) -> Policy:
     if data is None:
         raise PolicyError(f"{path}: empty policy file")
     try:
-        doc = PolicyDocument.model_validate(data)
+        doc = PolicyDocument.model_validate(data, context=families_context(family_prefixes()))
     except ValidationError as exc:
         raise PolicyError("\n".join(f"{path}: {message}" for message in _shape_errors(exc, lines))) from None
     policy, errors = _resolve(doc, lines, path)

@@ -1,5 +1,5 @@
-"""Write the JSON Schemas in ``hostcheck/schema/`` from the models in :mod:`hostcheck.models`
-and the facts table in :mod:`hostcheck.fact_paths`.
+"""Write the JSON Schemas in ``hostcheck/schema/`` from the models in :mod:`hostcheck.models`,
+the facts table in :mod:`hostcheck.fact_paths` and the check families the check modules declare.
 
     python -m hostcheck.schema_gen          # rewrite the shipped schemas
     python -m hostcheck.schema_gen --check  # exit 1 when a shipped schema is out of date
@@ -17,16 +17,27 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hostcheck.checks import family_prefixes
 from hostcheck.fact_paths import FACTS_FORMAT, SECTIONS, TABLE, Fact, FactType, children
-from hostcheck.models import FACTS_PLACEHOLDER, PolicyDocument, Report
+from hostcheck.models import CHECK_ID_SHAPE, FACTS_PLACEHOLDER, PolicyDocument, Report, check_id_pattern
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 BASE_ID = "https://github.com/hostcheck/hostcheck/schema/"
 REGENERATE = "python -m hostcheck.schema_gen"
 
 
+def _with_families(node: Any, pattern: str) -> Any:
+    """The schema with each check id's shape replaced by the pattern that names the families."""
+    if isinstance(node, dict):
+        return {key: pattern if key == "pattern" and value == CHECK_ID_SHAPE else _with_families(value, pattern)
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [_with_families(item, pattern) for item in node]
+    return node
+
+
 def _schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
-    body = model.model_json_schema()
+    body = _with_families(model.model_json_schema(), check_id_pattern(family_prefixes()))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": BASE_ID + name,

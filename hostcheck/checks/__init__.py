@@ -1,12 +1,13 @@
 """Checks: pure functions of facts and a policy threshold, registered by stable id.
 
-Every module of this package but ``base`` is a family's checks; each registers its checks with
-``@check`` when imported. A new family is a new module here: nothing else lists it.
+Every module of this package but ``base`` holds checks of one family or a few; each declares
+its families with ``family(...)`` and registers its checks with ``@check`` when imported. A new
+family is a new module here: nothing else lists it.
 """
 
 from functools import cache
 
-from hostcheck.checks.base import REGISTRY, CheckMeta
+from hostcheck.checks.base import FAMILIES, REGISTRY, CheckMeta, Family, undeclared_families
 
 
 @cache
@@ -23,4 +24,18 @@ def load_registry() -> dict[str, CheckMeta]:
 
     for name in check_modules():
         importlib.import_module(f"{__name__}.{name}")
+    problems = undeclared_families()
+    if problems:
+        raise ValueError("; ".join(problems))
     return REGISTRY
+
+
+def load_families() -> list[Family]:
+    """The families the check modules declare, in their declared order."""
+    load_registry()
+    return sorted(FAMILIES.values(), key=lambda f: f.order)
+
+
+def family_prefixes() -> list[str]:
+    """The prefixes a check id may have, in the families' order."""
+    return [f.prefix for f in load_families()]

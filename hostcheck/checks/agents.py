@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, failed, known_devices, need, passed, unknown
+from hostcheck.checks.base import Outcome, check, failed, family, known_devices, need, passed, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.gpu import NOT_SUPPORTED
 from hostcheck.checks.isolation import dedicated
@@ -21,6 +21,8 @@ from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge.agent_catalog import Agent, conflicts, load_catalog
 from hostcheck.knowledge.sudoers import includes, matching
 from hostcheck.models import Status
+
+AGT = family("AGT", "Provider agent", order=130)
 
 _INSTALLED = "agents.installed"
 

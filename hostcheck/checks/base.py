@@ -1,8 +1,9 @@
-"""The check registry: stable ids, metadata, and the outcome a check returns.
+"""The check registry: stable ids, metadata, families, and the outcome a check returns.
 
 A check is a pure function ``(facts, threshold) -> Outcome``. It never touches the system.
 Its id (family prefix + number, numbered in steps of 10) is stable across releases: policies,
-reports and ``hostcheck explain`` refer to it.
+reports and ``hostcheck explain`` refer to it. A family is declared with :func:`family` by the
+check module that holds its checks.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any, TypeVar
 
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
-from hostcheck.models import CHECK_ID_RE, FAMILY_TITLES, Family, Operator, Status, ThresholdKind
+from hostcheck.models import CHECK_ID_SHAPE, Operator, Status, ThresholdKind
 
-ID_PATTERN = CHECK_ID_RE
+ID_PATTERN = re.compile(CHECK_ID_SHAPE)
 
 
 @dataclass(frozen=True)
@@ -153,11 +154,58 @@ class CheckMeta:
         return result
 
     @property
+    def prefix(self) -> str:
+        """Its family's prefix, the part of its id before the number."""
+        return prefix_of(self.id)
+
+    @property
     def family(self) -> str:
-        return FAMILY_TITLES[Family(self.id.split("-")[0])]
+        """Its family's title, as the report names it."""
+        return FAMILIES[self.prefix].title
 
 
 REGISTRY: dict[str, CheckMeta] = {}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of checks: the prefix of their ids and the reader's name for them."""
+
+    prefix: str
+    title: str
+    order: int
+    """Its place among the families: the shipped schemas' check id pattern lists the prefixes
+    in this order."""
+
+
+FAMILIES: dict[str, Family] = {}
+"""Prefix -> family, as the check modules declare them (:func:`family`)."""
+
+
+def family(prefix: str, title: str, *, order: int) -> Family:
+    """Declare a family of checks (asserted unique and well-formed at import)."""
+    declared = Family(prefix, title, order)
+    if not ID_PATTERN.match(f"{prefix}-0000"):
+        raise ValueError(f"family prefix {prefix!r} is not upper-case letters")
+    if prefix in FAMILIES:
+        raise ValueError(f"family {prefix} declared twice")
+    taken = next((f.prefix for f in FAMILIES.values() if f.order == order), None)
+    if taken:
+        raise ValueError(f"family {prefix}: order {order} is {taken}'s already")
+    FAMILIES[prefix] = declared
+    return declared
+
+
+def prefix_of(check_id: str) -> str:
+    return check_id.split("-")[0]
+
+
+def undeclared_families() -> list[str]:
+    """What names a family no module declared: a check's id or its ``superseded_by``."""
+    return [f"check id {ref}{'' if ref == meta.id else f' (superseded_by of {meta.id})'}: no check module "
+            f"declares family {prefix_of(ref)!r}"
+            for meta in REGISTRY.values() for ref in (meta.id, meta.superseded_by)
+            if ref and prefix_of(ref) not in FAMILIES]
 
 
 def check(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import Outcome, check, failed, need, pass_if, passed, state_of, unknown
+from hostcheck.checks.base import Outcome, check, failed, family, need, pass_if, passed, state_of, unknown
 from hostcheck.checks.network import firewall_summary, summary_fact
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
@@ -17,6 +17,8 @@ from hostcheck.knowledge.docker_settings import (
     USERNS_REMAP,
     DaemonSetting,
 )
+
+DOC = family("DOC", "Docker daemon", order=60)
 
 
 class DockerReach(NamedTuple):

@@ -18,6 +18,7 @@ from hostcheck.checks.base import (
     device_field,
     display_adapters,
     failed,
+    family,
     is_macos,
     known_devices,
     listed_devices,
@@ -35,6 +36,8 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge import gpu_models
 from hostcheck.knowledge.laptop import laptop_verdict
+
+GPU = family("GPU", "GPU", order=10)
 
 _NVML = "gpu.nvml"
 NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature

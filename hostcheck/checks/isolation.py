@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, need, passed, state_of, unknown
+from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, family, need, passed, state_of, unknown
 from hostcheck.checks.docker import docker_reachability, known_containers
 from hostcheck.checks.network import listening_sockets, recorded_firewall
 from hostcheck.checks.ssh import ssh_ports
@@ -13,6 +13,9 @@ from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk
 from hostcheck.models import EgressVerdict
+
+ISO = family("ISO", "Isolation", order=50)
+OWN = family("OWN", "Owner risk", order=100)
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
 

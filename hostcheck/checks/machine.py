@@ -12,6 +12,7 @@ from hostcheck.checks.base import (
     compare,
     display_adapters,
     failed,
+    family,
     known_devices,
     need,
     passed,
@@ -22,6 +23,9 @@ from hostcheck.checks.base import (
 from hostcheck.checks.isolation import display_manager, graphical_session
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+
+SYS = family("SYS", "System", order=20)
+PWR = family("PWR", "Power and uptime", order=30)
 
 _CHASSIS = "power.chassis_type"
 _BATTERY = "power.battery_present"

@@ -5,7 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, listed_devices, need, passed, unknown
+from hostcheck.checks.base import (
+    CheckResult,
+    Outcome,
+    check,
+    compare,
+    failed,
+    family,
+    listed_devices,
+    need,
+    passed,
+    unknown,
+)
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall import opened
@@ -14,6 +25,9 @@ from hostcheck.knowledge.netaddr import parse_address
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict, UfwPortVerdict
 from hostcheck.netprobe import cgnat as cg
 from hostcheck.netprobe.port_range import PortRange, judge_range, name_ports
+
+NET = family("NET", "Network", order=80)
+PLAT = family("PLAT", "Platform", order=110)
 
 _FIREWALL = "network.firewall"
 _DEFAULT_ROUTE = "network.default_route"

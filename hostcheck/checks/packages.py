@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, failed, need, passed, skipped, state_of, unknown
+from hostcheck.checks.base import Outcome, check, failed, family, need, passed, skipped, state_of, unknown
 from hostcheck.facts import Unknown, lookup
+
+PKG = family("PKG", "Packages and updates", order=90)
 
 _UNATTENDED = "packages.unattended_upgrades"
 _APT_SOURCES = "packages.apt_sources"

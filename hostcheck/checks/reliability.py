@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, check, compare, unknown
+from hostcheck.checks.base import CheckResult, check, compare, family, unknown
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.recording.analysis import Segment
 from hostcheck.watch.rules import runpod_over, runpod_rule
+
+REL = family("REL", "Reliability (recorded)", order=120)
 
 MIN_DAYS = 1.0  # less than a day of recording says too little about a home line
 ADVISED_DAYS = 7

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import Outcome, check, is_macos, need, pass_if, passed, setting
+from hostcheck.checks.base import Outcome, check, family, is_macos, need, pass_if, passed, setting
 from hostcheck.checks.network import listening_sockets
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+
+SSH = family("SSH", "SSH", order=70)
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
 _SETTINGS = "ssh.settings"

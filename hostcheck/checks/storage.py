@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, need, passed, skipped, unknown
+from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, family, need, passed, skipped, unknown
 from hostcheck.checks.machine import gpu_count
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+
+STO = family("STO", "Storage", order=40)
 
 _DOCKER_ROOT = "storage.docker_root"
 

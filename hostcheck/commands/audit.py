@@ -131,13 +131,16 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
 def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None],
                    fmt: OutputFormat) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
-    from hostcheck.earnings.command import audit_lines
-    from hostcheck.errors import EconomicsDataError
+    from hostcheck.earnings.command import audit_earnings
+    from hostcheck.earnings.render.audit import audit_lines, missing_lines
+    from hostcheck.errors import EarningsMissingError, EconomicsDataError
     from hostcheck.render.escape import escape_text
 
     values, path = earnings
     try:
-        lines = audit_lines(report, facts, values, path)
+        lines = audit_lines(audit_earnings(report, facts, values, path), report.owner_risk.rating)
+    except EarningsMissingError as exc:
+        lines = missing_lines(exc)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
     markdown = fmt is OutputFormat.MARKDOWN

@@ -5,6 +5,7 @@ Only option parsing lives here; the work is in :mod:`hostcheck.earnings.command`
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -143,8 +144,13 @@ def earnings(
         elif values.get("wall_idle_w") is None or values.get("wall_load_w") is None:
             facts = collect_live(CollectContext(offline=True, budget_s=timeout), show_progress=False)
             source = "this machine"
-        report, code = run(values, facts=facts, source=source, platforms=list(platform),
-                           sample_seconds=sample_seconds if facts_file is None else 0.0, config=path)
+        sampler = None
+        if facts_file is None and sample_seconds:
+            from hostcheck.collectors.power_draw import sample_power
+
+            sampler = functools.partial(sample_power, sample_seconds)
+        report, code = run(values, facts=facts, source=source, platforms=list(platform), power_sampler=sampler,
+                           config=path)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
     if fmt is OutputFormat.JSON:

@@ -167,9 +167,9 @@ def explain(check_id: Annotated[str, typer.Argument(
 def _agent_checks() -> list[Any]:
     """The provider-agent family, and the owner-risk checks that speak for its members."""
     from hostcheck.checks import load_registry
-    from hostcheck.models import Family
+    from hostcheck.checks.agents import AGT
 
     registry = load_registry()
-    family = [m for m in registry.values() if m.id.startswith(f"{Family.AGT}-")]
+    family = [m for m in registry.values() if m.prefix == AGT.prefix]
     speaking = {m.superseded_by for m in family if m.superseded_by}
     return sorted(family, key=lambda m: m.id) + [registry[i] for i in sorted(speaking)]

@@ -72,8 +72,12 @@ def offer(
         if caps is not None:
             add_bandwidth(facts, ctx, caps)
     measured_here = facts_file is None
-    power = estimate_power(facts, sample_seconds=power_seconds if measured_here else 0.0,
-                           wall_idle_w=wall_idle_w, wall_load_w=wall_load_w)
+    readings = None
+    if measured_here and power_seconds:
+        from hostcheck.collectors.power_draw import sample_power
+
+        readings = sample_power(power_seconds)
+    power = estimate_power(facts, readings=readings, wall_idle_w=wall_idle_w, wall_load_w=wall_load_w)
     disk = None
     if measured_here and not no_disk_bw:
         disk = _measure_disk_bw(facts, disk_dir, disk_size_mib)

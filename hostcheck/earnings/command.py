@@ -1,21 +1,29 @@
 """``hostcheck earnings``: wiring from checked inputs, facts and power figures to the report,
-and the audit's closing lines (one per feasible platform)."""
+also for the audit's closing lines (``hostcheck.earnings.render.audit`` writes them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hostcheck.earnings import model as m
+from hostcheck.earnings.build import build_earnings
 from hostcheck.earnings.config import load_config
 from hostcheck.earnings.data import PlatformDocument, load_all_platforms, load_constants
 from hostcheck.earnings.inputs import Given, build, config_path
-from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut, audit_feasible, build_earnings, span_text
+from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut
 from hostcheck.errors import EarningsInputError, EarningsMissingError
 from hostcheck.exit_codes import earnings_exit
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
 
-__all__ = ["audit_lines", "audit_values", "merged_values", "run"]
+if TYPE_CHECKING:
+    from hostcheck.collectors.power_draw import PowerReadings
+
+# Takes this machine's power readings; handed in by the command, called once the input is known good.
+PowerSampler = Callable[[], "PowerReadings"]
+
+__all__ = ["audit_earnings", "audit_values", "merged_values", "run"]
 
 
 def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool = True) -> tuple[dict[str, Any], Path | None]:
@@ -31,10 +39,10 @@ def merged_values(flags: dict[str, Any], config: Path | None, use_config: bool =
     return values, path
 
 
-def _power(facts: dict[str, Any] | None, given: Given, sample_seconds: float) -> Any:
+def _power(facts: dict[str, Any] | None, given: Given, sampler: PowerSampler | None) -> Any:
     from hostcheck.measure.power_estimate import estimate_power
 
-    return estimate_power(facts or {"meta": {"facts_format": 1}}, sample_seconds=sample_seconds,
+    return estimate_power(facts or {"meta": {"facts_format": 1}}, readings=sampler() if sampler else None,
                           wall_idle_w=given.wall_idle_w, wall_load_w=given.wall_load_w)
 
 
@@ -100,7 +108,7 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
 
 
 def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, platforms: list[str],
-        sample_seconds: float = 0.0, config: Path | None = None,
+        power_sampler: PowerSampler | None = None, config: Path | None = None,
         audit_report: Report | None = None) -> tuple[dict[str, Any], int]:
     """The earnings report and its exit code (hostcheck.exit_codes.EARNINGS_ORDER: owner risk first, then an
     unknown draw under load). Raises EarningsInputError or EconomicsDataError on bad input."""
@@ -120,7 +128,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
         from hostcheck.report import build_report
 
         audit_report = build_report(facts, resolve_policies([]))
-    estimate = _power(facts, given, sample_seconds)
+    estimate = _power(facts, given, power_sampler)
     gpus, gpu_name = _gpus(facts, given, notes)
     # The parts (GPU, CPU, the rest) only explain a whole-machine figure that is estimated from
     # them: beside two wall readings the owner gave they would be guesses at what was measured.
@@ -201,35 +209,10 @@ def audit_values(flags: dict[str, Any], config: Path | None) -> tuple[dict[str, 
     return values, path
 
 
-def audit_lines(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
-                config: Path | None) -> list[str]:
-    """The audit's closing lines: one per feasible platform, net per month at the given
-    occupancy or the break-even price; or what is missing to compute them. The audit's headline
-    (and an owner-risk warning) stands, and so does its exit code."""
-    try:
-        report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
-    except EarningsMissingError as exc:
-        return [f"Earnings: not computed, {exc}; `hostcheck earnings --help` shows every option."]
-    currency = report["currency"]
-    occupancy = report["inputs"]["occupancy_pct"]
-    feasible = [p for p in report["platforms"] if audit_feasible(p["audit_verdict"])]
-    out = []
-    if not report["power_known"]:
-        out.append("Earnings: unknown, the draw under load is unknown; give --wall-load-w to `hostcheck earnings`.")
-    elif not feasible:
-        out.append("Earnings: no platform is feasible for this machine as it is, so none is priced "
-                   "(`hostcheck earnings --facts FILE` shows what it would earn).")
-    for p in feasible if report["power_known"] else []:
-        year = p["seasons"]["year"]
-        if p["price_per_gpu_hour"] is not None:
-            said = (f"net {span_text(year['net_per_month'], currency)} a month at {occupancy:g} % occupancy "
-                    f"(whole year; break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour)")
-        else:
-            said = f"break-even {span_text(year['break_even_price'], currency, 3)} per GPU-hour at {occupancy:g} % occupancy"
-        out.append(f"Earnings on {p['title']} ({p['audit_verdict']}): {said}.")
-    rating = audit_report.owner_risk.rating
-    if rating in OWNER_RISK_STOPS and out:
-        out.append(f"Owner risk is {rating.upper()}: earnings do not change the headline; do not host on this "
-                   "machine as it is.")
-    return out
-
+def audit_earnings(audit_report: Report, facts: dict[str, Any], values: dict[str, Any],
+                   config: Path | None) -> dict[str, Any]:
+    """The earnings report behind the audit's closing lines, judged with the audit's own report
+    (its headline and an owner-risk warning stand, and so does its exit code). Raises
+    EarningsMissingError when an input is missing, to be said in those lines."""
+    report, _ = run(values, facts=facts, source="audit", platforms=[], config=config, audit_report=audit_report)
+    return report

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hostcheck import safeio
+from hostcheck.checks import family_prefixes
 from hostcheck.checks.base import listed_devices
 from hostcheck.checks.network import listening_sockets, measured_bandwidth
 from hostcheck.errors import FileInputError, FleetError, Missing
@@ -172,7 +173,7 @@ def read_entry(path: Path) -> HostEntry:
             f"{REPORT_VERSION}: re-run the audit on that host with this version"
         )
     try:
-        report = Report.from_json(text)
+        report = Report.from_json(text, family_prefixes())
     except ValidationError as exc:
         raise FleetError(f"{path}: not a usable hostcheck report: {_problem(exc)}") from None
     return HostEntry(host=path.stem, report=report, path=str(path), policies={p.id: p for p in report.policies})

@@ -188,21 +188,15 @@ def _given(watts: float, what: str) -> PowerFigure:
 def estimate_power(
     facts: dict[str, Any],
     *,
-    sample_seconds: float = 0.0,
     wall_idle_w: float | None = None,
     wall_load_w: float | None = None,
     readings: PowerReadings | None = None,
 ) -> PowerEstimate:
-    """Power figures from the facts and, when ``sample_seconds`` > 0 (or ``readings`` are
-    handed in), live readings over that window at idle. ``sample_seconds=0``: facts only."""
+    """Power figures from the facts and, when ``readings`` are handed in (taken by
+    :func:`hostcheck.collectors.power_draw.sample_power` at idle), from those readings."""
     wall_idle_given = check_wall_reading(wall_idle_w, "wall_idle_w")
     wall_load_given = check_wall_reading(wall_load_w, "wall_load_w")
-    check_sample_seconds(sample_seconds)
     check_wall_pair(wall_idle_given, wall_load_given)
-    if readings is None and sample_seconds:
-        from hostcheck.collectors.power_draw import sample_power
-
-        readings = sample_power(sample_seconds)
     kind = chassis_kind(facts)
     gpu_idle = gpu_idle_figure(facts, readings)
     gpu_load = gpu_load_figure(facts)

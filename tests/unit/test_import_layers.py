@@ -8,9 +8,10 @@ A module's layer is the one of its longest prefix in LAYERS. Low to high:
                their table, errors, GPU models, laptops, Docker settings, addresses, routes,
                sudoers, nftables rulesets, the agent catalogue); touches nothing
 1 system       what touches the machine or the network: collectors, probes, the recording and
-               the recorder's samplers, live measurement, the probe server
+               the recorder's samplers, live measurement (power, disk, bandwidth), the probe server
 2 judgement    pure decisions over facts and policy: checks, scoring, policies, reliability
-               rules, earnings, fleet aggregation, redaction, the report's model
+               rules, earnings, the power and offer figures (measure), fleet aggregation,
+               redaction, the report's model
 3 rendering    text, tables, markdown, Prometheus metrics
 4 commands     option parsing and wiring: commands/, the CLI, generators run as modules
 """
@@ -44,7 +45,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.netprobe": SYSTEM,
     "hostcheck.recording": SYSTEM,
     "hostcheck.watch": SYSTEM,
-    "hostcheck.measure": SYSTEM,
+    "hostcheck.measure": JUDGEMENT,
     "hostcheck.probeserver": SYSTEM,
     "hostcheck.checks": JUDGEMENT,
     "hostcheck.judge": JUDGEMENT,

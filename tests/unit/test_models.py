@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from hostcheck import models, schema_gen
+from hostcheck.checks import family_prefixes
 from hostcheck.errors import PolicyError
 from hostcheck.facts import load_snapshot
 from hostcheck.models import Report
@@ -71,7 +72,7 @@ def test_every_problem_of_a_policy_is_reported_with_its_line() -> None:
 def test_a_written_report_reads_back_as_the_same_model() -> None:
     report = build_report(load_snapshot(SNAPSHOTS / "reference-laptop.json"), resolve_policies([]))
     written = report.as_dict()
-    again = Report.from_json(json.dumps(written))
+    again = Report.from_json(json.dumps(written), family_prefixes())
     assert again == report
     assert json.dumps(again.as_dict(), indent=2) == json.dumps(written, indent=2)
     assert list(written) == [name for name in Report.model_fields if name != "redacted"]

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from hostcheck import models
-from hostcheck.checks import load_registry
+from hostcheck.checks import family_prefixes, load_registry
 from hostcheck.fact_paths import SECTIONS, is_declared
-from hostcheck.models import CHECK_ID_RE
+from hostcheck.models import check_id_pattern
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hostcheck"
@@ -113,7 +114,8 @@ def test_each_fact_path_is_spelled_at_most_once_outside_its_declaration() -> Non
 
 def test_each_check_id_is_spelled_once_where_the_check_is_defined() -> None:
     registry = load_registry()
-    ids = [lit for lit in literals() if CHECK_ID_RE.match(lit.value)]
+    check_id = re.compile(check_id_pattern(family_prefixes()))
+    ids = [lit for lit in literals() if check_id.match(lit.value)]
     spelled: dict[str, list[Literal]] = defaultdict(list)
     for lit in ids:
         if lit.role != "superseded_by":

@@ -1,0 +1,98 @@
+"""The earnings report as terminal text or Markdown: the inputs, power and constants, the
+platforms grouped by the machines they take, then each platform's section (platform.py) with
+one chart (chart.py) and the notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.earnings.headline import money
+from hostcheck.earnings.render.markdown import as_markdown
+from hostcheck.earnings.render.platform import Line, platform_lines
+from hostcheck.earnings.report import ACCEPTS, audit_feasible
+from hostcheck.render.escape import escape_tree
+from hostcheck.render.terminal import terminal_width, wrap
+
+POWER_NAMES = {"wall_idle": "whole machine, idle (listed)", "wall_load": "whole machine, under load (rented)",
+               "gpu_idle": "GPU idle", "gpu_load": "GPU under load", "cpu_package": "CPU package",
+               "rest_of_system": "rest of the system"}
+
+
+def _power_lines(report: dict[str, Any]) -> list[Line]:
+    out = []
+    for key, label in POWER_NAMES.items():
+        fig = report["power"].get(key)
+        if fig is None:
+            continue
+        watts = "unknown" if fig["watts"] is None else f"{fig['watts']:.0f} W"
+        how = fig["how"] if fig["how"].startswith(fig["provenance"]) else f"{fig['provenance']}: {fig['how']}"
+        out.append((f"{label}: {watts}, {how}", 1))
+    return out
+
+
+def render_earnings(report: dict[str, Any], *, markdown: bool = False, width: int | None = None) -> str:
+    report = escape_tree(report)
+    width = terminal_width() if width is None else width
+    currency = report["currency"]
+    md = markdown
+    out: list[Line] = [(f"{'# ' if md else ''}hostcheck earnings — {report['machine']['from']}", 0), ("", 0),
+                       (report["headline"], 0), ("", 0)]
+    i = report["inputs"]
+    e = i["electricity"]
+    if len(e["periods"]) == 1:
+        tariff = f"{e['peak_per_kwh']:g} {currency}/kWh flat"
+    else:
+        tariff = ", ".join(f"{p['from_hour']:02d}-{p['to_hour']:02d} h {p['price_per_kwh']:g}" for p in e["periods"])
+        tariff += f" {currency}/kWh (hour-weighted mean {e['mean_per_kwh']:.4f}: rentals assumed spread over the day)"
+    out.append((f"{'## ' if md else ''}Inputs", 0))
+    out.append((f"electricity {tariff}; occupancy {i['occupancy_pct']:g} %; {report['machine']['gpus']} GPU(s)"
+                + (f" ({report['machine']['gpu_name']})" if report["machine"].get("gpu_name") else ""), 0))
+    heat = i["heating"]
+    if heat["kind"] != "none":
+        out.append((f"heating {heat['kind']} in months {heat['months']}, {heat['share_pct']:g} % of the heat useful", 0))
+    if i["cooling"]["months"]:
+        out.append((f"air conditioning in months {i['cooling']['months']}, COP {i['cooling']['cop']:g}, "
+                    f"{i['cooling']['share_pct']:g} % of the heat removed by it", 0))
+    if i["hardware_value"]:
+        out.append((f"hardware {money(i['hardware_value'], currency)} over {i['remaining_life_years']:g} years of "
+                    "round-the-clock use (depreciation counts rented hours only)", 0))
+    if i["baseline_w"]:
+        out.append((f"baseline {i['baseline_w']:g} W the machine would draw anyway (not charged to hosting)", 0))
+    out += [("", 0), (f"{'## ' if md else ''}Power", 0), *_power_lines(report), ("", 0)]
+    if report["constants"]:
+        out.append((f"{'## ' if md else ''}Constants", 0))
+        for c in report["constants"]:
+            label = "default" if c["used_default"] else "overridden"
+            inference = " [inference]" if c["inference"] else ""
+            override = f" (override: {c['option']})" if c.get("option") else ""
+            out.append((f"{c['name']} = {c['value']} {c['unit']}: {label}{inference}{override}; {c['note']}", 1))
+            out.append((f"source: {c['source']['title']} <{c['source']['url']}> (read {c['source']['checked']})", 2))
+        out.append(("", 0))
+    if not report["machine"].get("audit_headline") and len(report["platforms"]) > 1:
+        out.append((f"{'## ' if md else ''}Platforms by the machines they take", 0))
+        for group in ACCEPTS:
+            names = [p["title"] for p in report["platforms"] if group in p["accepts"]]
+            if names:
+                out.append((f"{group}: {', '.join(names)}", 1))
+        out.append(("", 0))
+    # One chart: for the first platform the audit finds feasible (else the first priced one); the
+    # JSON report has every platform's, and --platform NAME draws another's.
+    priced = [p for p in report["platforms"] if p.get("priced", True)]
+    feasible = [p for p in priced if audit_feasible(p.get("audit_verdict"))]
+    charted = (feasible or priced or [None])[0]
+    for p in report["platforms"]:
+        out += [*platform_lines(p, currency, md, width, with_chart=p is charted), ("", 0)]
+    if len(report["platforms"]) > 1 and charted is not None and charted.get("chart"):
+        report["notes"].append(f"the chart is drawn for {charted['title']}; --platform NAME draws another's")
+    if report["notes"]:
+        out.append((f"{'## ' if md else ''}Notes", 0))
+        out += [(n, 1) for n in report["notes"]]
+    if md:
+        return as_markdown([text if level < 0 else "  " * level + text for text, level in out]) + "\n"
+    lines: list[str] = []
+    for text, level in out:
+        if level < 0 or not text:
+            lines.append(text.rstrip())
+        else:
+            lines += wrap(text, width, first="  " * level, indent="  " * level + "  ")
+    return "\n".join(lines).rstrip() + "\n"
