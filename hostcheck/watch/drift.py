@@ -24,6 +24,7 @@ from hostcheck.collectors.packages import library_version, module_version, reboo
 from hostcheck.facts import Unknown
 from hostcheck.knowledge.agent_catalog import load_catalog
 from hostcheck.knowledge.routes import interface_ipv4
+from hostcheck.watch.sampler import Sink, Tick
 
 # These values change rarely, and a read costs about 0.5 ms of CPU (the interfaces' addresses,
 # the NVML library's directory): every 5 minutes keeps the recorder's own cost where it was.
@@ -72,15 +73,18 @@ def _value(value: Any) -> Any:
 
 
 class DriftSampler:
+    name = "drift"
+
     def __init__(self, sources: DriftSources, every_s: float = DRIFT_EVERY_S):
         self.sources = sources
         self.every_s = every_s
         self.next_mono: float | None = None
 
-    def sample(self, mono: float, state: StateWriter) -> None:
-        if self.next_mono is not None and mono < self.next_mono:
+    def sample(self, tick: Tick, out: Sink) -> None:
+        if self.next_mono is not None and tick.mono < self.next_mono:
             return
-        self.next_mono = mono + self.every_s
+        self.next_mono = tick.mono + self.every_s
+        state = out.state
         self._route(state)
         self._nvidia(state)
         self._reboot(state)

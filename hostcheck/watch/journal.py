@@ -13,6 +13,7 @@ from typing import Any
 
 from hostcheck.collectors._run import CommandResult, run_command
 from hostcheck.facts import Unknown
+from hostcheck.watch.sampler import Sink
 
 # sd-messages.h: SD_MESSAGE_SHUTDOWN ("System is shutting down"), SD_MESSAGE_JOURNAL_STOP
 # ("Journal stopped", written by journald as it stops at shutdown). Either at the end of a
@@ -95,6 +96,21 @@ class Journal:
         entries = [e for e in map(_entry, result.stdout.splitlines()) if e is not None]
         new_cursor = next((str(e["__CURSOR"]) for e in reversed(entries) if "__CURSOR" in e), cursor)
         return entries, new_cursor
+
+
+class Readability:
+    """Whether the journal could be read at the last look, recorded when that changes (when it
+    becomes unreadable and when it is readable again), not every interval."""
+
+    def __init__(self) -> None:
+        self.state: str | None = None  # why it could not be read; None: readable
+
+    def note(self, state: str | None, out: Sink) -> None:
+        if state != self.state:
+            self.state = state
+            out.event("journal", {"readable": state is None, "reason": state or "readable again"})
+            if state:
+                out.log(f"journal: {state}; boots and kernel lines are not being recorded")
 
 
 def _entry(line: str) -> dict[str, Any] | None:

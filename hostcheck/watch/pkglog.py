@@ -2,7 +2,8 @@
 
 dpkg writes one line per action: ``2026-11-30 10:11:12 upgrade nvidia-driver-550:amd64 550.54.14 550.90.07``
 (local time). Only what is new since the last read is parsed: the reader keeps the file's
-inode and offset, and starts over when the log was rotated.
+inode and offset, and starts over when the log was rotated. :class:`PackageChanges` is the
+recorder's sampler: each change an event at the log's own time, the position kept in the database.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from hostcheck.watch.sampler import Sink, Tick
 
 DPKG_LOG = Path("/var/log/dpkg.log")
 WATCHED_PREFIXES = ("nvidia", "libnvidia", "cuda-drivers", "docker", "containerd", "linux-image", "moby")
@@ -62,3 +65,23 @@ def read_new(path: Path, position: str | None) -> tuple[list[PackageChange], str
     end = data.rfind(b"\n") + 1  # a half-written last line is read next time
     changes = [c for c in map(parse_line, data[:end].decode("utf-8", "replace").splitlines()) if c is not None]
     return changes, f"{inode}:{offset + end}", None
+
+
+class PackageChanges:
+    name = "packages"
+
+    def __init__(self, path: Path = DPKG_LOG) -> None:
+        self.path = path
+
+    def sample(self, tick: Tick, out: Sink) -> None:
+        now = tick.wall
+        position = out.writer.get_meta("dpkg_position")
+        changes, new_position, problem = read_new(self.path, position)
+        if problem:
+            out.log(problem)
+        for change in changes:
+            if position is None and change.t < now - 86400:
+                continue  # first read: only the last day of history
+            out.event("package", {"action": change.action, "package": change.package, "old": change.old, "new": change.new}, t=change.t)
+        if new_position and new_position != position:
+            out.writer.set_meta("dpkg_position", new_position)

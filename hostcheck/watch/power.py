@@ -4,6 +4,9 @@ battery, from /sys/class/power_supply) and UPS status from NUT (`upsc`), where N
 `upsc` prints one ``name: value`` line per variable; ``ups.status`` holds NUT's status flags
 (OL online, OB on battery, LB low battery, CHRG, DISCHRG, FSD forced shutdown, RB replace
 battery, ...). `upsc -l` lists the UPS names that upsd serves on this host.
+
+:class:`PowerSource` and :class:`Ups` are the recorder's samplers: each records a state when it
+differs from the last one recorded in the run (an unreadable source once per reason).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from hostcheck.collectors._run import run_command
 from hostcheck.collectors.power import POWER_SUPPLY_DIR, parse_power_supply, read_power_supplies
 from hostcheck.facts import Unknown
+from hostcheck.watch.sampler import Sink, Tick
 
 UPSC_TIMEOUT_S = 5.0
 MAX_UPS = 4
@@ -89,3 +93,40 @@ def power_source(root: Path = POWER_SUPPLY_DIR) -> dict[str, Any] | Unknown:
             for b in parsed["batteries"]
         ],
     }  # fmt: skip
+
+
+class PowerSource:
+    name = "power"
+
+    def __init__(self, root: Path = POWER_SUPPLY_DIR) -> None:
+        self.root = root
+
+    def sample(self, tick: Tick, out: Sink) -> None:
+        source = power_source(self.root)
+        if isinstance(source, Unknown):
+            out.state("power_source", source.reason, "power_source", {"readable": False, "reason": source.reason})
+            return
+        if not source["battery_present"]:
+            out.state("power_source", "no battery", "power_source",
+                      {"readable": True, "battery_present": False, "on_ac": source["on_ac"]})
+            return
+        state = "ac" if source["on_ac"] else ("battery" if source["on_ac"] is False else "unknown")
+        out.state("power_source", state, "power_source",
+                  {"readable": True, "battery_present": True, "on": state, "batteries": source["batteries"]})
+
+
+class Ups:
+    name = "ups"
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+
+    def sample(self, tick: Tick, out: Sink) -> None:
+        readings = read_ups(self.command)
+        if isinstance(readings, Unknown):
+            # Recorded once per reason: NUT not installed, upsd not running, no UPS configured.
+            out.state("ups", readings.reason, "ups", {"available": False, "reason": readings.reason})
+            return
+        for r in readings:
+            out.state(f"ups:{r.name}", r.status, "ups",
+                      {"available": True, "ups": r.name, "status": r.status, "on_battery": r.on_battery, **r.values})

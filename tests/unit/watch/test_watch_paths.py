@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hostcheck.recording.store import DEFAULT_DB
-from hostcheck.watch.recorder import read_boot_id
+from hostcheck.watch.boots import read_boot_id
 from tests.helpers import hostcheck
 from tests.unprivileged import readable_copy
 
