@@ -78,9 +78,9 @@ LAYERS: dict[str, int] = {
 }
 
 # What the collectors must never reach, at any depth of their imports: they record, the checks
-# decide.
+# decide (what sudo grants an account is the checks' to work out from the sudoers recorded).
 NOT_FROM_COLLECTORS = ("hostcheck.checks", "hostcheck.watch.rules", "hostcheck.judge", "hostcheck.scoring",
-                       "hostcheck.policy")
+                       "hostcheck.policy", "hostcheck.sudoers.matching")
 
 
 def modules() -> dict[str, Path]:
