@@ -6,7 +6,7 @@ beside its section's others; its types and path look-ups sit with it.
 Each :class:`Fact` names its dotted path, its type, its unit, what it means, how ``--redact``
 treats it and, where it is written only in some runs, when. Everything else derives from this
 table: ``docs/facts.md`` (``scripts/gen_facts_doc.py``, held to it by a test), the JSON Schema
-of a facts snapshot (``hostcheck/schema/facts-v2.json``), the types a snapshot is validated
+of a facts snapshot (``hostcheck/schema/facts-v3.json``), the types a snapshot is validated
 against on load and the shape a collector must write (no undeclared key, no declared key
 missing; both checked in :mod:`hostcheck.fact_validation`), the collectors' field lists
 (:func:`fields`) and the redaction kinds (:data:`KINDS`). :func:`hostcheck.facts.lookup`
@@ -39,7 +39,7 @@ from hostcheck.errors import UndeclaredFact
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict
 
 UNKNOWN_KEY = "$unknown"
-FACTS_FORMAT = 2
+FACTS_FORMAT = 3
 """The layout's version: bumped when the shape changes (a fact renamed, retyped, removed or
 given another meaning), with a step in :mod:`hostcheck.upgrade` from the previous one. A fact
 added is no change of format: files written before it simply lack it ("not collected")."""
@@ -116,7 +116,11 @@ running dockerd's command line, else the systemd unit's ExecStart with its drop-
 read and no flag settles it. `rotational` is unknown on virtio/Xen disks and, when true,
 inside a VM: there the flag describes the emulated disk, not the storage behind it."""),
     Section("isolation", """Who uses this machine and what of theirs is on it: credentials are
-recorded by presence only, never by contents."""),
+recorded by presence only, never by contents. When a default cloud account is present,
+`sudoers` keeps sudoers and the files it includes as read (as `agents.sudoers` does: in sudo's
+order, bounded) and `cloud_accounts` each account's uid, groups and gids; ISO-1070 works out
+from them what sudo grants each account, so a saved facts file is judged by today's rules. `/etc/sudoers` is 0440 root: an
+unprivileged audit keeps why it could not be read (ISO-1070 says unknown)."""),
     Section("docker", """When the daemon is not reachable, daemon settings come from
 `/etc/docker/daemon.json` if readable (`daemon_json`: only `no-new-privileges`, `live-restore`,
 `icc`, `userland-proxy`, `data-root`, `graph`, `default-runtime`, `userns-remap` and the runtime
@@ -164,7 +168,7 @@ _NET = "network"
 FACTS: tuple[Fact, ...] = (
     # ------------------------------------------------------------------ meta
     F("meta", T.OBJECT, "about this run"),
-    F("meta.facts_format", T.INT, "the layout's version (this page: 2)"),
+    F("meta.facts_format", T.INT, "the layout's version (this page: 3)"),
     F("meta.hostcheck_version", T.TEXT, "the hostcheck that collected the facts"),
     F("meta.hostname", T.TEXT, "the machine's host name", redact="host"),
     F("meta.collected_at", T.TIME, "when the facts were collected"),
@@ -328,12 +332,14 @@ FACTS: tuple[Fact, ...] = (
     F("isolation.docker_group_members", T.TEXTS, "members of the `docker` group", redact="users"),
     F("isolation.sudo_group_members", T.TEXTS, "members of sudo, wheel and admin", redact="users"),
     F("isolation.cloud_accounts", T.LIST, "the default accounts of cloud images present (ubuntu, debian, admin, "
-      "ec2-user, ...), with what sudo grants them; unknown when sudoers cannot be read (root only)"),
+      "ec2-user, ...), with what sudoers' rules name them by; ISO-1070 works out from `sudoers` what sudo grants "
+      "them"),
     F("isolation.cloud_accounts.*.name", T.TEXT, "the account", redact="user"),
-    F("isolation.cloud_accounts.*.sudo_scope", T.TEXT, "\"unrestricted\" (any command as root), \"restricted\", "
-      "\"none\" or \"unknown\"", choices=("unrestricted", "restricted", "none", "unknown")),
-    F("isolation.cloud_accounts.*.nopasswd_rules", T.TEXTS, "FILE:LINE of each rule that applies to it without a "
-      "password", redact="path"),
+    F("isolation.cloud_accounts.*.uid", T.INT, "uid"),
+    F("isolation.cloud_accounts.*.groups", T.TEXTS, "its groups"),
+    F("isolation.cloud_accounts.*.gids", T.RAW, "the group ids it holds (numbers; sudoers' %#gid names them)"),
+    F("isolation.sudoers", T.RAW, "the sudoers files as read, for ISO-1070 to work out what each cloud account may "
+      "run as root: the shape of `agents.sudoers`; null when no default cloud account is present", redact="text"),
     F("isolation.credentials", T.LIST, "credential stores found in homes (presence only, never contents)"),
     F("isolation.credentials.*.kind", T.TEXT, "what it is",
       choices=("ssh_private_key", "aws", "azure", "gcloud", "browser_profile", "password_store", "kube")),

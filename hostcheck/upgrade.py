@@ -98,7 +98,37 @@ def step_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: step_1_to_2}
+def _cloud_accounts_2(isolation: Any) -> None:
+    """Format 2 recorded what sudo grants each cloud account (a verdict ISO-1070 no longer reads),
+    not the sudoers files it is judged from."""
+    if not isinstance(isolation, dict) or _is_unknown(isolation):
+        return
+    accounts = isolation.get("cloud_accounts")
+    if not isinstance(accounts, list):
+        return  # unknown, or not collected: the record is no more known than the accounts
+    said = []
+    for account in accounts:
+        verdict = _drop(account, "sudo_scope", "nopasswd_rules")
+        if verdict:
+            rules = ", ".join(str(r) for r in verdict.get("nopasswd_rules") or []) or "none"
+            said.append(f"{account.get('name')}: sudo {verdict.get('sudo_scope')}, NOPASSWD rules {rules}")
+    if "sudoers" in isolation:  # an older format's step already said why it is unknown
+        return
+    if accounts:
+        kept = f" ({'; '.join(said)})" if said else ""
+        isolation["sudoers"] = _unknown(f"format 2 kept only what sudo granted the cloud accounts{kept}, not the "
+                                        f"sudoers files; {RECOLLECT}")
+    else:
+        isolation["sudoers"] = None  # no cloud account: nothing was read, as today
+
+
+def step_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    _cloud_accounts_2(data.get("isolation"))
+    _fill(data, "", f"not recorded in format 2; {RECOLLECT}")
+    return data
+
+
+STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: step_1_to_2, 2: step_2_to_3}
 """Format N -> the step that makes it format N + 1."""
 
 

@@ -19,7 +19,7 @@ from hostcheck.checks.packages import unattended_upgrades
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge.agent_catalog import Agent, conflicts, load_catalog
-from hostcheck.knowledge.sudoers import includes, matching
+from hostcheck.knowledge.sudoers.recorded import account_grants, replayed
 from hostcheck.models import Status
 
 AGT = family("AGT", "Provider agent", order=130)
@@ -36,18 +36,6 @@ def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
         return [], "" if docker_reachability(facts).reason == "absent" else missing.reason
 
 
-def sudo_view(loaded: includes.Loaded | Unknown, account: dict[str, Any]) -> dict[str, Any] | Unknown:
-    """What the recorded sudoers grant one agent account (``matching.account_view``'s answer), or
-    why that is unknown."""
-    if isinstance(loaded, Unknown):
-        return loaded
-    groups = [str(g) for g in account.get("groups") or []]
-    gids = [int(g) for g in account.get("gids") or [] if isinstance(g, int)]
-    uid = account.get("uid")
-    return matching.account_view(loaded, str(account.get("name")), set(groups), uid=uid if isinstance(uid, int) else None,
-                                gids=set(gids))
-
-
 def recorded_agents(facts: dict[str, Any]) -> Any:
     """The agents the collector found (``agents.installed``), or an :class:`Unknown`."""
     return lookup(facts, _INSTALLED)
@@ -59,12 +47,9 @@ def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     may then be missing)."""
     found = [dict(a) for a in need(facts, _INSTALLED) if isinstance(a, dict) and a.get("id")]
     if any(item.get("accounts") for item in found):
-        recorded = lookup(facts, "agents.sudoers")
-        loaded = includes.replay(recorded)
-        if isinstance(loaded, Unknown) and isinstance(recorded, dict):  # /etc/sudoers itself was not readable
-            loaded = Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
+        loaded = replayed(lookup(facts, "agents.sudoers"))
         for item in found:
-            item["accounts"] = [{**a, "sudo": sudo_view(loaded, a)} for a in item.get("accounts") or []
+            item["accounts"] = [{**a, "sudo": account_grants(loaded, a)} for a in item.get("accounts") or []
                                 if isinstance(a, dict)]
     containers, blind = _containers(facts)
     # Docker names io.net's containers at random; their images say what they are

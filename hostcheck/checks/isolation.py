@@ -12,12 +12,15 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
 from hostcheck.firewall.egress import loopback_walk
+from hostcheck.knowledge.sudoers.includes import Loaded
+from hostcheck.knowledge.sudoers.recorded import account_grants, replayed
 from hostcheck.models import EgressVerdict
 
 ISO = family("ISO", "Isolation", order=50)
 OWN = family("OWN", "Owner risk", order=100)
 
 PERSONAL_KINDS = {"browser_profile", "password_store"}
+_CLOUD_ACCOUNTS = "isolation.cloud_accounts"
 
 
 def _credentials(facts: dict[str, Any]) -> list[dict[str, Any]]:
@@ -225,14 +228,28 @@ def exposed_services(facts: dict[str, Any], threshold: Any) -> CheckResult:
     "the account the run connects as.",
 )
 def cloud_account_sudo(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    accounts = need(facts, "isolation.cloud_accounts")
-    root = [a for a in accounts if a.get("sudo_scope") == "unrestricted" and a.get("nopasswd_rules")]
+    accounts = [a for a in need(facts, _CLOUD_ACCOUNTS) if isinstance(a, dict)]
+    if not accounts:
+        return passed("no default cloud account")
+    loaded = replayed(need(facts, "isolation.sudoers"))
+    judged = [(str(a.get("name")), _cloud_grants(loaded, a)) for a in accounts]
+    root = [(name, rules) for name, (scope, rules) in judged if scope == "unrestricted" and rules]
     if root:
-        return failed("; ".join(f"{a['name']}: NOPASSWD ({', '.join(a['nopasswd_rules'])})" for a in root))
-    unsure = [a["name"] for a in accounts if a.get("sudo_scope") == "unknown"]
+        return failed("; ".join(f"{name}: NOPASSWD ({', '.join(rules)})" for name, rules in root))
+    unsure = [name for name, (scope, _) in judged if scope == "unknown"]
     if unsure:
         return unknown(f"part of sudoers could not be read for {', '.join(unsure)}")
-    return passed(f"none for {', '.join(a['name'] for a in accounts)}" if accounts else "no default cloud account")
+    return passed(f"none for {', '.join(name for name, _ in judged)}")
+
+
+def _cloud_grants(loaded: Loaded | Unknown, account: dict[str, Any]) -> tuple[str, list[str]]:
+    """(sudo scope, FILE:LINE of each rule that applies without a password) for one cloud
+    account; :class:`Missing` when they cannot be worked out."""
+    grants = account_grants(loaded, account)
+    if isinstance(grants, Unknown):
+        # Named as the accounts' grants: what the audit has always said when sudoers is root-only.
+        raise Missing(_CLOUD_ACCOUNTS, grants.reason)
+    return str(grants["scope"]), [f"{r['file']}:{r['line']}" for r in grants["rules"] if r["nopasswd"]]
 
 
 @check(

@@ -14,7 +14,7 @@ from typing import Any
 from hostcheck.collectors._proc import host_process_names
 from hostcheck.collectors._run import read_text, run_command
 from hostcheck.facts import Unknown
-from hostcheck.knowledge.sudoers import includes, matching
+from hostcheck.knowledge.sudoers import includes
 
 SECTION = "isolation"
 TIMEOUT = 3.0
@@ -305,7 +305,14 @@ def collect(ctx: Any) -> dict[str, Any]:
     else:
         facts["docker_group_members"] = group_members(groups, passwd, ("docker",))
         facts["sudo_group_members"] = group_members(groups, passwd, SUDO_GROUPS)
-    facts["cloud_accounts"] = passwd_text if isinstance(passwd_text, Unknown) else cloud_accounts(passwd, groups)
+    if isinstance(passwd_text, Unknown):
+        facts["cloud_accounts"] = facts["sudoers"] = passwd_text
+    else:
+        facts["cloud_accounts"] = cloud_accounts(passwd, groups)
+        # The rules as read, for the checks to judge (what sudo grants each cloud account); read
+        # only when a cloud account is there to judge. sudoers is root-only: the record then
+        # keeps why it could not be read.
+        facts["sudoers"] = sudoers_record() if facts["cloud_accounts"] else None
     return facts
 
 
@@ -361,19 +368,20 @@ def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]
     return sorted((g for g in groups if entry.name in g.members or g.gid == entry.gid), key=lambda g: g.name)
 
 
-def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[dict[str, Any]] | Unknown:
-    """What sudo grants each default cloud account present (sudoers is root-only)."""
-    present = [e for e in passwd if e.name in CLOUD_ACCOUNTS]
-    if not present:
-        return []
-    loaded = includes.load(_read_sudoers, _listdir, hostname=socket.gethostname())
-    if isinstance(loaded, Unknown):
-        return Unknown(f"{loaded.reason}: sudo rules are readable only by root; run `sudo hostcheck audit`")
+def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[dict[str, Any]]:
+    """The default cloud accounts present, with what sudoers' rules match them by (name, uid,
+    groups, gids); the checks work out what sudo grants them."""
     found = []
-    for entry in present:
+    for entry in passwd:
+        if entry.name not in CLOUD_ACCOUNTS:
+            continue
         member_of = _groups_of(entry, groups)
-        view = matching.account_view(loaded, entry.name, {g.name for g in member_of}, uid=entry.uid,
-                                    gids={g.gid for g in member_of} | {entry.gid})
-        found.append({"name": entry.name, "sudo_scope": view["scope"],
-                      "nopasswd_rules": [f"{r['file']}:{r['line']}" for r in view["rules"] if r["nopasswd"]]})
+        found.append({"name": entry.name, "uid": entry.uid, "groups": [g.name for g in member_of],
+                      "gids": sorted({g.gid for g in member_of} | {entry.gid})})
     return found
+
+
+def sudoers_record() -> dict[str, Any]:
+    """sudoers and the files it includes, as read (bounded); ``includes.SUDOERS`` is looked up
+    here, when called, so that a test can point it at its own tree."""
+    return includes.record(_read_sudoers, _listdir, includes.SUDOERS, hostname=socket.gethostname())

@@ -43,7 +43,7 @@ def widgets(facts: dict[str, Any], threshold: Any) -> CheckResult:
 POLICY_LINE = (f'  - {{check: {CHECK_ID}, severity: risk, threshold: {THRESHOLD}, source: listing-cpu, '
                'note: "a throwaway requirement"}\n')
 EDITED = {"hostcheck/fact_paths.py", "hostcheck/checks/machine.py", "hostcheck/policies/vast.yaml"}
-GENERATED = {"docs/facts.md", "hostcheck/schema/facts-v2.json", "hostcheck/schema/report-v1.json"}
+GENERATED = {"docs/facts.md", "hostcheck/schema/facts-v3.json", "hostcheck/schema/report-v1.json"}
 
 
 FAMILY_ID = "WID-1010"

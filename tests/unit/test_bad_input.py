@@ -143,7 +143,7 @@ BAD_SNAPSHOTS = [
     ("not JSON", "{facts", "line 1 column 2: invalid JSON: Expecting property name enclosed in double quotes"),
     ("a list", "[]", "a facts snapshot is a JSON object, not list"),
     ("no meta", '{"gpu": {}}', "missing 'meta' object (is this a hostcheck facts file?)"),
-    ("future format", '{"meta": {"facts_format": 9}}', "meta.facts_format is 9: written by a newer hostcheck (this one reads formats 1 to 2); upgrade hostcheck"),
+    ("future format", '{"meta": {"facts_format": 9}}', "meta.facts_format is 9: written by a newer hostcheck (this one reads formats 1 to 3); upgrade hostcheck"),
     ("section not an object", '{"meta": {"facts_format": 1}, "gpu": 5}', "section 'gpu' must be an object, not int"),
 ]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from hostcheck.checks import load_registry
 from hostcheck.checks.base import CheckMeta, need
 from hostcheck.collectors import CollectContext, collect_facts, gpu
 from hostcheck.errors import FactsError, UndeclaredFact
@@ -30,6 +31,7 @@ CHECK_FILES = sorted((REPO / "hostcheck" / "checks").glob("*.py"))
 # Facts read outside the checks: the host name (facts.py), by the report and the fleet view.
 OTHER_READERS = [REPO / "hostcheck" / name for name in ("facts.py", "report.py", "fleet/reports.py", "fleet/drift.py")]
 SNAPSHOTS = sorted((REPO / "tests" / "snapshots").glob("*.json"))
+REGISTRY = load_registry()
 
 
 def _strings(nodes: list[ast.stmt]) -> dict[str, str]:
@@ -154,6 +156,57 @@ def test_a_format_1_file_is_upgraded_without_guessing(tmp_path: Path) -> None:
     assert "format 1" in facts["network"]["container_egress"]["bridges_v6"]["$unknown"]
     assert "format 1" in facts["system"]["$unknown"]
     assert FORMAT_1["gpu"]["devices"][0]["is_laptop"] is True  # the input is left alone
+
+
+FORMAT_2 = {
+    "meta": {"facts_format": 2, "hostname": "old", "collected_at": "2026-11-01T00:00:00+00:00"},
+    "isolation": {"cloud_accounts": [{"name": "ubuntu", "sudo_scope": "unrestricted",
+                                      "nopasswd_rules": ["/etc/sudoers.d/90-cloud-init-users:3"]}]},
+}
+
+
+def test_a_format_2_file_is_upgraded_without_guessing(tmp_path: Path) -> None:
+    """Format 2 kept what sudo grants each cloud account, a verdict ISO-1070 no longer reads:
+    it goes, and the sudoers record it would be judged from is unknown, saying what the file
+    held and what to do; the check says unknown, never the old verdict."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(FORMAT_2))
+    facts = to_jsonable(load_snapshot(path))
+    assert facts["meta"]["facts_format"] == FACTS_FORMAT and facts["meta"]["upgraded_from"] == 2
+    assert shape_problems(facts) == []
+    account = facts["isolation"]["cloud_accounts"][0]
+    assert account["name"] == "ubuntu" and "sudo_scope" not in account and "nopasswd_rules" not in account
+    assert "format 2" in account["gids"]["$unknown"] and "collect again" in account["gids"]["$unknown"]
+    reason = facts["isolation"]["sudoers"]["$unknown"]
+    assert reason.startswith("format 2 kept only what sudo granted the cloud accounts (ubuntu: sudo unrestricted, "
+                             "NOPASSWD rules /etc/sudoers.d/90-cloud-init-users:3)"), reason
+    assert "collect again" in reason
+    outcome = run_check(REGISTRY["ISO-1070"], load_snapshot(path), None)
+    assert (outcome.status, outcome.detail) == ("unknown", f"isolation.sudoers: {reason}")
+    assert FORMAT_2["isolation"]["cloud_accounts"][0]["sudo_scope"] == "unrestricted"  # the input is left alone
+
+
+@pytest.mark.parametrize(("accounts", "sudoers", "status", "measured", "detail"), [
+    ([], None, "pass", "no default cloud account", ""),
+    ({"$unknown": "permission denied reading /etc/sudoers (needs root): sudo rules are readable only by root; run "
+                  "`sudo hostcheck audit`"}, {"$unknown": "not recorded in format 2; collect again"}, "unknown", None,
+     "isolation.cloud_accounts: permission denied reading /etc/sudoers (needs root): sudo rules are readable only "
+     "by root; run `sudo hostcheck audit`"),
+])
+def test_a_format_2_file_without_a_verdict_to_drop_is_judged_as_before(
+        tmp_path: Path, accounts: Any, sudoers: Any, status: str, measured: Any, detail: str) -> None:
+    """No cloud account, or none readable: nothing was judged, and ISO-1070 says what it said."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**FORMAT_2, "isolation": {"cloud_accounts": accounts}}))
+    facts = to_jsonable(load_snapshot(path))
+    assert shape_problems(facts) == []
+    recorded = facts["isolation"]["sudoers"]
+    if sudoers is None:
+        assert recorded is None  # no cloud account: sudoers was not read, as today
+    else:
+        assert recorded["$unknown"].startswith(sudoers["$unknown"]), recorded
+    outcome = run_check(REGISTRY["ISO-1070"], load_snapshot(path), None)
+    assert (outcome.status, outcome.measured, outcome.detail) == (status, measured, detail)
 
 
 def test_the_upgrade_command_redacts_when_asked(tmp_path: Path) -> None:

@@ -45,8 +45,8 @@ LAYERS: dict[str, int] = {
     "hostcheck.netprobe": SYSTEM,
     "hostcheck.recording": SYSTEM,
     "hostcheck.watch": SYSTEM,
-    "hostcheck.measure": JUDGEMENT,
     "hostcheck.probeserver": SYSTEM,
+    "hostcheck.measure": JUDGEMENT,
     "hostcheck.checks": JUDGEMENT,
     "hostcheck.judge": JUDGEMENT,
     "hostcheck.scoring": JUDGEMENT,
@@ -70,9 +70,9 @@ LAYERS: dict[str, int] = {
 }
 
 # What the collectors must never reach, at any depth of their imports: they record, the checks
-# decide.
+# decide (what sudo grants an account is the checks' to work out from the sudoers recorded).
 NOT_FROM_COLLECTORS = ("hostcheck.checks", "hostcheck.watch.rules", "hostcheck.judge", "hostcheck.scoring",
-                       "hostcheck.policy")
+                       "hostcheck.policy", "hostcheck.knowledge.sudoers.matching")
 
 
 def modules() -> dict[str, Path]:

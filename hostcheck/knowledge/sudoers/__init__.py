@@ -28,6 +28,8 @@ each a stated gap, and the answer is then "unknown" (an unrestricted grant read 
 stands: a rule the reader could not see may narrow it, but the readable files already give it).
 
 The package's modules: ``grammar`` reads one file's text into rules, aliases and Defaults;
-``includes`` follows the include directives over the files, bounded; ``matching`` decides
-what the rules grant one account. Pure: reading files is the caller's job.
+``includes`` follows the include directives over the files, bounded, and keeps them as read
+(the evidence collectors store); ``matching`` decides what the rules grant one account;
+``recorded`` replays a collector's record and matches a recorded account, for the checks.
+Pure: reading files is the caller's job.
 """

@@ -3,15 +3,20 @@ including the edges where a fact is unknown (never a pass)."""
 
 from __future__ import annotations
 
+import copy
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcheck.checks import load_registry
 from hostcheck.checks.base import compare
-from hostcheck.facts import Unknown
+from hostcheck.facts import Unknown, load_snapshot, to_jsonable
 from hostcheck.judge import run_check
+from hostcheck.knowledge.sudoers import includes, matching
+from tests.helpers import SNAPSHOTS
 
 REGISTRY = load_registry()
 
@@ -320,19 +325,79 @@ def test_ssh_finding_names_the_file_that_sets_the_value_and_socket_activation() 
     assert unread.detail == "effective value from sshd -T", unread.detail
 
 
-CLOUD = "/etc/sudoers.d/90-cloud-init-users:3"
+CLOUD_FILE = "/etc/sudoers.d/90-cloud-init-users"
+CLOUD = f"{CLOUD_FILE}:3"
+MAIN_SUDOERS = "root ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n"
+ROOT_ONLY = "sudo rules are readable only by root; run `sudo hostcheck audit`"
 
 
-@pytest.mark.parametrize(("accounts", "status", "measured"), [
-    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [CLOUD]}], "fail",
+def sudoers(dropin: str | None = None, listing: Unknown | None = None, main: str | Unknown = MAIN_SUDOERS) -> Any:
+    """What the accounts collector records: /etc/sudoers and, when given, cloud-init's drop-in."""
+    files: dict[str, str | Unknown] = {"/etc/sudoers": main}
+    if dropin is not None:
+        files[CLOUD_FILE] = dropin
+    names = [CLOUD_FILE.rsplit("/", 1)[1]] if dropin is not None else []
+    return includes.record(files.get, lambda d: names if listing is None else listing)
+
+
+def cloud(name: str, *groups: tuple[str, int]) -> dict[str, Any]:
+    return {"name": name, "uid": 1000, "groups": sorted([name, *(g for g, _ in groups)]),
+            "gids": sorted([1000, *(gid for _, gid in groups)])}
+
+
+@pytest.mark.parametrize(("accounts", "recorded", "status", "measured"), [
+    ([cloud("ubuntu")], sudoers("# Created by cloud-init\n\nubuntu ALL=(ALL) NOPASSWD:ALL\n"), "fail",
      f"ubuntu: NOPASSWD ({CLOUD})"),
-    ([{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": []}], "pass", "none for ubuntu"),
-    ([{"name": "admin", "sudo_scope": "restricted", "nopasswd_rules": ["/etc/sudoers.d/x:1"]}], "pass", "none for admin"),
-    ([{"name": "debian", "sudo_scope": "unknown", "nopasswd_rules": []}], "unknown", None),
-    ([], "pass", "no default cloud account"),
-    (Unknown("permission denied reading /etc/sudoers"), "unknown", None),
+    ([cloud("ubuntu", ("sudo", 27))], sudoers(), "pass", "none for ubuntu"),
+    ([cloud("admin")], sudoers("\n\nadmin ALL=(root) NOPASSWD: /usr/bin/systemctl restart nginx\n"), "pass",
+     "none for admin"),
+    ([cloud("debian")], sudoers(listing=Unknown("permission denied listing /etc/sudoers.d (needs root)")),
+     "unknown", None),
+    ([], None, "pass", "no default cloud account"),
+    (Unknown("permission denied reading /etc/passwd"), Unknown("permission denied reading /etc/passwd"),
+     "unknown", None),
 ])
-def test_cloud_account_nopasswd_sudo(accounts: Any, status: str, measured: Any) -> None:
-    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": accounts}}, None)
+def test_cloud_account_nopasswd_sudo(accounts: Any, recorded: Any, status: str, measured: Any) -> None:
+    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": accounts, "sudoers": recorded}}, None)
     assert (outcome.status, outcome.measured) == (status, measured), outcome.detail
 
+
+def test_cloud_account_sudo_unread_says_why_as_it_always_has() -> None:
+    """/etc/sudoers is root-only: the audit says so in the words it gave when the collector
+    judged the accounts itself; a record that a format-2 file never held is named as such."""
+    denied = sudoers(main=Unknown("permission denied reading /etc/sudoers (needs root)"))
+    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": [cloud("ubuntu")], "sudoers": denied}},
+                        None)
+    assert outcome.status == "unknown"
+    assert outcome.detail == f"isolation.cloud_accounts: permission denied reading /etc/sudoers (needs root): {ROOT_ONLY}"
+    old = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": [cloud("ubuntu")],
+                                                         "sudoers": Unknown("not recorded in format 2")}}, None)
+    assert (old.status, old.detail) == ("unknown", "isolation.sudoers: not recorded in format 2")
+    blind = {**cloud("ubuntu"), "groups": Unknown("not recorded in format 2")}
+    groups = run_check(REGISTRY["ISO-1070"], {"isolation": {"cloud_accounts": [blind], "sudoers": sudoers()}}, None)
+    assert groups.status == "unknown" and "ubuntu's groups: not recorded" in groups.detail, groups.detail
+
+
+
+def test_saved_facts_are_rejudged_with_todays_sudo_rules_for_cloud_accounts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The accounts collector keeps the sudoers it read, not a verdict: a saved facts file is
+    judged by the sudo rules of the hostcheck that reads it. Here a newer hostcheck counts an
+    allowlist that holds a root shell (vim) as any command as root."""
+    data = copy.deepcopy(load_snapshot(SNAPSHOTS / "dedicated-4090.json"))
+    data["isolation"]["cloud_accounts"] = [cloud("ubuntu")]
+    data["isolation"]["sudoers"] = sudoers("# Created by cloud-init\n\nubuntu ALL=(root) NOPASSWD: /usr/bin/vim\n")
+    saved = tmp_path / "facts.json"
+    saved.write_text(json.dumps(to_jsonable(data)), encoding="utf-8")
+    assert '"facts_format": 3' in saved.read_text() and "sudo_scope" not in saved.read_text()
+    before = run_check(REGISTRY["ISO-1070"], load_snapshot(saved), None)
+    assert (before.status, before.measured) == ("pass", "none for ubuntu"), before.detail
+    today = matching.account_view
+
+    def newer(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        view = today(*args, **kwargs)
+        return {**view, "scope": "unrestricted"} if view["root_giving"] else view
+
+    monkeypatch.setattr(matching, "account_view", newer)
+    after = run_check(REGISTRY["ISO-1070"], load_snapshot(saved), None)
+    assert (after.status, after.measured) == ("fail", f"ubuntu: NOPASSWD ({CLOUD})"), after.detail

@@ -49,7 +49,7 @@ from hostcheck.knowledge.netaddr import classify_address
 from hostcheck.knowledge.routes import parse_proc_net_ipv6_route, parse_proc_net_route
 from hostcheck.netprobe.gateway import default_gateway_v4
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
 REGISTRY = load_registry()
 NOBODY = 65534
@@ -259,7 +259,7 @@ def test_accounts_collect_contract() -> None:
     facts = accounts.collect(CollectContext())
     assert set(facts) == {"graphical_session", "display_manager", "human_accounts",
                           "docker_group_members", "sudo_group_members", "credentials",
-                          "unreadable_homes", "apparmor_enabled", "cloud_accounts"}
+                          "unreadable_homes", "apparmor_enabled", "cloud_accounts", "sudoers"}
     expected_humans = accounts.human_accounts(accounts.parse_passwd(Path("/etc/passwd").read_text()))
     assert facts["human_accounts"] == expected_humans
     assert isinstance(facts["graphical_session"], (bool, Unknown))
@@ -1367,22 +1367,38 @@ def test_sshd_origins_name_the_file_whose_value_wins(tmp_path: Path) -> None:
     assert "kbdinteractiveauthentication" not in origins, "a compiled-in default comes from no file"
 
 
-def test_cloud_accounts_read_what_sudoers_grants_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """cloud-init's rule for ubuntu is found with its file and line; an account that is not a
-    default cloud account is not looked at; no such account present: nothing to read."""
+def test_cloud_accounts_record_what_sudo_matches_them_by_and_the_sudoers_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector keeps each default cloud account's name, uid, groups and gids and the
+    sudoers files as read, not a verdict: ISO-1070 finds cloud-init's rule for ubuntu, with its
+    file and line, in the record. An account that is not a default cloud account is not kept;
+    with no such account present, sudoers is not read."""
     from hostcheck.knowledge.sudoers import includes
 
     (tmp_path / "sudoers.d").mkdir()
-    (tmp_path / "sudoers").write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")
+    main = tmp_path / "sudoers"
+    main.write_text(f"root ALL=(ALL:ALL) ALL\n@includedir {tmp_path}/sudoers.d\n")
     rule = tmp_path / "sudoers.d" / "90-cloud-init-users"
     rule.write_text("# Created by cloud-init\n\n# User rules for ubuntu\nubuntu ALL=(ALL) NOPASSWD:ALL\n")
-    monkeypatch.setattr(includes, "SUDOERS", str(tmp_path / "sudoers"))
-    real_load = includes.load
-    monkeypatch.setattr(includes, "load", lambda read, listdir, root=str(tmp_path / "sudoers"), hostname=None:
-                        real_load(read, listdir, root=root, hostname=hostname))
-    passwd = accounts.parse_passwd("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n")
-    groups = accounts.parse_group("ubuntu:x:1000:\nalice:x:1001:\n")
-    found = accounts.cloud_accounts(passwd, groups)
-    assert found == [{"name": "ubuntu", "sudo_scope": "unrestricted", "nopasswd_rules": [f"{rule}:4"]}], found
-    assert accounts.cloud_accounts(passwd[1:], groups) == []
+    monkeypatch.setattr(includes, "SUDOERS", str(main))
+    passwd_text = "ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n"
+    group_text = "sudo:x:27:ubuntu\nubuntu:x:1000:\nalice:x:1001:\n"
+    texts = {"/etc/passwd": passwd_text, "/etc/group": group_text}
+    real_read_text = accounts.read_text
+    monkeypatch.setattr(accounts, "read_text", lambda path, **kw: texts[path] if path in texts
+                        else real_read_text(path, **kw))
+    facts = accounts.collect(CollectContext())
+    assert facts["cloud_accounts"] == [{"name": "ubuntu", "uid": 1000, "groups": ["sudo", "ubuntu"],
+                                        "gids": [27, 1000]}], facts["cloud_accounts"]
+    recorded = facts["sudoers"]
+    assert recorded["root"] == str(main)  # the patched main file, not /etc/sudoers
+    assert [(f["path"], f["text"]) for f in recorded["files"]] == [(str(main), main.read_text()),
+                                                                  (str(rule), rule.read_text())]
+    assert recorded["dirs"] == [{"path": f"{tmp_path}/sudoers.d", "names": [rule.name], "unreadable": None}]
+    assert "sudo_scope" not in json.dumps(to_jsonable(facts)), "no verdict is frozen into the facts"
+    outcome = run_check(REGISTRY["ISO-1070"], {"isolation": facts}, None)
+    assert (outcome.status, outcome.measured) == ("fail", f"ubuntu: NOPASSWD ({rule}:4)"), outcome.detail
 
+    texts["/etc/passwd"] = passwd_text.splitlines()[1] + "\n"
+    alone = accounts.collect(CollectContext())
+    assert alone["cloud_accounts"] == [] and alone["sudoers"] is None
