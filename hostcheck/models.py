@@ -2,6 +2,9 @@
 operators, owner-risk levels, the shape of a check id, the policy file, the resolved policy, a
 finding and the report.
 
+Just over 500 lines for a reason: the words and the documents that use them are one
+definition, read together; the test that no module spells the words again reads this module.
+
 Every other module imports these enums instead of spelling the words again, and the JSON
 Schemas shipped in ``hostcheck/schema/`` are generated from these models
 (``python -m hostcheck.schema_gen``). The models are pydantic v2 models because pydantic gives

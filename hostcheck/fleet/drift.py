@@ -10,7 +10,8 @@ from typing import Any
 
 from hostcheck.checks.agents import recorded_agents
 from hostcheck.checks.base import id_of
-from hostcheck.checks.network import forwarded_range, range_per_gpu, recorded_interfaces, recorded_route
+from hostcheck.checks.inbound import forwarded_range, range_per_gpu
+from hostcheck.checks.network import recorded_interfaces, recorded_route
 from hostcheck.checks.packages import recorded_driver_versions, recorded_reboot
 from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.knowledge.routes import interface_ipv4

@@ -8,7 +8,8 @@ from typing import Any
 
 from hostcheck.checks.agents import agent_not_restart_looping
 from hostcheck.checks.base import id_of
-from hostcheck.checks.network import forwarded_range, link_full_duplex, link_speed
+from hostcheck.checks.inbound import forwarded_range
+from hostcheck.checks.network import link_full_duplex, link_speed
 from hostcheck.checks.packages import driver_versions, reboot_pending
 from hostcheck.models import InboundResult
 from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis

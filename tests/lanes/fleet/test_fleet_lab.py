@@ -4,7 +4,7 @@ Deliberate differences: `bare` (and `gone`) never get the profile; after the fir
 `drifted` starts a service listening on all interfaces and `gone` is switched off. The table
 and the diff must name exactly those differences and nothing else. Docker is left out of the
 profile here (docker_host_enabled=false), and so are host_baseline's own settings
-(play.BASELINE_PROVEN_ELSEWHERE): both are exercised in tests/profile, and three full converges
+(play.BASELINE_PROVEN_ELSEWHERE): both are exercised in tests/lanes/profile, and three full converges
 would not fit the 2-core CI machine's time. Two steady profiled hosts are enough to show that identical
 hosts read the same; each more host only adds a converge (bench/fleet.py measures scale).
 

@@ -300,9 +300,9 @@ def test_network_check_outcome(check_id: str, facts: dict[str, Any], threshold: 
 
 
 def test_every_network_check_has_table_cases() -> None:
-    from hostcheck.checks import network
+    from hostcheck.checks import inbound, network
 
-    ids = {meta.id for meta in REGISTRY.values() if meta.func.__module__ == network.__name__}
+    ids = {meta.id for meta in REGISTRY.values() if meta.func.__module__ in (network.__name__, inbound.__name__)}
     covered = {case[0] for case in CASES}
     # NET-1070 (bandwidth) has its own tests with its measurement; NET-1150 and NET-1160 are
     # judged on sysfs as the kernel writes it (test_link_read_from_sysfs_and_judged).
