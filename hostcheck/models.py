@@ -2,8 +2,8 @@
 operators, owner-risk levels, the shape of a check id, the policy file, the resolved policy, a
 finding and the report.
 
-Just over 500 lines for a reason: the words and the documents that use them are one
-definition, read together; the test that no module spells the words again reads this module.
+Just over 500 lines for a reason: each shipped schema is generated from the words and the
+models here together, so one module holds everything a schema says.
 
 Every other module imports these enums instead of spelling the words again, and the JSON
 Schemas shipped in ``hostcheck/schema/`` are generated from these models
