@@ -119,7 +119,7 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
                      config: Path | None) -> tuple[dict[str, Any], Path | None] | None:
     """The owner's earnings inputs (flags, the config file), checked before anything is collected:
     a wrong value or file is an InputError (exit 2); a missing one is said in the closing line."""
-    from hostcheck.earnings.command import audit_values
+    from hostcheck.earnings.estimate import audit_values
     from hostcheck.errors import EconomicsDataError
 
     try:
@@ -131,7 +131,7 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
 def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None],
                    fmt: OutputFormat) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
-    from hostcheck.earnings.command import audit_earnings
+    from hostcheck.earnings.estimate import audit_earnings
     from hostcheck.earnings.render.audit import audit_lines, missing_lines
     from hostcheck.errors import EarningsMissingError, EconomicsDataError
     from hostcheck.render.escape import escape_text

@@ -1,6 +1,6 @@
 """The ``hostcheck earnings`` command's options (listed in hostcheck.cli.COMMANDS).
 
-Only option parsing lives here; the work is in :mod:`hostcheck.earnings.command`.
+Only option parsing lives here; the work is in :mod:`hostcheck.earnings.estimate`.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def earnings(
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
 ) -> None:
-    from hostcheck.earnings.command import merged_values, run
     from hostcheck.earnings.data import load_constants
+    from hostcheck.earnings.estimate import merged_values, run
     from hostcheck.earnings.inputs import build, parse_percent, parse_platform_prices
     from hostcheck.errors import EconomicsDataError
     from hostcheck.exit_codes import EXIT_INTERNAL

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from hostcheck.earnings.command import run
+from hostcheck.earnings.estimate import run
 from hostcheck.facts import load_snapshot
 from tests.helpers import REPO, SNAPSHOTS, hostcheck, run_cli
 

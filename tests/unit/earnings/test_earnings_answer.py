@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hostcheck.earnings.command import run
+from hostcheck.earnings.estimate import run
 from hostcheck.earnings.render import render_earnings
 from hostcheck.facts import load_snapshot
 from hostcheck.policy import load_shipped

@@ -157,7 +157,7 @@ def test_hostile_facts_never_crash_the_money(laptop: tuple[dict, Report], sectio
                                              device_key: str | None) -> None:
     import copy
 
-    from hostcheck.earnings.command import run
+    from hostcheck.earnings.estimate import run
 
     facts, report = laptop
     facts = copy.deepcopy(facts)

@@ -1,5 +1,6 @@
-"""``hostcheck earnings``: wiring from checked inputs, facts and power figures to the report,
-also for the audit's closing lines (``hostcheck.earnings.render.audit`` writes them)."""
+"""The earnings estimate: from checked inputs, facts and power figures to the report, for
+``hostcheck earnings`` and for the audit's closing lines (``hostcheck.earnings.render.audit``
+writes them). The commands parse the options; this is what they call."""
 
 from __future__ import annotations
 
