@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from hostcheck import __version__
-from hostcheck.cli_common import die
+from hostcheck.commands.common import die
 from hostcheck.errors import InputError
 from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, help_text
 

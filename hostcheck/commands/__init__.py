@@ -4,6 +4,7 @@ One module per command family; ``hostcheck.cli`` lists them and imports one only
 command runs (or its help is asked for), so a command's options take their defaults and limits
 from the libraries that own them without slowing ``hostcheck --help``.
 
+common    what every command shares: output formats, usage errors, writing the result
 live      options for collecting this machine's facts (audit, facts, offer), the probe token
 audit     ``audit`` and ``facts``
 offer     ``offer``

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, die, emit
+from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, die, emit
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import (
+from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
+from hostcheck.commands.common import (
     FormatOpt,
     OutputFormat,
     OutputOpt,
@@ -23,7 +24,6 @@ from hostcheck.cli_common import (
     die,
     emit,
 )
-from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
 from hostcheck.errors import UsageError

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import OutputFormat, die
+from hostcheck.commands.common import OutputFormat, die
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.render.terminal import terminal_width, wrap

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
+from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
 from hostcheck.errors import FleetError
 from hostcheck.fleet.reports import (
     HostEntry,

@@ -20,8 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import check_timeout
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
+from hostcheck.commands.common import check_timeout
 from hostcheck.errors import PortRangeError, PrivateFileError, UsageError
 from hostcheck.netprobe import speedtest
 from hostcheck.netprobe.http_client import Endpoint, parse_endpoint

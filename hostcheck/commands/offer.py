@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, emit
 from hostcheck.collectors.disk_bw import DEFAULT_SIZE_MIB, MAX_SIZE_MIB, MIN_SIZE_MIB, check_size_mib
 from hostcheck.collectors.power_draw import MAX_SAMPLE_S
+from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, emit
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.cli_common import OutputOpt, check_output, die, emit
+from hostcheck.commands.common import OutputOpt, check_output, die, emit
 from hostcheck.commands.live import (
     BYTE_CAP_RANGE,
     DEFAULT_SPEED_MAX_MB,

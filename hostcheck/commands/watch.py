@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.cli_common import FormatOpt, OutputFormat, OutputOpt, emit
+from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, emit
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_OK
 from hostcheck.recording.store import (

@@ -65,7 +65,6 @@ LAYERS: dict[str, int] = {
     "hostcheck.watch.textfile": RENDERING,
     "hostcheck.commands": COMMANDS,
     "hostcheck.cli": COMMANDS,
-    "hostcheck.cli_common": COMMANDS,
     "hostcheck.schema_gen": COMMANDS,
 }
 
