@@ -8,7 +8,7 @@ new package changes (:mod:`~hostcheck.watch.pkglog`), network reachability
 readings, the increase of its thermal and power violation counters since the last sample, its
 ECC counts), the public address and a CGNAT re-check when STUN servers are configured
 (:mod:`~hostcheck.watch.stun`), the power source of a machine with a battery and NUT's UPS
-status where `upsc` is installed (:mod:`~hostcheck.watch.power`), the forwarded ports through
+status where `upsc` is installed (:mod:`~hostcheck.watch.power_source`), the forwarded ports through
 the owner's probe server when one is configured, at the owner's rate
 (:mod:`~hostcheck.watch.inbound`), and drift every 5 minutes (:mod:`~hostcheck.watch.drift`).
 At the start the boots come from the journal (:mod:`~hostcheck.watch.boots`).
@@ -44,7 +44,7 @@ from hostcheck.watch.gpu import GpuSampler
 from hostcheck.watch.inbound import InboundProbe
 from hostcheck.watch.journal import Journal, Readability
 from hostcheck.watch.kernel_lines import KernelLines
-from hostcheck.watch.power import PowerSource, Ups
+from hostcheck.watch.power_source import PowerSource, Ups
 from hostcheck.watch.probes import (
     DEFAULT_DNS_NAME,
     DEFAULT_TARGETS,
