@@ -97,6 +97,7 @@ VOCABULARY_USERS = [
     *sorted((REPO / "hostcheck" / "render").glob("*.py")),
     *sorted((REPO / "hostcheck" / "knowledge").rglob("*.py")),
     *sorted((REPO / "hostcheck" / "fleet").glob("*.py")),
+    *sorted((REPO / "hostcheck" / "commands").glob("*.py")),
     REPO / "hostcheck" / "checks" / "base.py",
 ]
 PLAIN_ANSWERS = {"yes", "no"}
