@@ -371,14 +371,15 @@ def _groups_of(entry: PasswdEntry, groups: list[GroupEntry]) -> list[GroupEntry]
 def cloud_accounts(passwd: list[PasswdEntry], groups: list[GroupEntry]) -> list[dict[str, Any]]:
     """The default cloud accounts present, with what sudoers' rules match them by (name, uid,
     groups, gids); the checks work out what sudo grants them."""
-    found = []
-    for entry in passwd:
-        if entry.name not in CLOUD_ACCOUNTS:
-            continue
-        member_of = _groups_of(entry, groups)
-        found.append({"name": entry.name, "uid": entry.uid, "groups": [g.name for g in member_of],
-                      "gids": sorted({g.gid for g in member_of} | {entry.gid})})
-    return found
+    return [sudo_identity(entry, groups) for entry in passwd if entry.name in CLOUD_ACCOUNTS]
+
+
+def sudo_identity(entry: PasswdEntry, groups: list[GroupEntry]) -> dict[str, Any]:
+    """What sudoers' rules match an account by: its name, uid, groups and gids (``#uid``,
+    ``%group``, ``%#gid``)."""
+    member_of = _groups_of(entry, groups)
+    return {"name": entry.name, "uid": entry.uid, "groups": [g.name for g in member_of],
+            "gids": sorted({g.gid for g in member_of} | {entry.gid})}
 
 
 def sudoers_record() -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import grp
 import os
 import re
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,14 @@ from hostcheck.collectors._run import read_text, run_command
 from hostcheck.collectors.accounts import (
     PasswdEntry,
     _exists,
-    _groups_of,
-    _listdir,
-    _read_sudoers,
     parse_group,
     parse_passwd,
+    sudo_identity,
+    sudoers_record,
 )
 from hostcheck.collectors.docker_config import UNIT_DIRS
 from hostcheck.facts import Unknown
 from hostcheck.knowledge.agent_catalog import Agent, load_catalog
-from hostcheck.knowledge.sudoers import includes
 
 SECTION = "agents"
 TIMEOUT = 6.0
@@ -232,9 +229,7 @@ def collect(ctx: Any) -> dict[str, Any]:
             if entry is None:
                 continue
             agent_accounts.add(name)
-            member_of = _groups_of(entry, groups)
-            accounts.append({"name": name, "uid": entry.uid, "shell": entry.shell, "groups": [g.name for g in member_of],
-                             "gids": sorted({g.gid for g in member_of} | {entry.gid})})
+            accounts.append({**sudo_identity(entry, groups), "shell": entry.shell})
         units = ([states[u] for u in agent.units if states[u].get("present")] if isinstance(states, dict) else states)
         installed.append({
             "id": agent.id,
@@ -251,7 +246,7 @@ def collect(ctx: Any) -> dict[str, Any]:
         "installed": installed,
         # The rules as read, for the checks to judge (what sudo grants each account); read only
         # when an agent account is there to judge.
-        "sudoers": includes.record(_read_sudoers, _listdir, hostname=socket.gethostname()) if agent_accounts else None,
+        "sudoers": sudoers_record() if agent_accounts else None,
         "update_units": {u: states[u]["enabled"] for u in UPDATE_UNITS} if isinstance(states, dict) else states,
         "kernel_params": cmdline if isinstance(cmdline, Unknown) else kernel_params(cmdline),
         "sudo_activity": sudo_activity(agent_accounts, float(since)),
