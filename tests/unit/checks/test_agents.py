@@ -339,9 +339,9 @@ def test_include_loops_are_cut() -> None:
 
 
 def test_the_collectors_readers_on_a_real_tree(tmp_path: Path) -> None:
-    """The agents collector's own file and directory readers on real files: regular files
+    """The sudoers file and directory readers the collectors share, on real files: regular files
     only, every name listed, a missing directory None, the size bound seen."""
-    from hostcheck.collectors.agents import _listdir, _read_sudoers
+    from hostcheck.collectors.accounts import _listdir, _read_sudoers
 
     root = tmp_path / "sudoers"
     (tmp_path / "sudoers.d").mkdir()
