@@ -64,11 +64,13 @@ def build_report(facts: dict[str, Any], policies: list[Policy], now: datetime | 
     risk_policy = load_owner_risk()
     risk = owner_risk(facts, risk_policy)
     answer = build_answer(results, risk)
+    read = rules_read([*policies, risk_policy])
+    assert read is not None  # the owner-risk set is judged in every report, and each of its items cites a source
     return Report(
         report_version=REPORT_VERSION,
         tool=Tool(name="hostcheck", version=__version__),
         generated_at=(clock() if now is None else now).isoformat(timespec="seconds"),
-        rules_read=rules_read([*policies, risk_policy]),
+        rules_read=read,
         host=Host(hostname=hostname(facts)),
         headline=" ".join(answer.headline),
         answer=answer,

@@ -11,7 +11,6 @@ from __future__ import annotations
 from hostcheck.headline import cannot_apply_line
 from hostcheck.models import Report
 from hostcheck.render.terminal import terminal_width, wrap
-from hostcheck.rules_age import stale_line
 from hostcheck.render.text import (
     NEEDS_FIX,
     STATUS_LABEL,
@@ -24,6 +23,7 @@ from hostcheck.render.text import (
     unknown_text,
     where_text,
 )
+from hostcheck.rules_age import stale_line
 
 SCREEN_LINES = 40
 MAX_HEADLINE_LINES = 3

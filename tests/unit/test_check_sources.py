@@ -18,7 +18,7 @@ from hostcheck.models import Source, SourceStatus
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
-import check_sources as cs  # noqa: E402
+import check_sources as cs
 
 PAGE = """---
 title: Hosting
