@@ -128,3 +128,21 @@ def test_a_bad_hostcheck_now_is_bad_input() -> None:
     proc = run_cli("policies", "--stale", "1", env={NOW_ENV: "2026-13-01"})
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"hostcheck: error: {NOW_ENV}='2026-13-01': not an ISO 8601 date or time (e.g. 2026-12-01)\n"
+
+
+def test_a_report_written_without_the_date_still_reads_and_renders_without_it() -> None:
+    """Reports written before the field (a fleet gathers reports of several versions) read back;
+    no format then claims a date."""
+    from hostcheck.checks import family_prefixes
+    from hostcheck.models import Report
+    from hostcheck.render import render
+
+    report = build_report(load_snapshot(SNAPSHOTS / "reference-laptop.json"), resolve_policies(["vast"]),
+                          dt.datetime(2030, 1, 1, tzinfo=dt.UTC))
+    written = report.as_dict()
+    del written["rules_read"]
+    older = Report.from_json(json.dumps(written), family_prefixes())
+    assert older.rules_read is None and "rules_read" not in older.as_dict()
+    for fmt in ("table", "markdown", "json"):
+        text = render(older, fmt)
+        assert "rules read" not in text.lower() and "rules_read" not in text, fmt
