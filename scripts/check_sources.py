@@ -11,7 +11,7 @@ copy, it checks:
   withdrawn page still on the default branch's tip was not removed: both fail too.
 - the quote: found in the file at that commit (every file under a ``tree`` address; a
   ``commit`` address's message and patch), ignoring markup (Markdown and MDX emphasis, links,
-  tags, table pipes, headings) and whitespace.
+  tags, table pipes, headings; a manual page's font escapes and requests) and whitespace.
 
 Where copies are looked for: each folder given with ``--mirrors DIR`` (repeatable), else those in
 ``HOSTCHECK_SOURCE_MIRRORS`` (separated by ``:``). A folder may hold ``OWNER+NAME/repo`` bare
@@ -65,12 +65,15 @@ _TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>")  # <b>, </Note>, <Tip 
 _TYPOGRAPHY = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
                              "\u2014": "-", "\u00a0": " ", "\u2026": "..."})
 _MARKS = str.maketrans("", "", "*_`|#>\\~")  # emphasis, code, table pipes, headings, quotes, escapes
+_ROFF_FONT = re.compile(r"\\f(?:\(..|\[[^\]]*\]|.)")  # a manual page's \fB, \fR, \f(CW, \f[B]
+_ROFF_REQUEST = re.compile(r"^\.[A-Za-z]{1,2}(?:[ \t]+|$)", re.M)  # .B word, .TP, .PP at a line's start
 _ELLIPSIS = re.compile(r"\s*(?:\[\.\.\.\]|\.\.\.)\s*")
 
 
 def normalize(text: str) -> str:
     """``text`` without markup and whitespace: what a quote and a page are compared on."""
     text = html.unescape(text).translate(_TYPOGRAPHY)
+    text = _ROFF_REQUEST.sub("", _ROFF_FONT.sub("", text)).replace("\\-", "-")
     text = _REF_LINK.sub(r"\1", _LINK.sub(r"\1", text))
     text = _TAG.sub(" ", text).translate(_MARKS)
     return "".join(text.split())
@@ -275,9 +278,9 @@ def check_pinned(where: str, pin: Pin, source: Any, copy: Copy) -> Outcome:
                               f"yet the source is {status}")
     on_default = copy.reachable(sha, tip_sha)
     if not on_default and status != "draft":
-        label = "withdrawn page's last version must be on" if status == "withdrawn" else "source is " + status
-        return result(FAILED, f"commit {short} is not on {pin.repo}'s default branch ({branch}), yet the "
-                              f"{label} it: cite a commit of {branch}, or label it draft (with its pull request)")
+        label = "a withdrawn page's last version is on it" if status == "withdrawn" else f"the source is {status}"
+        return result(FAILED, f"commit {short} is not on {pin.repo}'s default branch ({branch}), yet {label}: "
+                              f"cite a commit of {branch}, or label it draft (with its pull request)")
     if on_default and status == "draft":
         return result(FAILED, f"commit {short} is on {pin.repo}'s default branch ({branch}): the draft "
                               "was merged; read the page again and label it published")
