@@ -32,6 +32,7 @@ import datetime as dt
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -182,12 +183,12 @@ class Copy:
     def tip(self) -> tuple[str, str] | None:
         """The default branch: its name and its commit (None: the copy has none)."""
         if not self._looked:
-            self._looked = True
             for ref in ("refs/remotes/origin/HEAD", "HEAD"):
                 sha = self._out("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
                 if sha:
                     self._tip = (self._out("symbolic-ref", "--quiet", "--short", ref) or ref, sha)
                     break
+            self._looked = True  # only once git has answered
         return self._tip
 
     def newest(self) -> dt.date | None:
@@ -319,6 +320,9 @@ def check_sources(rows: Sequence[tuple[str, str, Any]], roots: Sequence[Path]) -
             path = find_copy(roots, pin.owner, pin.name)
             copies[pin.repo.lower()] = None if path is None else Copy(path)
         copy = copies[pin.repo.lower()]
+        if copy is not None and shutil.which("git") is None:
+            outcomes.append(Outcome(where, UNCHECKED, "git is not installed", pin.repo))
+            continue
         if copy is None:
             outcomes.append(Outcome(where, UNCHECKED, f"no local copy of {pin.repo}", pin.repo))
             continue
@@ -326,6 +330,8 @@ def check_sources(rows: Sequence[tuple[str, str, Any]], roots: Sequence[Path]) -
             outcomes.append(check_pinned(where, pin, source, copy))
         except subprocess.TimeoutExpired:
             outcomes.append(Outcome(where, UNCHECKED, f"git did not answer within {GIT_TIMEOUT_S} s", pin.repo))
+        except OSError as exc:  # no git to run
+            outcomes.append(Outcome(where, UNCHECKED, f"git cannot run: {exc.strerror or exc}", pin.repo))
     return outcomes
 
 
@@ -393,7 +399,10 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         print(f"check_sources: error: not a folder: {', '.join(absent)}", file=sys.stderr)
         return 2
     summary = Summary(check_sources(shipped_rows(), roots))
-    print("\n".join(summary.lines(roots)))
+    try:
+        print("\n".join(summary.lines(roots)), flush=True)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush has somewhere to go
     return 1 if summary.counts[FAILED] else 0
 
 
