@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     try:
         print("\n".join(summary.lines(roots)), flush=True)
     except BrokenPipeError:  # `| head`: the reader has what it wanted
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush has somewhere to go
+        sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush has somewhere to go
     return 1 if summary.counts[FAILED] else 0
 
 
