@@ -11,6 +11,7 @@ EXIT_USAGE = 2
 EXIT_NOT_FEASIBLE = 3
 EXIT_NOT_MEASURED = EXIT_NOT_FEASIBLE
 EXIT_POWER_UNKNOWN = EXIT_NOT_FEASIBLE
+EXIT_STALE_SOURCES = EXIT_NOT_FEASIBLE
 EXIT_OWNER_RISK = 4
 EXIT_INTERRUPTED = 130
 
@@ -27,6 +28,7 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_NOT_FEASIBLE, "audit", "no requested policy is feasible (--strict: at least one is not)"),
     (EXIT_POWER_UNKNOWN, "earnings", "the draw under load is unknown, so no money figure (give --wall-load-w)"),
     (EXIT_NOT_MEASURED, "speedtest", "nothing was measured"),
+    (EXIT_STALE_SOURCES, "policies", "--stale DAYS: a source was not re-read within the last DAYS days"),
     (EXIT_OWNER_RISK, "audit", "a policy is feasible, but the owner risk is high or unknown "
                                "(--accept-owner-risk turns this into 0)"),
     (EXIT_OWNER_RISK, "earnings", "the audit rates the owner risk high or unknown: do not host, whatever the money, "

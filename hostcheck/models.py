@@ -379,6 +379,7 @@ class Policy(_Strict):
     follows: str
     requirements: tuple[Requirement, ...]
     path: str
+    sources: tuple[Source, ...] = ()  # every source the file lists, cited by a requirement or not
 
 
 # ------------------------------------------------------------------ the report (JSON)
@@ -504,6 +505,9 @@ class Report(_Out):
     redacted: bool = absent("present (true) when written with --redact")
     tool: Tool
     generated_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+    rules_read: Annotated[str, StringConstraints(pattern=ISO_DATE)] = absent(
+        "the oldest date on which a source of the policies judged was read: every rule behind the "
+        "verdicts was read that day or later")
     host: Host
     headline: Annotated[str, StringConstraints(min_length=1)]
     answer: Answer

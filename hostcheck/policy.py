@@ -318,6 +318,7 @@ def _resolve(doc: PolicyDocument, lines: _Lines, path: str) -> tuple[Policy | No
     return Policy(
         id=doc.id, title=doc.title, platform=doc.platform, kind=doc.kind, summary=doc.summary.strip(),
         follows=(doc.follows or "").strip(), requirements=tuple(requirements), path=path,
+        sources=tuple(sources.values()),
     ), []
 
 

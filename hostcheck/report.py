@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hostcheck import __version__
@@ -23,6 +23,9 @@ from hostcheck.models import (
     Status,
     Tool,
 )
+from hostcheck.policy import load_owner_risk
+from hostcheck.rules_age import now as clock
+from hostcheck.rules_age import rules_read
 from hostcheck.scoring import owner_risk, score, verdict
 
 __all__ = ["REPORT_VERSION", "build_report", "exit_code"]
@@ -32,7 +35,9 @@ STATUS_ORDER = {status: rank for rank, status in enumerate(
     (Status.FAIL, Status.ERROR, Status.WARN, Status.UNKNOWN, Status.PASS, Status.SKIPPED))}
 
 
-def build_report(facts: dict[str, Any], policies: list[Policy]) -> Report:
+def build_report(facts: dict[str, Any], policies: list[Policy], now: datetime | None = None) -> Report:
+    """The report on ``facts`` judged by ``policies`` and the owner-risk set, made at ``now``
+    (default: :func:`hostcheck.rules_age.now`, the clock unless HOSTCHECK_NOW says otherwise)."""
     results = []
     for policy in policies:
         findings = judge_policy(policy, facts)
@@ -56,12 +61,16 @@ def build_report(facts: dict[str, Any], policies: list[Policy]) -> Report:
                 findings=ordered,
             )
         )
-    risk = owner_risk(facts)
+    risk_policy = load_owner_risk()
+    risk = owner_risk(facts, risk_policy)
     answer = build_answer(results, risk)
+    read = rules_read([*policies, risk_policy])
+    assert read is not None  # the owner-risk set is judged in every report, and each of its items cites a source
     return Report(
         report_version=REPORT_VERSION,
         tool=Tool(name="hostcheck", version=__version__),
-        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        generated_at=(clock() if now is None else now).isoformat(timespec="seconds"),
+        rules_read=read,
         host=Host(hostname=hostname(facts)),
         headline=" ".join(answer.headline),
         answer=answer,

@@ -23,12 +23,14 @@ import re
 import shlex
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = re.compile(r"(<!-- example: (?P<command>.+?) -->\n)(?P<body>.*?)(<!-- /example -->)", re.DOTALL)
 TIMEOUT_S = 120
 COLUMNS = "80"
+NOW_ENV = "HOSTCHECK_NOW"
 
 
 def documents() -> list[Path]:
@@ -40,10 +42,21 @@ def run(command: str) -> str:
     argv = shlex.split(command)
     if not argv or argv[0] != "hostcheck":
         raise SystemExit(f"an example runs `hostcheck ...`, not {command!r}")
-    env = {**os.environ, "COLUMNS": COLUMNS, "NO_COLOR": "1"}
+    env = {**os.environ, "COLUMNS": COLUMNS, "NO_COLOR": "1", NOW_ENV: release_day()}
     proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", *argv[1:]], cwd=REPO, env=env, text=True,
                           capture_output=True, timeout=TIMEOUT_S, check=False)
     return proc.stdout
+
+
+@cache
+def release_day() -> str:
+    """The examples are rendered on the day the shipped rules were last read, so they do not
+    change with the clock (a report says its rules' age once they are 90 days old)."""
+    sys.path.insert(0, str(REPO))
+    from hostcheck.policy import load_shipped, shipped_policy_names
+    from hostcheck.rules_age import newest_read
+
+    return newest_read(load_shipped(name) for name in shipped_policy_names()) or ""
 
 
 def block(command: str) -> str:

@@ -11,7 +11,7 @@ import typer
 
 from hostcheck.commands.common import OutputFormat, die
 from hostcheck.errors import UsageError
-from hostcheck.exit_codes import EXIT_INTERNAL
+from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_STALE_SOURCES
 from hostcheck.render.terminal import terminal_width, wrap
 
 
@@ -24,6 +24,10 @@ class ListFormat(StrEnum):
 
 def policies(
     fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="How to print the list.")] = ListFormat.TABLE,
+    stale: Annotated[int | None, typer.Option(
+        "--stale", metavar="DAYS", min=0, max=MAX_STALE_DAYS,
+        help="Only the sources not re-read within the last DAYS days (0: every source); exit 3 when there are any.",
+    )] = None,
 ) -> None:
     """List the shipped policies with their sources."""
     from hostcheck.errors import PolicyError
@@ -33,6 +37,8 @@ def policies(
         loaded = [load_shipped(name) for name in shipped_policy_names()]
     except PolicyError as exc:  # a shipped policy that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
+    if stale is not None:
+        _stale(loaded, stale, fmt)
     if fmt is ListFormat.JSON:
         rows = [
             {
@@ -57,6 +63,42 @@ def policies(
             for source in by_key.values():
                 for line in _source_lines(source, "", "      ", width):
                     typer.echo(line)
+
+
+MAX_STALE_DAYS = 100_000
+"""--stale's upper bound: some 270 years, beyond any date a source can carry."""
+
+
+def _stale(loaded: list[Any], days: int, fmt: ListFormat) -> None:
+    """The sources read ``days`` or more days ago (``hostcheck policies --stale DAYS``), oldest
+    first; exit 3 when there is one, 0 when there is none."""
+    import datetime as dt
+
+    from hostcheck.rules_age import now, sources_of, stale_sources
+
+    today = now().date()
+    rows = stale_sources(loaded, today, days)
+    total = len(sources_of(loaded))
+    cutoff = (today - dt.timedelta(days=days)).isoformat()
+    if fmt is ListFormat.JSON:
+        sys.stdout.write(json.dumps({
+            "today": today.isoformat(), "days": days, "sources": total,
+            "stale": [{"policy": r.policy, "key": r.key, "checked": r.checked, "days": r.days, "url": r.url,
+                       "title": r.title} for r in rows],
+        }, indent=2) + "\n")
+    else:
+        width = terminal_width()
+        within = f"within the last {days} day{'s' if days != 1 else ''}"
+        if not rows:
+            _say(f"All {total} sources of the shipped policies were read {within} "
+                 f"(after {cutoff}).", width)
+        else:
+            _say(f"{len(rows)} of {total} sources of the shipped policies not re-read {within} "
+                 f"(read on or before {cutoff}):", width)
+        for r in rows:
+            _say(f"  {r.policy} {r.key}: read {r.checked} ({r.days} day{'s' if r.days != 1 else ''} ago)", width)
+            _say(f"    <{r.url}>", width)
+    raise typer.Exit(EXIT_STALE_SOURCES if rows else 0)
 
 
 def _say(text: str, width: int) -> None:

@@ -91,6 +91,8 @@ def redacted_report(facts: dict[str, Any], policies: list[Policy], original: Rep
     """The report of the redacted ``facts`` (judged afresh, so policy text is untouched and every
     measured value comes from redacted facts), and the policies whose outcome redaction changed
     (none: a test holds every snapshot to it; named so that the CLI can say so if it happens)."""
+    from datetime import datetime
+
     from hostcheck.facts import from_jsonable, to_jsonable
     from hostcheck.report import build_report
 
@@ -98,7 +100,8 @@ def redacted_report(facts: dict[str, Any], policies: list[Policy], original: Rep
     for server in servers or []:  # --probe URL, --stun-server HOST[:PORT]: named in error texts too
         redactor.learn_server(server)
     redacted_facts = redact_facts(to_jsonable(facts), redactor)
-    report = build_report(from_jsonable(redacted_facts), policies).model_copy(update={"redacted": True})
+    made = datetime.fromisoformat(original.generated_at)  # the same report, the same day
+    report = build_report(from_jsonable(redacted_facts), policies, made).model_copy(update={"redacted": True})
     before, after = outcomes(original), outcomes(report)
     changed = sorted(pid for pid in before if before[pid] != after.get(pid))
     return report, changed

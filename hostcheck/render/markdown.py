@@ -17,6 +17,7 @@ from hostcheck.render.text import (
     unknown_text,
     where_text,
 )
+from hostcheck.rules_age import stale_line
 
 
 def _cell(text: str) -> str:
@@ -26,8 +27,11 @@ def _cell(text: str) -> str:
 def render_markdown(report: Report, *, verbose: bool = False) -> str:
     answer = report.answer
     host = report.host.hostname or "this host"
-    lines = [f"# hostcheck report — {host}", "", f"hostcheck {report.tool.version}, {report.generated_at}", ""]
+    read = f", platform rules read {report.rules_read}" if report.rules_read else ""
+    lines = [f"# hostcheck report — {host}", "", f"hostcheck {report.tool.version}, {report.generated_at}{read}", ""]
     lines += [f"**{' '.join(answer.headline)}**", ""]
+    stale = stale_line(report.rules_read, report.generated_at)
+    lines += [stale, ""] if stale else []
     lines += ["| policy | verdict | score | blockers/risks/unknown |", "|---|---|---|---|"]
     lines += [f"| {p.id} | **{VERDICT_MARK[p.verdict]}** | {p.score} | {policy_counts(p)} |"
               for p in report.policies if p.applicable]

@@ -23,6 +23,7 @@ from hostcheck.render.text import (
     unknown_text,
     where_text,
 )
+from hostcheck.rules_age import stale_line
 
 SCREEN_LINES = 40
 MAX_HEADLINE_LINES = 3
@@ -82,9 +83,11 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     risk = wrap(answer.owner_risk, width)
     if len(risk) > MAX_RISK_LINES:
         risk = wrap(answer.owner_risk.split(": ", 1)[0].split(";")[0] + f" (its causes: `{DETAILS}`).", width)
-    fixed = [*top, *headline, "", *_table(report, width), "", *risk]
+    stale = stale_line(report.rules_read, report.generated_at)
+    fixed = [*top, *headline, *(wrap(stale, width) if stale else []), "", *_table(report, width), "", *risk]
+    read = f" Platform rules read {report.rules_read}." if report.rules_read and not stale else ""
     tail = ["", *wrap(f"`{DETAILS}` lists every finding once; `hostcheck explain ID` says why a check "
-                      "matters and how to fix it.", width)]
+                      f"matters and how to fix it.{read}", width)]
     room = (10**6 if limit is None else limit) - len(fixed) - len(tail)
 
     plan_lines: list[str] = []

@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.answer": JUDGEMENT,
     "hostcheck.accumulated": JUDGEMENT,
     "hostcheck.report": JUDGEMENT,
+    "hostcheck.rules_age": JUDGEMENT,
     "hostcheck.redact": JUDGEMENT,
     "hostcheck.fleet": JUDGEMENT,
     "hostcheck.earnings": JUDGEMENT,

@@ -145,6 +145,8 @@ class Fill:
                 tok = "GPU-1050"
             elif tok == "N" and prev == "--probe-port":
                 tok = "40000"
+            elif tok == "DAYS" and prev == "--stale":
+                tok = "90"
             elif tok in ("NAME|FILE", "<platform>", "NAME"):
                 tok = "vast"
             elif tok in ("DIR", "OLD", "NEW", "OLD_DIR", "NEW_DIR", "<report_dir>") or tok.startswith("reports/audit-"):

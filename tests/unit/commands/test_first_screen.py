@@ -9,6 +9,7 @@ the assertions below are computed from the rules, not from the golden files.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import os
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from hostcheck.render import render
 from hostcheck.render.markdown_escape import markdown_tree
 from hostcheck.render.table import render_table
 from hostcheck.report import build_report
+from hostcheck.rules_age import STALE_AFTER_DAYS, newest_read
 from tests.helpers import REPO, SNAPSHOTS
 
 GOLDEN = REPO / "tests" / "golden" / "screens"
@@ -44,8 +46,17 @@ def policies() -> list[Any]:
     return [load_shipped(name) for name in shipped_policy_names() if name != "owner-risk"]
 
 
-def screen(facts: dict[str, Any], width: int) -> str:
-    return render_table(render_escape(build_report(facts, policies())), width=width)
+@cache
+def release_day() -> dt.datetime:
+    """The day the shipped rules were last read: the golden screens are rendered on it, so they
+    do not change with the clock."""
+    day = newest_read(load_shipped(name) for name in shipped_policy_names())
+    assert day is not None
+    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+
+
+def screen(facts: dict[str, Any], width: int, now: dt.datetime | None = None) -> str:
+    return render_table(render_escape(build_report(facts, policies(), now or release_day())), width=width)
 
 
 def render_escape(report: Report) -> Report:
@@ -111,6 +122,31 @@ def generated_facts(draw: Any) -> dict[str, Any]:
 @given(facts=generated_facts(), width=st.sampled_from([80, 120]))
 def test_every_generated_first_screen_fits(facts: dict[str, Any], width: int) -> None:
     assert_fits(screen(facts, width), width, "generated facts")
+
+
+def test_the_rules_date_is_said_once_and_their_age_from_90_days_on() -> None:
+    """Every screen says when the rules were read (the oldest date a cited source was read); from
+    STALE_AFTER_DAYS on, one line under the headline says so with what to do instead."""
+    facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
+    every = [load_shipped(name) for name in shipped_policy_names()]  # the owner-risk set is judged too
+    oldest = min(r.source.checked for p in every for r in p.requirements)
+    read = dt.datetime.fromisoformat(oldest).replace(tzinfo=dt.UTC)
+    for days, stale in ((0, False), (STALE_AFTER_DAYS - 1, False), (STALE_AFTER_DAYS, True), (400, True)):
+        text = screen(facts, 80, read + dt.timedelta(days=days, hours=23))
+        assert_fits(text, 80, f"{days} days after the reading")
+        said = [line for line in text.splitlines() if oldest in line]
+        assert len(said) == 1, text
+        warning = f"Platform rules read {oldest} ({days} days ago) may be outdated: update hostcheck."
+        assert (said[0] == warning) is stale, said
+        if not stale:
+            assert said[0].endswith(f"Platform rules read {oldest}."), said
+            assert "outdated" not in text
+        else:  # under the headline, above the policy table
+            lines = text.splitlines()
+            assert lines.index(warning) < lines.index(next(line for line in lines if line.startswith("policy ")))
+        markdown = render(build_report(facts, policies(), read + dt.timedelta(days=days)), "markdown")
+        assert f"platform rules read {oldest}" in markdown.splitlines()[2]
+        assert (warning in markdown) is stale
 
 
 def test_markdown_says_the_same_answer() -> None:
