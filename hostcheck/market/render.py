@@ -49,7 +49,7 @@ def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
     s = escape_tree(s)
     gpus = s["num_gpus"]
     out: list[tuple[str, int]] = [
-        (f"{s['gpu_name']} x{gpus} on Vast, {when(s['taken_at'])}: a snapshot of the market, not a forecast", 0), ("", 0)]
+        (f"{s['gpu_name']} x{gpus} on Vast, {when(s['taken_at'])} (a snapshot, not a forecast)", 0), ("", 0)]
     m = s.get("metrics")
     if m is not None:
         bucket = "all machine sizes" if m["bucket"] == "all" else f"{m['bucket']}-GPU machines"
@@ -60,14 +60,12 @@ def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
             out.append((f"30-day average utilisation: {m['usage_30d_pct']:g} %", 0))
     elif s.get("metrics_note"):
         out.append((s["metrics_note"], 0))
-    line = _price_line(f"rented machines charge ({when(s['rented_prices']['at'])})", s.get("rented_prices")
-                       and {k: v for k, v in s["rented_prices"].items() if k != "at"})
-    if line:
-        out.append((line, 0))
-    line = _price_line("available machines ask", s.get("available_prices")
-                       and {k: v for k, v in s["available_prices"].items() if k != "at"})
-    if line:
-        out.append((line, 0))
+    for key, label in (("rented_prices", "rented machines charge"), ("available_prices", "available machines ask")):
+        prices = s.get(key)
+        if prices:
+            line = _price_line(f"{label} ({when(prices['at'])})", {k: v for k, v in prices.items() if k != "at"})
+            if line:
+                out.append((line, 0))
     if m is not None:
         line = _price_line("Vast's price percentiles for the model", m.get("prices"))
         if line:
