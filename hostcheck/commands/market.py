@@ -209,3 +209,40 @@ def report(
 
         text = render_trend(models, str(db), width=terminal_width(), markdown=fmt is OutputFormat.MARKDOWN)
     emit(text, output)
+
+
+def earnings_market(values: dict[str, Any], facts: dict[str, Any] | None, key_file: Path | None,
+                    market_url: str | None, timeout: float,
+                    platforms: list[str]) -> tuple[dict[str, Any], tuple[dict[str, Any], dict[str, bool], bool] | None, list[str]]:
+    """For ``hostcheck earnings --market``: the values with the market's figures filled in, the
+    snapshot with what was taken from it (None when it could not be read: said on stderr, and
+    earnings stay on the owner's figures), and the platforms to show (Vast alone unless named)."""
+    from hostcheck.earnings.market import PLATFORM, fill
+    from hostcheck.market.client import MarketError
+    from hostcheck.render.escape import escape_text
+
+    def warn(message: str) -> None:
+        typer.echo(f"hostcheck earnings: warning: {escape_text(message)}", err=True)
+
+    if facts is None:
+        raise UsageError("--market reads the GPU model from the facts: give --facts FILE, or leave out the wall "
+                         "readings so this machine's facts are collected")
+    name, count, note = gpu_from_facts(facts)
+    if values.get("gpus") is not None:
+        count = int(values["gpus"])
+    if note:
+        warn(note)
+    client = make_client(key_file, market_url, timeout)
+    if client is None:
+        for line in no_key_lines(name, count):
+            warn(line)
+        warn("the earnings below use your own figures only")
+        return values, None, platforms
+    owner_price = (values.get("platform_price") or {}).get(PLATFORM, values.get("price"))
+    try:
+        summary = read_market(client, name, count, owner_price)
+    except MarketError as exc:
+        warn(f"the market could not be read: {exc}; the earnings below use your own figures only")
+        return values, None, platforms
+    filled, used = fill(values, summary)
+    return filled, (summary, used, not platforms), platforms or [PLATFORM]

@@ -45,6 +45,19 @@ def market_point(s: dict[str, Any]) -> str:
     return f"from the market, {when(s['taken_at'])}: {said}"
 
 
+def market_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
+    """Earnings' lines: the market's point, then the requests made (method and path; the
+    filters are the model and count named, verified and unverified)."""
+    counted: dict[str, int] = {}
+    for q in s["queries"]:
+        request = q.split("?")[0].split(" {")[0]
+        counted[request] = counted.get(request, 0) + 1
+    requests = ", ".join(r if n == 1 else f"{r} (x{n})" for r, n in counted.items())
+    return [(market_point(s), 0),
+            (f"market query: {requests} to {s['base_url']}, for {s['num_gpus']}-GPU {s['gpu_name']} "
+             "machines (hostcheck market --format json lists each request in full)", 1)]
+
+
 def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
     s = escape_tree(s)
     gpus = s["num_gpus"]
