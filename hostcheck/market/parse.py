@@ -38,6 +38,9 @@ MAX_PRICE = 100.0
 MAX_GPUS = 64
 MAX_NAME_CHARS = 80
 QUANTILES = ("p10", "p25", "median", "p75", "p90")
+UNVERIFIED = "unverified"
+"""Vast's word for a machine not (yet) verified, its ``verification`` field's value; also the
+name of the unverified group of offers in the summary."""
 
 
 def _num(value: Any) -> float | None:
@@ -118,7 +121,7 @@ def parse_offers(doc: Any, verified: bool | None, search: OfferSearch | None = N
             search.aside(f"price per GPU-hour outside 0-{MAX_PRICE:g}")
             continue
         state = row.get("verification")
-        said = {"verified": True, "unverified": False, "deverified": False}.get(state) if isinstance(state, str) else None
+        said = {"verified": True, UNVERIFIED: False, "deverified": False}.get(state) if isinstance(state, str) else None
         reliability = _num(row.get("reliability"))
         if reliability is not None and not 0 <= reliability <= 1:
             reliability = None

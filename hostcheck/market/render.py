@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from hostcheck.market.parse import QUANTILES
+from hostcheck.market.parse import QUANTILES, UNVERIFIED
 from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_tree
 from hostcheck.render.terminal import wrap
@@ -85,17 +85,17 @@ def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
             out.append((line, 0))
     listed = s["listed"]
     out.append((f"listed now, not rented: {_offers(listed['all']['count'])} of {gpus}-GPU {s['gpu_name']} machines "
-                f"({listed['verified']['count']:,} verified, {listed['unverified']['count']:,} unverified)", 0))
+                f"({listed['verified']['count']:,} verified, {listed[UNVERIFIED]['count']:,} {UNVERIFIED})", 0))
     if s.get("owner"):
         o = s["owner"]
         out.append((f"your price {o['price']:.3f} per GPU-hour: {o['cheaper']:,} listed offer(s) ask less, "
                     f"{o['same']:,} the same, {o['dearer']:,} more", 0))
     out += [(market_point(s), 0), ("", 0)]
     rows = []
-    groups = [("all", listed["all"]), ("verified", listed["verified"]), ("unverified", listed["unverified"]),
+    groups = [("all", listed["all"]), ("verified", listed["verified"]), (UNVERIFIED, listed[UNVERIFIED]),
               *((f"reliability {k}", v) for k, v in listed["reliability"].items())]
     for label, g in groups:
-        if g["count"] or label in ("all", "verified", "unverified"):
+        if g["count"] or label in ("all", "verified", UNVERIFIED):
             prices = g["prices"] or {}
             rows.append((label, f"{g['count']:,}", *(_p(prices.get(q)) for q in QUANTILES)))
     out.append(("listed offers, price per GPU-hour (dph_total / num_gpus, 5 GB of storage included):", 0))

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hostcheck.market.parse import QUANTILES, Offer
+from hostcheck.market.parse import QUANTILES, UNVERIFIED, Offer
 from hostcheck.market.vast import Snapshot
 
 QUANTILE_P = {"p10": 0.10, "p25": 0.25, "median": 0.50, "p75": 0.75, "p90": 0.90}
@@ -70,7 +70,7 @@ def summarise(snap: Snapshot, owner_price: float | None = None) -> dict[str, Any
         "gpu_name": snap.gpu_name, "num_gpus": snap.num_gpus, "taken_at": snap.taken_at, "base_url": snap.base_url,
         "queries": list(snap.queries),
         "listed": {"all": _group(listed), "verified": _group([o for o in listed if o.verified is True]),
-                   "unverified": _group([o for o in listed if o.verified is not True]), "reliability": bands},
+                   UNVERIFIED: _group([o for o in listed if o.verified is not True]), "reliability": bands},
         "set_aside": dict(snap.offers.set_aside), "limit_reached": list(snap.limit_reached),
         "metrics": None, "metrics_note": snap.metrics_note, "rented_prices": None, "available_prices": None,
         "occupancy": None, "price": None, "owner": None, "notes": notes,

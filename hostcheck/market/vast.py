@@ -18,6 +18,7 @@ from typing import Any
 
 from hostcheck.market.client import KeyRefused, MarketError, VastClient
 from hostcheck.market.parse import (
+    UNVERIFIED,
     GpuMetrics,
     OfferSearch,
     PriceHistory,
@@ -116,7 +117,7 @@ def take_snapshot(client: VastClient, gpu_name: str, num_gpus: int, now: float |
         doc = client.request("POST", "/api/v0/bundles/", body=body)
         parse_offers(doc, verified, snap.offers)
         if len(doc["offers"]) >= SEARCH_LIMIT:
-            snap.limit_reached.append("verified" if verified else "unverified")
+            snap.limit_reached.append("verified" if verified else UNVERIFIED)
     return snap
 
 
