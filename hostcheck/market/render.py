@@ -88,9 +88,14 @@ def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
                 f"({listed['verified']['count']:,} verified, {listed[UNVERIFIED]['count']:,} {UNVERIFIED})", 0))
     if s.get("owner"):
         o = s["owner"]
-        out.append((f"your price {o['price']:.3f} per GPU-hour: {o['cheaper']:,} listed offer(s) ask less, "
+        out.append((f"your price {o['price']:.3f} per GPU-hour: {_offers(o['cheaper'])} listed ask less, "
                     f"{o['same']:,} the same, {o['dearer']:,} more", 0))
-    out += [(market_point(s), 0), ("", 0)]
+    taken = [f"price {s['price']['value']:.3f}" if s.get("price") else "",
+             f"occupancy {s['occupancy']['pct']:g} %" if s.get("occupancy") else ""]
+    if any(taken):
+        out.append((f"`hostcheck earnings --market` takes the {' and '.join(t for t in taken if t)} "
+                    f"({'; '.join(w['from'] for w in (s.get('price'), s.get('occupancy')) if w)})", 0))
+    out.append(("", 0))
     rows = []
     groups = [("all", listed["all"]), ("verified", listed["verified"]), (UNVERIFIED, listed[UNVERIFIED]),
               *((f"reliability {k}", v) for k, v in listed["reliability"].items())]
