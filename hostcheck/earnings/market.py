@@ -31,15 +31,16 @@ def fill(values: dict[str, Any], market: dict[str, Any]) -> tuple[dict[str, Any]
     return out, used
 
 
-def _place(values: list[float], x: float, unit: str, what: str) -> str:
-    """Where ``x`` falls among a table's ascending row or column values."""
+def _place(values: list[float], x: float, spec: str, unit: str, what: str) -> str:
+    """Where ``x`` falls among a table's ascending row or column values (shown as the table
+    shows them: ``spec`` is their format)."""
     for v in values:
         if abs(v - x) < 1e-9:
-            return f"the {v:g}{unit} {what}"
+            return f"the {v:{spec}}{unit} {what}"
     lower = [v for v in values if v < x]
     upper = [v for v in values if v > x]
     if lower and upper:
-        return f"between the {lower[-1]:g}{unit} and {upper[0]:g}{unit} {what}s"
+        return f"between the {lower[-1]:{spec}}{unit} and {upper[0]:{spec}}{unit} {what}s"
     return f"{'above' if lower else 'below'} the table's {what}s"
 
 
@@ -65,8 +66,8 @@ def mark(report: dict[str, Any], market: dict[str, Any], used: dict[str, bool], 
                      f"({occupancy['from']})")
     sens = vast.get("sensitivity") if vast is not None else None
     if sens and price and occupancy:
-        col = _place(sens["price_per_gpu_hour"], price["value"], "", "price column")
-        row = _place(sens["occupancy_pct"], occupancy["pct"], " %", "occupancy row")
+        col = _place(sens["price_per_gpu_hour"], price["value"], ".3f", "", "price column")
+        row = _place(sens["occupancy_pct"], occupancy["pct"], "g", " %", "occupancy row")
         notes.append(f"in Vast's sensitivity table, the market's point ({price['value']:.3f} per GPU-hour, "
                      f"{occupancy['pct']:g} %) is in {col}, {row}")
     if only_vast:

@@ -48,7 +48,7 @@ def test_market_fills_price_and_occupancy(market: StandIn, tmp_path: Any) -> Non
     by_hand = json.loads(earn(market, tmp_path, "--platform", "vast", "--price", "0.24", "--occupancy", "55",
                               "--format", "json").stdout)
     assert vast["seasons"] == by_hand["platforms"][0]["seasons"]
-    assert any("the market's point (0.240 per GPU-hour, 55 %) is in the 0.24 price column, between the 50 % and "
+    assert any("the market's point (0.240 per GPU-hour, 55 %) is in the 0.240 price column, between the 50 % and "
                "75 % occupancy rows" in n for n in report["notes"])
 
 
