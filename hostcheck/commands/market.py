@@ -137,7 +137,9 @@ def market(
     if price is not None and not (math.isfinite(price) and 0 < price <= 100):
         raise UsageError(f"--price: a price per GPU-hour above 0 and at most 100, not {price}")
     if record_db is not None:
-        inspect_file(record_db)  # a file that is not ours is refused before any request
+        # A file that is not ours, or a folder that is not there, is refused before any request.
+        if not inspect_file(record_db) and not record_db.parent.is_dir():
+            raise UsageError(f"--record {record_db}: the folder {record_db.parent} does not exist")
     client = make_client(key_file, market_url, timeout)
     if gpu is not None and gpus is not None:
         name, count, note = gpu.strip(), gpus, None

@@ -86,6 +86,15 @@ def test_without_a_key_earnings_stay_on_the_owners_figures(market: StandIn, tmp_
     assert proc.returncode == 2 and "occupancy" in proc.stderr
 
 
+def test_a_bad_answer_leaves_earnings_on_the_owners_figures(market: StandIn, tmp_path: Any) -> None:
+    market.mode = "not_json"
+    proc = earn(market, tmp_path, "--market", "--price", "0.30", "--occupancy", "40", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "the market could not be read" in proc.stderr and "not JSON" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["market"] is None and report["platforms"][0]["price_from"] == "--price"
+
+
 def test_no_request_without_market(market: StandIn, tmp_path: Any) -> None:
     proc = earn(market, tmp_path, "--price", "0.30", "--occupancy", "40")
     assert proc.returncode == 0, proc.stderr

@@ -322,6 +322,11 @@ def test_record_keeps_the_interval_and_no_key(market: StandIn, home: dict[str, s
     no_key_anywhere(proc, db)
 
 
+def test_record_into_a_missing_folder_sends_nothing(market: StandIn, home: dict[str, str], tmp_path: Path) -> None:
+    proc = cli(market, home, "--gpu", "RTX 3090", "--gpus", "1", "--record", str(tmp_path / "no" / "market.db"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr and market.requests == []
+
+
 def test_record_refuses_a_file_that_is_not_ours(market: StandIn, home: dict[str, str], tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     conn = sqlite3.connect(other)
