@@ -93,7 +93,7 @@ def snapshot_lines(s: dict[str, Any]) -> list[tuple[str, int]]:
     taken = [f"price {s['price']['value']:.3f}" if s.get("price") else "",
              f"occupancy {s['occupancy']['pct']:g} %" if s.get("occupancy") else ""]
     if any(taken):
-        out.append((f"`hostcheck earnings --market` takes the {' and '.join(t for t in taken if t)} "
+        out.append((f"hostcheck earnings --market takes the {' and '.join(t for t in taken if t)} "
                     f"({'; '.join(w['from'] for w in (s.get('price'), s.get('occupancy')) if w)})", 0))
     out.append(("", 0))
     rows = []
