@@ -368,3 +368,30 @@ def test_trend_of_a_recorded_week(tmp_path: Path, home: dict[str, str]) -> None:
     flat = " ".join(proc.stdout.split())
     assert "RTX 3090 x1, 7 days recorded" in flat and "rented share +12 points" in flat
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+
+
+def test_a_server_that_never_answers_is_given_up_in_time() -> None:
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)  # accepts the connection in the kernel, never answers
+        port = listener.getsockname()[1]
+        client = VastClient(parse_base_url(f"http://127.0.0.1:{port}", "test"), ApiKey(HOST_KEY, "test"),
+                            timeout_s=0.5)
+        started = time.monotonic()
+        with pytest.raises(MarketError, match="no answer within 0.5 s"):
+            client.request("GET", "/api/v0/metrics/gpu/current/")
+        assert time.monotonic() - started < 5
+
+
+def test_nothing_listening_is_one_line(home: dict[str, str]) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: the connection is refused
+        proc = run_cli("market", "--gpu", "RTX 3090", "--gpus", "1", "--market-url", f"http://127.0.0.1:{port}",
+                       env={**home, "VAST_API_KEY": HOST_KEY})
+    assert proc.returncode == 3 and "cannot reach 127.0.0.1" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
