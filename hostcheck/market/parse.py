@@ -10,7 +10,8 @@ where this was written):
   ``vastai/api/offers.py``);
 - the market metrics, ``GET /api/v0/metrics/gpu/current/``: ``{"success": true, "gpus": [{gpu_name,
   total, available, rented_verified, avail_verified, rented_unverified, avail_unverified, usage,
-  usage_30d, price_p10, price_p25, price_median, price_p75, price_p90, ...}]}``, or ``{"success":
+  usage_30d, price_p10, price_p25, price_median, price_p75, price_p90, ...}]}`` (``usage`` in
+  per cent: vast-cli prints it under "Usage%"), or ``{"success":
   true, "gpus": [], "needs_machine": true}`` for a host with no machine (vast-docs
   ``api-reference/openapi/yaml/metrics_gpu.yaml``; vast-cli ``vastai/api/metrics.py``);
 - ``GET /api/v0/metrics/gpu/history/``: ``{"success": true, "gpus": {NAME: {"supply_demand":

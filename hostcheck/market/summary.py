@@ -104,6 +104,10 @@ def summarise(snap: Snapshot, owner_price: float | None = None) -> dict[str, Any
         out["price"] = {"value": m.prices["median"], "from": "the median of the model's prices, Vast's metrics"}
     elif listed_median is not None:
         out["price"] = {"value": listed_median, "from": "the median price of comparable offers listed, not rented"}
+    if not listed and m is None:
+        notes.append(f"no offer listed for {snap.gpu_name!r} x{snap.num_gpus}: if that is not how Vast spells the model "
+                     "('RTX 3090'), the search finds nothing; Vast's list of names comes with its market metrics "
+                     "(a host account's key)")
     if 0 < len(listed) < FEW:
         notes.append(f"only {len(listed)} comparable offer(s) listed: each one moves the percentiles")
     if owner_price is not None:

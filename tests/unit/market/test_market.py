@@ -161,6 +161,13 @@ def test_client_key_reads_offers_and_says_the_metrics_want_a_host_key(market: St
     no_key_anywhere(proc)
 
 
+def test_no_offers_without_metrics_says_the_name_may_be_wrong(market: StandIn, home: dict[str, str]) -> None:
+    proc = cli(market, home, "--gpu", "GeForce RTX3090", "--gpus", "1", key=CLIENT_KEY)
+    assert proc.returncode == 0, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert "listed now, not rented: 0 offers" in flat and "no offer listed for 'GeForce RTX3090' x1" in flat
+
+
 def test_a_wrong_key_is_refused_in_one_line_without_the_key(market: StandIn, home: dict[str, str]) -> None:
     wrong = "0123456789abcdef" * 4
     proc = cli(market, home, "--gpu", "RTX 3090", "--gpus", "1", key=wrong)
