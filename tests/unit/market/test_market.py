@@ -168,6 +168,15 @@ def test_no_offers_without_metrics_says_the_name_may_be_wrong(market: StandIn, h
     assert "listed now, not rented: 0 offers" in flat and "no offer listed for 'GeForce RTX3090' x1" in flat
 
 
+def test_a_host_without_a_machine_gets_no_metrics(market: StandIn, home: dict[str, str]) -> None:
+    market.mode = "needs_machine"  # vast-cli: {"success": true, "gpus": [], "needs_machine": true}
+    proc = cli(market, home, "--gpu", "RTX 3090", "--gpus", "1", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["metrics"] is None and "only for hosts with a machine listed" in s["metrics_note"]
+    assert s["listed"]["all"]["count"] == 40
+
+
 def test_a_wrong_key_is_refused_in_one_line_without_the_key(market: StandIn, home: dict[str, str]) -> None:
     wrong = "0123456789abcdef" * 4
     proc = cli(market, home, "--gpu", "RTX 3090", "--gpus", "1", key=wrong)
