@@ -36,7 +36,8 @@ HELP = f"""Net money per month per platform: electricity (flat or day/night), yo
 GPU-hour, occupancy, the platform's fee and payout rules (sourced data files), depreciation,
 the winter heat credit and the summer air-conditioning penalty. Power comes from --facts (a
 snapshot), this machine, or your wall-socket readings; each figure says measured, estimated,
-given or unknown.
+given or unknown. With --market (online, your Vast API key), Vast's market gives the price and
+occupancy you did not give, labelled with its time (docs/market.md).
 
 \b
 {earnings_help_text()}
