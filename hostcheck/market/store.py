@@ -26,6 +26,9 @@ BUSY_TIMEOUT_S = 5.0
 MAX_DETAIL_CHARS = 64_000
 MAX_ROWS_READ = 100_000
 DEFAULT_MAX_AGE_DAYS = 400.0
+DEFAULT_MAX_ROWS = 20_000
+"""With summaries of a few KiB each, about 60 MiB at most: a snapshot an hour of two models for
+400 days fits."""
 MIN_INTERVAL_S = 300.0
 """Vast refreshes its market metrics every 5 minutes (host/market-metrics.mdx): a snapshot of the
 same model and count sooner than that would record the same numbers again."""
@@ -119,9 +122,10 @@ def _read_only(path: Path) -> sqlite3.Connection:
         raise MarketDbError(f"cannot open {path}: {exc}") from None
 
 
-def record(path: Path, summary: dict[str, Any], *, max_age_days: float = DEFAULT_MAX_AGE_DAYS) -> int:
-    """Append the summary as one row (one transaction) and drop rows older than ``max_age_days``;
-    the new row's id. MarketDbError when the file is not ours or another writer holds it."""
+def record(path: Path, summary: dict[str, Any], *, max_age_days: float = DEFAULT_MAX_AGE_DAYS,
+           max_rows: int = DEFAULT_MAX_ROWS) -> int:
+    """Append the summary as one row (one transaction) and drop rows older than ``max_age_days``
+    and the oldest beyond ``max_rows``; the new row's id. MarketDbError when the file is not ours or another writer holds it."""
     existing = inspect_file(path)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o640)
@@ -161,6 +165,8 @@ def record(path: Path, summary: dict[str, Any], *, max_age_days: float = DEFAULT
                  metrics.get("rented_share_pct"), occupancy.get("pct"),
                  (listed.get("prices") or {}).get("median"), rented.get("median"), detail))
             conn.execute("DELETE FROM snapshots WHERE t < ?", (time.time() - max_age_days * 86400.0,))
+            conn.execute("DELETE FROM snapshots WHERE id NOT IN (SELECT id FROM snapshots ORDER BY t DESC, id DESC "
+                         "LIMIT ?)", (max_rows,))
             conn.execute("COMMIT")
             return int(cur.lastrowid or 0)
         except sqlite3.Error as exc:

@@ -355,6 +355,15 @@ def test_record_refuses_a_file_that_is_not_ours(market: StandIn, home: dict[str,
     assert other.read_bytes() == before and market.requests == []
 
 
+def test_the_database_keeps_the_newest_rows_within_its_bounds(tmp_path: Path) -> None:
+    db = tmp_path / "bounded.db"
+    now = time.time()
+    record(db, _summary(now - 500 * 86400, 50, 0.2, 0.2))  # older than 400 days: dropped on the next write
+    for k in range(5):
+        record(db, _summary(now - 3600 * (5 - k), 60 + k, 0.2, 0.2), max_rows=3)
+    assert [r["rented_share_pct"] for r in read_rows(db, None, None)] == [62, 63, 64]
+
+
 def _summary(t: float, share: float, listed_median: float, rented_median: float) -> dict[str, Any]:
     return {"taken_at": t, "gpu_name": "RTX 3090", "num_gpus": 1,
             "listed": {"all": {"count": 40, "prices": {"median": listed_median}}},
