@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | offer | earnings | fleet | watch`.
+"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | offer | earnings | fleet | market | watch`.
 
 The root of the command tree only. Each command lives in a module of its own (COMMANDS says
 which), imported when the command runs or its help is asked for: `hostcheck --help` stays fast
@@ -68,6 +68,10 @@ COMMANDS: dict[str, CommandSpec] = {
     "earnings": CommandSpec(
         "hostcheck.commands.earnings:earnings",
         "Will it earn? Net per month per platform, break-even price and occupancy, heat credit.",
+    ),
+    "market": CommandSpec(
+        "hostcheck.commands.market:market_app",
+        "What Vast's market pays for this GPU: share rented, price percentiles, your price's place.",
     ),
     "watch": CommandSpec(
         "hostcheck.commands.watch:watch_app",

@@ -29,6 +29,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_POWER_UNKNOWN, "earnings", "the draw under load is unknown, so no money figure (give --wall-load-w)"),
     (EXIT_NOT_MEASURED, "speedtest", "nothing was measured"),
     (EXIT_STALE_SOURCES, "policies", "--stale DAYS: a source was not re-read within the last DAYS days"),
+    (EXIT_NOT_MEASURED, "market", "the market was not read: no key, the key refused, no answer, or an answer "
+                                  "that cannot be used (nothing recorded)"),
     (EXIT_OWNER_RISK, "audit", "a policy is feasible, but the owner risk is high or unknown "
                                "(--accept-owner-risk turns this into 0)"),
     (EXIT_OWNER_RISK, "earnings", "the audit rates the owner risk high or unknown: do not host, whatever the money, "

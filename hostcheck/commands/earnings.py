@@ -24,6 +24,7 @@ from hostcheck.commands.common import (
     die,
     emit,
 )
+from hostcheck.commands.market import KeyFileOpt, MarketUrlOpt
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
 from hostcheck.errors import UsageError
@@ -35,7 +36,8 @@ HELP = f"""Net money per month per platform: electricity (flat or day/night), yo
 GPU-hour, occupancy, the platform's fee and payout rules (sourced data files), depreciation,
 the winter heat credit and the summer air-conditioning penalty. Power comes from --facts (a
 snapshot), this machine, or your wall-socket readings; each figure says measured, estimated,
-given or unknown.
+given or unknown. With --market (online, your Vast API key), Vast's market gives the price and
+occupancy you did not give, labelled with its time (docs/market.md).
 
 \b
 {earnings_help_text()}
@@ -103,6 +105,9 @@ def earnings(
     fmt: FormatOpt = OutputFormat.TABLE,
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
+    market: Annotated[bool, typer.Option("--market", help="Read Vast's market (online, your Vast API key) for the price and occupancy you did not give.")] = False,
+    key_file: KeyFileOpt = None,
+    market_url: MarketUrlOpt = None,
 ) -> None:
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.estimate import merged_values, run
@@ -133,7 +138,9 @@ def earnings(
         values, path = merged_values(flags, config, use_config=not no_config)
         if "platform_price" in values and "platform_price" in flags and path is not None:
             values["platform_price"] = {**load_platform_prices(path), **flags["platform_price"]}
-        given = build(values, load_constants(), path)  # bad input fails before any collecting or sampling
+        # With --market the occupancy may come from the market: a stand-in lets the check run now.
+        checked = {**values, "occupancy": 50.0} if market and values.get("occupancy") is None else values
+        given = build(checked, load_constants(), path)  # bad input fails before any collecting or sampling
         for warning in given.warnings:
             typer.echo(f"hostcheck earnings: warning: {warning}", err=True)
         facts = None
@@ -149,8 +156,17 @@ def earnings(
             from hostcheck.collectors.power_draw import sample_power
 
             sampler = functools.partial(sample_power, sample_seconds)
+        snapshot = None
+        if market:
+            from hostcheck.commands.market import earnings_market
+
+            values, snapshot, platform = earnings_market(values, facts, key_file, market_url, timeout, list(platform))
         report, code = run(values, facts=facts, source=source, platforms=list(platform), power_sampler=sampler,
                            config=path)
+        if snapshot is not None:
+            from hostcheck.earnings.market import mark
+
+            mark(report, *snapshot, values)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
     if fmt is OutputFormat.JSON:

@@ -209,6 +209,8 @@ class EarningsReport(_Out):
     constants: list[ConstantOut]
     platforms: list[PlatformOut]
     notes: list[str]
+    market: dict[str, Any] | None = Field(default=None, description="with --market: the market snapshot's summary "
+                                          "(hostcheck market --format json); null: not read")
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)

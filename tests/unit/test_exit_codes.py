@@ -103,6 +103,8 @@ BAD_INPUT: dict[str, list[str]] = {
     "fleet diff": ["/nonexistent/a.json", "/nonexistent/b.json"],
     "fleet watch": ["/nonexistent"],
     "earnings": [*EARNINGS[1:], "--occupancy", "250"],
+    "market": ["--gpu", "RTX 3090", "--gpus", "0"],
+    "market report": ["--db", "/nonexistent/market.db"],
     "watch": ["--interval", "0"],
     "watch report": ["--db", "/nonexistent/watch.db"],
     "watch alert-rules": ["extra"],

@@ -51,6 +51,8 @@ EXEMPT: dict[tuple[str, str], str] = {
         "a resolver probe's result (the network was unreachable), not an inbound port's",
     ("no-nat", "hostcheck/netprobe/cgnat.py"):
         "a CGNAT signal's result, a word of the signal vocabulary ('shared-address', 'public-address')",
+    ("unverified", "hostcheck/market/parse.py"):
+        "Vast's verification state of a machine in its offer search (hostcheck.market.parse.UNVERIFIED)",
     ("owner-risk", "hostcheck/policy.py"):
         "the name of the shipped owner-risk policy (policies/owner-risk.yaml), not the policy kind",
 }

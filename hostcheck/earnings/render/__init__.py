@@ -47,6 +47,10 @@ def render_earnings(report: dict[str, Any], *, markdown: bool = False, width: in
     out.append((f"{'## ' if md else ''}Inputs", 0))
     out.append((f"electricity {tariff}; occupancy {i['occupancy_pct']:g} %; {report['machine']['gpus']} GPU(s)"
                 + (f" ({report['machine']['gpu_name']})" if report["machine"].get("gpu_name") else ""), 0))
+    if report.get("market"):
+        from hostcheck.market.render import market_lines
+
+        out += market_lines(report["market"])
     heat = i["heating"]
     if heat["kind"] != "none":
         out.append((f"heating {heat['kind']} in months {heat['months']}, {heat['share_pct']:g} % of the heat useful", 0))
