@@ -75,7 +75,7 @@ def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list
     threshold itself, why), escaped and wrapped to the terminal."""
     from hostcheck.render.escape import escape_text
 
-    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
+    lines = wrap(escape_text(f"{source.status_text}: {source.quote_text}"), width, indent=indent + "  ", first=indent)
     if own_choice:
         lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
                       indent=indent + "  ", first=indent)

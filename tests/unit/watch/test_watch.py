@@ -566,7 +566,7 @@ def test_one_sample_report_says_the_time_it_covered() -> None:
 
 def test_rules_carry_sources_dates_and_status() -> None:
     r = rules()
-    assert "2026-03-31" in r["runpod"]["status"] and "2026-02-25" in r["runpod"]["status"]
+    assert "2026-04-01" in r["runpod"]["status"] and "2026-02-25" in r["runpod"]["status"]
     assert r["vast"]["start"] == 0.60 and r["vast"]["verification"] == 0.90 and "disagree" in r["vast"]["disagreement"]
     assert r["ionet"]["min_hours"] == 5
     # Vast publishes no window: the minimum hostcheck follows is data, with why, and never under a day.
