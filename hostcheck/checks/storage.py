@@ -114,6 +114,22 @@ def capacity_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
 
 
 @check(
+    "STO-1120",
+    title="Disk capacity for containers",
+    op=">=",
+    unit="GiB",
+    threshold="number",
+    why="Platforms that name a disk size for the machine mean the drive that holds container "
+    "data: a smaller one cannot hold the images and models a job brings, however much is free.",
+    fix="Give Docker a dedicated SSD of at least the size the platform names.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def capacity(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    size, text = _capacity(facts)
+    return compare(round(size, 1), threshold, text)
+
+
+@check(
     "STO-1020",
     title="Container storage on SSD",
     op="==",

@@ -209,6 +209,10 @@ CASES = [
     ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/var/lib/docker", "separate_mount": False},
                                        "root": {"size_gib": 100.0}}}, 119, "fail", 100.0),
     ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": False}, "root": {"size_gib": 500.0}}}, 119, "pass", 500.0),
+    ("STO-1120", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "free_gib": 10.0,
+                                                       "size_gib": 238.5}}}, 238, "pass", 238.5),
+    ("STO-1120", {"storage": {"docker_root": {"exists": False}, "root": {"size_gib": 200.0, "free_gib": 190.0}}},
+     238, "fail", 200.0),
     ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "size_gib": Unknown("statvfs /d: denied")}}},
      119, "unknown", None),
     # Isolation, Docker, SSH and packages.
