@@ -177,3 +177,39 @@ def test_the_platforms_the_issue_names_rest_on_sentences_that_state_them() -> No
         assert all(req.check in registry and req.source.quote.strip() for req in policy.requirements), name
     # Quickpod's requirements no longer share one sentence about open ports.
     assert len({r.source.quote for r in quickpod.values()}) >= 5
+
+
+def test_a_recorded_claim_is_marked_a_paraphrase_wherever_it_is_shown() -> None:
+    """A quote kept as it was recorded, because the page could not be re-read, says so: in its
+    source (`paraphrase: true`), in `hostcheck explain` and in docs/sources.md."""
+    import sys
+
+    from typer.testing import CliRunner
+
+    from hostcheck.cli import app
+    from tests.helpers import REPO
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import gen_sources_doc
+
+    rows = gen_sources_doc.collected()
+    for file, key, source, _ in rows:
+        if re.search(r"could not be re-read|as recorded", source.note):
+            assert source.paraphrase, (file, key)
+    paraphrases = [row for row in rows if row[2].paraphrase]
+    assert len(paraphrases) >= 12
+    assert gen_sources_doc.render().count("| *paraphrase:* ") == len(paraphrases)
+    out = CliRunner().invoke(app, ["explain", "SYS-1110"], env={"COLUMNS": "200"}).output
+    assert 'published: paraphrase, not the page\'s words: "12 GB RAM"' in out
+
+
+def test_tensordock_explains_why_a_personal_machine_cannot_host() -> None:
+    from typer.testing import CliRunner
+
+    from hostcheck.cli import app
+
+    out = CliRunner().invoke(app, ["explain", "ISO-1010"], env={"COLUMNS": "200"}).output
+    block = out[out.index("  tensordock "):]
+    assert block.split()[1] == "blocker"
+    assert "vfio-pci" in block and "snd_hda_intel" in block and "passwordless sudo" in block
+    assert "options vfio-pci ids=${IDS}" in block
