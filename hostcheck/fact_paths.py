@@ -289,6 +289,7 @@ FACTS: tuple[Fact, ...] = (
     F("storage.docker_root.path", T.TEXT, "the data root dockerd uses", redact="path"),
     F("storage.docker_root.exists", T.BOOL, "the directory exists"),
     F("storage.docker_root.free_gib", T.NUMBER, "free space", unit="GiB"),
+    F("storage.docker_root.size_gib", T.NUMBER, "size of the filesystem that holds it", unit="GiB"),
     F("storage.docker_root.fstype", T.TEXT, "filesystem type"),
     F("storage.docker_root.xfs_project_quota", T.BOOL, "XFS with project quotas (per-container disk limits)"),
     F("storage.docker_root.separate_mount", T.BOOL, "not on the root filesystem"),

@@ -295,6 +295,8 @@ class SourceEntry(_Strict):
     pull: PullUrl = absent("draft: the pull request that holds the page (required for a draft, only for one)")
     withdrawn: IsoDate = absent("withdrawn: the date the page was removed (required for withdrawn, only for it)")
     quote: Text = Field(description="the exact sentence (or table row) the source is cited for, as the page has it")
+    paraphrase: bool = absent("true where the quote is the claim as it was recorded, not the page's own words "
+                              "(the page could not be re-read); shown as a paraphrase wherever it is cited")
     note: Text = absent()
 
     @model_validator(mode="after")
@@ -302,6 +304,11 @@ class SourceEntry(_Strict):
         for field, status in (("pull", SourceStatus.DRAFT), ("withdrawn", SourceStatus.WITHDRAWN)):
             given = getattr(self, field) is not None
             if given != (self.status == status):
+                if field == "pull" and given:
+                    # A page read in a pull request (or at a commit only on its branch) is not
+                    # what the platform publishes, whatever its own words say.
+                    raise ValueError(f"'pull' is required for status draft and only for it: a page read in a "
+                                     f"pull request is a draft, never {self.status}")
                 raise ValueError(f"'{field}' is required for status {status} and only for it")
         return self
 
@@ -349,6 +356,14 @@ class Source(_Strict):
     pull: str = ""
     withdrawn: str = ""
     note: str = ""
+    paraphrase: bool = False
+
+    @property
+    def quote_text(self) -> str:
+        """The quote as a reader sees it: a recorded paraphrase says it is not the page's words."""
+        if self.paraphrase:
+            return f'paraphrase, not the page\'s words: "{self.quote}"'
+        return f'"{self.quote}"'
 
     @property
     def status_text(self) -> str:

@@ -183,7 +183,8 @@ def source_of(key: str, entry: SourceEntry) -> Source:
     """The resolved source of a ``sources:`` entry (policies and data files alike)."""
     return Source(key=key, url=entry.url, title=entry.title, checked=entry.checked.isoformat(),
                   status=entry.status, quote=" ".join(entry.quote.split()), pull=entry.pull or "",
-                  withdrawn=entry.withdrawn.isoformat() if entry.withdrawn else "", note=entry.note or "")
+                  withdrawn=entry.withdrawn.isoformat() if entry.withdrawn else "", note=entry.note or "",
+                  paraphrase=bool(entry.paraphrase))
 
 
 def status_problem(source: Source, severity: Severity | None, note: str) -> tuple[str, str]:

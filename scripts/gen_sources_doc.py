@@ -38,12 +38,19 @@ copy that was read, with the date it was read, its status and the sentence it is
   at most a risk and says "withdrawn rule".
 - **third-party**: someone else's page or copy; at most a risk.
 
+A quote marked *paraphrase* is the claim as it was recorded when the page was read, not the
+page's own words: the page could not be re-read to quote it.
+
 Where no source gives a threshold, `hostcheck explain ID` says it is hostcheck's own choice, and why.
 """
 
 
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _quote(source: Any) -> str:
+    return ("*paraphrase:* " if source.paraphrase else "") + _cell(source.quote)
 
 
 def collected() -> list[tuple[str, str, Any, list[str]]]:
@@ -82,7 +89,7 @@ def render() -> str:
             out += [f"\n## {file}\n", "| key | status | supports | source | quote |", "| --- | --- | --- | --- | --- |"]
             current = file
         out.append(f"| `{key}` | {_cell(source.status_text)} | {_cell(', '.join(supports))} | "
-                   f"[{_cell(source.title)}]({source.url}) (read {source.checked}) | {_cell(source.quote)} |")
+                   f"[{_cell(source.title)}]({source.url}) (read {source.checked}) | {_quote(source)} |")
     return "\n".join(out) + "\n"
 
 

@@ -48,19 +48,85 @@ def free_space(facts: dict[str, Any], threshold: Any) -> CheckResult:
     return compare(round(free, 1), threshold, text)
 
 
+def _mounted_at(facts: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The filesystem (of ``storage.filesystems``) whose mount point holds ``path``: the longest
+    mount point that is the path or one of its parents."""
+    best: dict[str, Any] | None = None
+    filesystems = lookup(facts, "storage.filesystems")
+    for fs in filesystems if isinstance(filesystems, list) else []:
+        mountpoint = fs.get("mountpoint") if isinstance(fs, dict) else None
+        if not isinstance(mountpoint, str):
+            continue
+        inside = path == mountpoint or path.startswith(mountpoint.rstrip("/") + "/")
+        if inside and (best is None or len(mountpoint) > len(str(best.get("mountpoint")))):
+            best = fs
+    return best
+
+
+def _capacity(facts: dict[str, Any]) -> tuple[float, str]:
+    """The size of the filesystem where container data lands. A file saved before the data
+    root's own size was recorded is read from the filesystem list (or the root filesystem,
+    when the data root shares it)."""
+    where, label = _docker_or_root(facts)
+    size = where.get("size_gib")
+    if (size is None or isinstance(size, Unknown)) and where is not lookup(facts, "storage.root"):
+        if where.get("separate_mount") is False:
+            size = lookup(facts, "storage.root.size_gib")
+        elif isinstance(where.get("path"), str):
+            fs = _mounted_at(facts, where["path"])
+            size = fs.get("size_gib") if fs is not None else None
+    if isinstance(size, Unknown) or size is None:
+        raise Missing("storage.docker_root.size_gib", f"size of the {label} unknown")
+    return float(size), f"{float(size):.0f} GiB on the {label}"
+
+
 @check(
     "STO-1060",
     title="Free disk space for containers, per GPU",
     op=">=",
     unit="GiB/GPU",
     threshold="number",
-    why="Each rented GPU brings its own images and datasets; platforms size disk per GPU.",
-    fix="Give Docker a dedicated SSD sized for every GPU in the machine.",
+    why="Each rented GPU brings its own images and datasets; the space a renter can be offered "
+    "is what is free where container data lands, not the size of the disk.",
+    fix="Free space on the disk that holds Docker's data root, or give Docker a dedicated SSD "
+    "sized for every GPU in the machine.",
     fix_role="docker_host: docker_host_data_device",
 )
 def free_space_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     free, text = _free_space(facts)
     return compare(round(free / gpu_count(facts), 1), threshold, text)
+
+
+@check(
+    "STO-1110",
+    title="Disk capacity for containers, per GPU",
+    op=">=",
+    unit="GiB/GPU",
+    threshold="number",
+    why="Platforms size the SSD that holds container data per GPU: a disk smaller than that "
+    "cannot hold each renter's images and datasets, however much of it is free.",
+    fix="Give Docker a dedicated SSD sized for every GPU in the machine.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def capacity_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    size, text = _capacity(facts)
+    return compare(round(size / gpu_count(facts), 1), threshold, text)
+
+
+@check(
+    "STO-1120",
+    title="Disk capacity for containers",
+    op=">=",
+    unit="GiB",
+    threshold="number",
+    why="Platforms that name a disk size for the machine mean the drive that holds container "
+    "data: a smaller one cannot hold the images and models a job brings, however much is free.",
+    fix="Give Docker a dedicated SSD of at least the size the platform names.",
+    fix_role="docker_host: docker_host_data_device",
+)
+def capacity(facts: dict[str, Any], threshold: Any) -> CheckResult:
+    size, text = _capacity(facts)
+    return compare(round(size, 1), threshold, text)
 
 
 @check(

@@ -325,7 +325,7 @@ def _existing(path: str) -> str:
 def docker_root_facts(
     path: str | Unknown, mounts: list[Mount], index: BlockIndex | Unknown
 ) -> dict[str, Any]:
-    keys = ("free_gib", "fstype", "xfs_project_quota", "separate_mount", "encrypted", "rotational")
+    keys = ("free_gib", "size_gib", "fstype", "xfs_project_quota", "separate_mount", "encrypted", "rotational")
     if isinstance(path, Unknown):
         return {"path": path, "exists": path, **dict.fromkeys(keys, path)}
     real = _existing(path)
@@ -340,6 +340,7 @@ def docker_root_facts(
         "path": path,
         "exists": os.path.isdir(path),
         "free_gib": fs["free_gib"],
+        "size_gib": fs["size_gib"],
         "fstype": mount["fstype"],
         "xfs_project_quota": mount["fstype"] == "xfs" and bool(options & QUOTA_OPTIONS),
         # Same superblock (bind mount, btrfs subvolume) means the same space as /.

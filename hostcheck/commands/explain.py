@@ -112,14 +112,15 @@ def _say(text: str, width: int) -> None:
             typer.echo(line)
 
 
-def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list[str]:
+def _source_lines(source: Any, own_choice: str, indent: str, width: int, what: str = "threshold") -> list[str]:
     """A source's status and the sentence it is cited for (and, where hostcheck chose the
-    threshold itself, why), escaped and wrapped to the terminal."""
+    threshold itself, or the requirement when the check takes none, why), escaped and wrapped
+    to the terminal."""
     from hostcheck.render.escape import escape_text
 
-    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
+    lines = wrap(escape_text(f"{source.status_text}: {source.quote_text}"), width, indent=indent + "  ", first=indent)
     if own_choice:
-        lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
+        lines += wrap(escape_text(f"{what}: hostcheck's own choice. {own_choice}"), width,
                       indent=indent + "  ", first=indent)
     return lines
 
@@ -202,7 +203,8 @@ def explain(check_id: Annotated[str, typer.Argument(
                 _say(f"    <{req.source.url}>", width)
                 if req.note:
                     _say(f"    {req.note}", width)
-                for line in _source_lines(req.source, req.own_choice, "    ", width):
+                what = "threshold" if req.threshold is not None else "requirement"
+                for line in _source_lines(req.source, req.own_choice, "    ", width, what):
                     typer.echo(line)
 
 

@@ -48,7 +48,7 @@ def snapshot(name: str) -> str:
         # No NVIDIA GPU at all: the GPU check fails with the PCI evidence.
         ("no-nvidia-desktop", "vast", "not feasible", ["GPU-1010", "GPU-1120", "ISO-1010", "SYS-1050"]),
         ("no-nvidia-desktop", "salad-linux", "not feasible", ["GPU-1010"]),
-        ("no-nvidia-desktop", "tensordock", "not feasible", ["GPU-1010"]),
+        ("no-nvidia-desktop", "tensordock", "not feasible", ["GPU-1010", "ISO-1010"]),  # and a personal desktop
     ],
 )
 def test_verdicts_are_pinned(machine: str, policy: str, verdict: str, blockers: list[str]) -> None:
@@ -126,6 +126,7 @@ DARKBLOOM = "https://github.com/Layr-Labs/d-inference/blob/a2d8e012d2d41749fee76
 TENSORDOCK = "https://github.com/tensordock/marketplace-install/blob/edc5117e17e22d16ba59f2ba9ee2a095f9f23a85/install.sh"
 TENSORDOCK_DOWNTIME = "https://web.archive.org/web/20261203000000/https://docs.tensordock.com/legal-information/downtime-compensation"
 IONET = "https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding"
+IONET_UPTIME = "https://web.archive.org/web/20261202000000/https://support.io.net/en/support/solutions/articles/156000101702"
 SALAD_POWER = "https://github.com/SaladTechnologies/salad-kitchen-docs/blob/a6f581ce352bad9e43f11eb2fc0107940c68968b/content/docs/faq/jobs/pc-power-limiting-faq.md"
 RUNPOD_PARTNER = "https://github.com/runpod/docs/blob/7ac75242b4dae59584574c2d3d2a6184cff89d7c/hosting/partner-requirements.mdx"
 RUNPOD_CLOSED = "https://github.com/runpod/docs/blob/a900806e253c4f8c16da27d1a4370e72456da4cb/pods/choose-a-pod.mdx"
@@ -134,12 +135,13 @@ NVIDIA_ECC = "https://web.archive.org/web/20261203000000/https://docs.nvidia.com
 
 SHAPES = [
     # (machine, policy, verdict, exact blockers, findings that must be RISK, must be UNKNOWN, the page)
-    ("mac-mini-m2-sonoma", "darkbloom", "feasible", [], [], [], DARKBLOOM),  # Apple Silicon, macOS 14+
+    ("mac-mini-m2-sequoia", "darkbloom", "feasible", [], [], [], DARKBLOOM),  # Apple Silicon, macOS 15+
+    ("mac-mini-m2-sonoma", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # the installer refuses 14
     # No NVIDIA driver exists for current macOS (CUDA 10.2 was the last release for it): GPU-1010 fails
     ("mac-mini-m2-sonoma", "tensordock", "not feasible", ["GPU-1010", "SYS-1140"], [], [], TENSORDOCK),  # Linux KVM hosts only
     ("mac-mini-m2-sonoma", "ionet", "feasible", [], [], [], IONET),  # "or Apple M1-M3"
     ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1010", "GPU-1120", "SYS-1050"], [], [], VAST),
-    ("macbook-air-m1-ventura", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # macOS 14 minimum
+    ("macbook-air-m1-ventura", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # macOS 15 minimum
     ("macbook-pro-intel-monterey", "darkbloom", "not feasible", ["SYS-1050", "SYS-1060"], [], [], DARKBLOOM),
     ("macbook-pro-intel-monterey", "ionet", "not feasible", ["GPU-1120"], ["PWR-1010"], [], IONET),
     ("rtx2080-server", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # RTX 30xx or newer
@@ -154,8 +156,11 @@ SHAPES = [
     ("hgx-h100-8x", "runpod", "not feasible", ["PLAT-1010"], [], [], RUNPOD_CLOSED),  # meets the partner rules, closed
     ("hgx-h100-8x", "tensordock", "feasible", [], [], [], TENSORDOCK),
     ("laptop-3070-on-battery", "salad", "not feasible", ["GPU-1050", "PWR-1020", "SYS-1050"], ["GPU-1160"], [], SALAD_POWER),
-    ("laptop-3070-on-battery", "ionet", "feasible with risks", [], ["PWR-1010", "PWR-1020"], [], IONET),
-    ("laptop-3070-on-battery", "tensordock", "feasible with risks", [], ["PWR-1010", "PWR-1020"], [], TENSORDOCK_DOWNTIME),
+    ("laptop-3070-on-battery", "ionet", "feasible with risks", [], ["PWR-1010", "PWR-1020"], [], IONET_UPTIME),
+    # The installer binds every NVIDIA GPU to vfio-pci and blacklists the host's sound and NVIDIA
+    # display drivers: a personal machine cannot be a TensorDock host.
+    ("laptop-3070-on-battery", "tensordock", "not feasible", ["ISO-1010"], ["PWR-1010", "PWR-1020"], [], TENSORDOCK),
+    ("reference-laptop", "tensordock", "not feasible", ["ISO-1010"], ["PWR-1010", "GPU-1060"], [], TENSORDOCK),
     ("laptop-3080ti-maxq-dedicated", "tensordock", "feasible with risks", [], ["GPU-1060", "PWR-1010"], [], TENSORDOCK_DOWNTIME),
     ("mixed-3090-1080ti", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # the 1080 Ti is Pascal
     ("vm-guest-virtio-4090", "vast", "undetermined", [], ["SYS-1100"], ["STO-1020"], VAST),  # virtio: not "HDD"
@@ -259,12 +264,12 @@ def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
 
 def test_platforms_that_cannot_apply_are_one_line() -> None:
     proc = run_cli("audit", "--facts", snapshot("dedicated-4090"))
-    assert ("Cannot apply to this machine: darkbloom (Apple Silicon Macs only; runs on macos 14+); "
+    assert ("Cannot apply to this machine: darkbloom (Apple Silicon Macs only; runs on macos 15+); "
             "runpod (closed to new hosts); salad (runs on windows 10 or windows 11); "
-            "salad-linux (runs on debian 12).") in " ".join(proc.stdout.split())
+            "salad-linux (runs on debian 12 or debian 13).") in " ".join(proc.stdout.split())
     assert "Darkbloom — inference provider" not in proc.stdout
     assert "Darkbloom — inference provider" in run_cli("audit", "--facts", snapshot("dedicated-4090"), "-v").stdout
-    _, report = audit_json("--facts", snapshot("mac-mini-m2-sonoma"))
+    _, report = audit_json("--facts", snapshot("mac-mini-m2-sequoia"))
     applicable = {p["id"]: p["applicable"] for p in report["policies"]}
     assert applicable["darkbloom"] is True and applicable["tensordock"] is False
 

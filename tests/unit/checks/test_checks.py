@@ -194,6 +194,27 @@ CASES = [
     ("STO-1040", {"storage": {"docker_root": {"exists": True, "separate_mount": Unknown("x")}}}, None, "unknown", None),
     ("STO-1050", {"storage": {"root": {"free_gib": 12.0}}}, 20, "fail", 12.0),
     ("STO-1060", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "free_gib": 100.0}}}, 119, "fail", 100.0),
+    # Capacity is the size of the disk, not what is free on it: a 1 TB disk with 100 GiB free
+    # passes 119 GiB per GPU on capacity (and fails STO-1060 above on free space).
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "free_gib": 100.0,
+                                                       "size_gib": 931.5}}}, 119, "pass", 931.5),
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "free_gib": 100.0,
+                                                       "size_gib": 110.0}}}, 119, "fail", 110.0),
+    # A file saved before the data root's size was recorded: the filesystem that holds it.
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/var/lib/docker", "separate_mount": True},
+                                       "filesystems": [{"mountpoint": "/", "size_gib": 50.0},
+                                                       {"mountpoint": "/var/lib/docker", "size_gib": 240.0},
+                                                       {"mountpoint": "/var/lib/dockerish", "size_gib": 9.0}]}},
+     119, "pass", 240.0),
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/var/lib/docker", "separate_mount": False},
+                                       "root": {"size_gib": 100.0}}}, 119, "fail", 100.0),
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": False}, "root": {"size_gib": 500.0}}}, 119, "pass", 500.0),
+    ("STO-1120", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "free_gib": 10.0,
+                                                       "size_gib": 238.5}}}, 238, "pass", 238.5),
+    ("STO-1120", {"storage": {"docker_root": {"exists": False}, "root": {"size_gib": 200.0, "free_gib": 190.0}}},
+     238, "fail", 200.0),
+    ("STO-1110", {**gpu(), "storage": {"docker_root": {"exists": True, "path": "/d", "size_gib": Unknown("statvfs /d: denied")}}},
+     119, "unknown", None),
     # Isolation, Docker, SSH and packages.
     ("ISO-1020", {"isolation": {"docker_group_members": ["alex"], "human_accounts": [{"name": "alex"}]}}, None, "fail", 1),
     ("ISO-1020", {"isolation": {"docker_group_members": [], "human_accounts": [{"name": "alex"}]}}, None, "pass", 0),

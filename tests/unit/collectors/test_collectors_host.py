@@ -674,7 +674,9 @@ def test_docker_root_on_separate_xfs_with_quota(tmp_path: Path) -> None:
     )
     mounts = storage.parse_mountinfo(table)
     facts = storage.docker_root_facts(f"{real}/docker", mounts, storage.parse_lsblk_json(LSBLK_LAPTOP))
-    assert isinstance(facts.pop("free_gib"), float)
+    free, size = facts.pop("free_gib"), facts.pop("size_gib")
+    stat = os.statvfs(real)
+    assert isinstance(free, float) and size == round(stat.f_blocks * stat.f_frsize / 2**30, 2) >= free
     assert facts == {
         "path": f"{real}/docker",
         "exists": False,
@@ -694,7 +696,7 @@ def test_docker_root_on_separate_xfs_with_quota(tmp_path: Path) -> None:
 
     why = Unknown("/etc/docker/daemon.json is not valid JSON: x")
     assert storage.docker_root_facts(why, mounts, {}) == {
-        "path": why, "exists": why, "free_gib": why, "fstype": why, "xfs_project_quota": why,
+        "path": why, "exists": why, "free_gib": why, "size_gib": why, "fstype": why, "xfs_project_quota": why,
         "separate_mount": why, "encrypted": why, "rotational": why,
     }  # fmt: skip
 

@@ -233,12 +233,12 @@ def test_unknown_power_does_not_hide_the_owner_risk_exit() -> None:
 
 def test_the_headline_quotes_money_only_for_a_platform_the_audit_finds_feasible() -> None:
     facts = load_snapshot(SNAPSHOTS / "reference-laptop.json")
-    # Vast is not feasible for the laptop; at 5.00 per GPU-hour it would out-earn TensorDock, and
-    # the headline still quotes TensorDock (feasible with risks).
+    # Vast is not feasible for the laptop; at 5.00 per GPU-hour it would out-earn io.net, and
+    # the headline still quotes io.net (feasible with risks).
     report, _ = run({"electricity": 0.30, "price": 0.10, "occupancy": 30, "platform_price": {"vast": 5.0}},
-                    facts=facts, source="x", platforms=["vast", "tensordock"])
+                    facts=facts, source="x", platforms=["vast", "ionet"])
     assert platform(report, "vast")["audit_verdict"].endswith(": not feasible")
-    assert "Money: TensorDock nets" in report["headline"] and "Vast" not in report["headline"].split("Money:")[1]
+    assert "Money: io.net nets" in report["headline"] and "Vast" not in report["headline"].split("Money:")[1]
     # With only infeasible platforms, none is quoted, and the table marks them.
     from hostcheck.earnings.render import render_earnings
 
@@ -312,7 +312,7 @@ def test_audit_ends_with_earnings_lines_but_keeps_the_owner_risk_headline() -> N
     assert priced.returncode == plain.returncode == 4  # earnings never change the exit code
     assert "Do not host on this machine as it is" in priced.stdout
     lines = [line for line in priced.stdout.splitlines() if line.startswith("Earnings on ")]
-    assert {line.split(" (")[0] for line in lines} == {"Earnings on io.net", "Earnings on TensorDock"}
+    assert {line.split(" (")[0] for line in lines} == {"Earnings on io.net"}  # the one platform feasible
     assert "Owner risk is HIGH: earnings do not change the headline" in priced.stdout
     assert "Earnings" not in plain.stdout
 
