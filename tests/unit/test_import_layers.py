@@ -46,6 +46,10 @@ LAYERS: dict[str, int] = {
     "hostcheck.recording": SYSTEM,
     "hostcheck.watch": SYSTEM,
     "hostcheck.probeserver": SYSTEM,
+    "hostcheck.selftest": SYSTEM,  # the driver API, NVML readings, the stages, the kernel log
+    "hostcheck.selftest.kernels": FOUNDATION,  # PTX text
+    "hostcheck.selftest.results": FOUNDATION,  # what the stages measured, as data
+    "hostcheck.selftest.rules": FOUNDATION,  # thresholds and sources (rules.yaml)
     "hostcheck.measure": JUDGEMENT,
     "hostcheck.checks": JUDGEMENT,
     "hostcheck.judge": JUDGEMENT,
@@ -59,10 +63,13 @@ LAYERS: dict[str, int] = {
     "hostcheck.fleet": JUDGEMENT,
     "hostcheck.earnings": JUDGEMENT,
     "hostcheck.watch.rules": JUDGEMENT,
+    "hostcheck.selftest.verdict": JUDGEMENT,
+    "hostcheck.selftest.safety": JUDGEMENT,
     "hostcheck.render": RENDERING,
     "hostcheck.earnings.render": RENDERING,
     "hostcheck.watch.metrics": RENDERING,
     "hostcheck.watch.textfile": RENDERING,
+    "hostcheck.selftest.render": RENDERING,
     "hostcheck.commands": COMMANDS,
     "hostcheck.cli": COMMANDS,
     "hostcheck.schema_gen": COMMANDS,
