@@ -3,6 +3,7 @@ Option parsing and wiring; the stages are hostcheck/selftest/."""
 
 from __future__ import annotations
 
+import ctypes.util
 import datetime as dt
 import json
 import sys
@@ -67,6 +68,7 @@ class Deps:
     progress: Callable[[str], None]
     docker_run: Callable[[str], tuple[int, str]] | None = None
     interrupted: Callable[[], bool] = field(default=lambda: False)
+    find_library: Callable[[str], str | None] = field(default=ctypes.util.find_library)
 
 
 @dataclass
@@ -144,7 +146,6 @@ def _progress_line() -> Callable[[str], None]:
 def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, dict[str, Any] | None]:
     """The whole command after its options: (exit code, what to print, the event --watch-db
     stores; None when nothing ran)."""
-    from hostcheck.models import Status
     from hostcheck.policy import load_shipped
     from hostcheck.report import build_report
     from hostcheck.selftest import safety
@@ -204,7 +205,7 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
         run.error = str(exc)
     else:
         env = Environment(driver=driver, nvml=deps.nvml, kernel_lines=deps.kernel_lines, progress=deps.progress,
-                          interrupted=deps.interrupted)
+                          interrupted=deps.interrupted, find_library=deps.find_library)
         try:
             run_gpu_stages(run, env, options)
         except KeyboardInterrupt:
@@ -218,8 +219,7 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
     text = json.dumps(render_json(run, verdict), indent=2) + "\n" if fmt == OutputFormat.JSON else render_text(run, verdict)
     if interrupted:
         return EXIT_INTERRUPTED, text, event
-    passed = exit_status(verdict) and not container and not any(
-        f.status == Status.FAIL for f in verdict.findings)
+    passed = exit_status(verdict) and not container
     return (EXIT_OK if passed else EXIT_NOT_FEASIBLE), text, event
 
 

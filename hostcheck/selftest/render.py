@@ -12,7 +12,7 @@ from hostcheck import __version__
 from hostcheck.models import Status
 from hostcheck.render.escape import escape_text
 from hostcheck.selftest.results import STAGE_TITLES, STAGES, Run
-from hostcheck.selftest.verdict import Verdict, held_back, per_minute
+from hostcheck.selftest.verdict import Verdict, exit_status, held_back, per_minute
 
 WIDTH = 80
 MARK = {Status.PASS: "ok", Status.FAIL: "FAIL", Status.WARN: "WARN", Status.UNKNOWN: "??",
@@ -85,7 +85,7 @@ def render_json(run: Run, verdict: Verdict) -> dict[str, Any]:
         "tool": {"name": "hostcheck", "version": __version__},
         "started_at": run.started_at,
         "answer": {"headline": " ".join(verdict.headline), "first_failed_stage": verdict.first_failed,
-                   "not_judged": verdict.unjudged, "passed": verdict.first_failed is None and not verdict.unjudged},
+                   "not_judged": verdict.unjudged, "passed": exit_status(verdict)},
         "minutes": run.minutes,
         "seconds": run.seconds,
         "stopped": run.stopped,

@@ -239,7 +239,8 @@ def _load(run: Run, gpus: _Gpus, options: Options, nvml_gpus: list[NvmlGpu | Non
                 gpu.errors["load"] = "NVML reports the GPU lost (fallen off the bus)"
                 del active[gpu.index]
             stop_at = gpu.load.stop_at_c
-            if stop_at is not None and sample.temperature_c is not None and sample.temperature_c >= stop_at:
+            if stop_at is not None and sample.temperature_c is not None and sample.temperature_c >= stop_at \
+                    and not run.stopped:
                 run.stopped = f"GPU {gpu.index} reached {sample.temperature_c} °C, the stop temperature ({stop_at} °C)"
             parts.append(f"GPU {gpu.index} {_shown(sample.sm_clock_mhz, 'MHz')} {_shown(sample.power_w, 'W')} "
                          f"{_shown(sample.temperature_c, '°C')}")

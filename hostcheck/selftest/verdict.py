@@ -95,12 +95,17 @@ def _finding(check: str, gpu: int | None, status: Status, measured: Any, thresho
         severity = Severity.RISK if rule.draft or rule.own_choice else Severity.BLOCKER
     if status == Status.FAIL and severity != Severity.BLOCKER:
         status = Status.WARN
-    title = TITLES[check] if gpu is None else f"GPU {gpu}: {TITLES[check][0].lower()}{TITLES[check][1:]}"
+    title = TITLES[check] if gpu is None else f"GPU {gpu}: {_lower(TITLES[check])}"
     return Finding(
         id=check, title=title, family=FAMILY, severity=severity, status=status, measured=measured,
         threshold=threshold, op=op, unit=unit, detail=detail, why=WHY[check], fix=FIX[check], fix_role="",
         source=PREFLIGHT_SOURCE if check == "SELF-1010" else rule.ref, note=rule.own_choice,
     )
+
+
+def _lower(text: str) -> str:
+    """A title inside a sentence: its first word lowercased, unless an acronym (SM, VRAM)."""
+    return text[0].lower() + text[1:] if len(text) > 1 and text[1].islower() else text
 
 
 def _passes(ok: bool) -> Status:
@@ -264,6 +269,7 @@ class Verdict:
     first_failed: str | None  # the stage whose finding failed first, in the order Vast runs them
     unjudged: list[str]  # stages with a finding that could not be judged
     headline: list[str]
+    ran: bool  # the GPU stages ran (False: no driver, no device)
 
     @property
     def findings(self) -> list[Finding]:
@@ -282,7 +288,7 @@ def judge(run: Run) -> Verdict:
     stages["peers"] = _peers(run)
     first = next((stage for stage in STAGES if any(f.status in FAILED for f in stages[stage])), None)
     unjudged = [stage for stage in STAGES if any(f.status in UNJUDGED for f in stages[stage])]
-    return Verdict(stages, first, unjudged, _headline(run, stages, first, unjudged))
+    return Verdict(stages, first, unjudged, _headline(run, stages, first, unjudged), ran=not run.error and bool(run.gpus))
 
 
 def _measured(f: Finding) -> str:
@@ -300,7 +306,7 @@ def _headline(run: Run, stages: dict[str, list[Finding]], first: str | None, unj
     if first is not None:
         finding = next(f for f in stages[first] if f.status in FAILED)
         lines = [f"Vast's self-test would likely fail at the {STAGE_TITLES[first].lower()} stage: "
-                 f"{finding.title[0].lower()}{finding.title[1:]} {_measured(finding)}.",
+                 f"{_lower(finding.title)} {_measured(finding)}.",
                  f"What it means: {finding.why}", f"What to do: {finding.fix}"]
         others = sorted({STAGE_TITLES[s].lower() for s in STAGES if s != first and any(f.status in FAILED for f in stages[s])})
         if others:
@@ -318,7 +324,7 @@ def _headline(run: Run, stages: dict[str, list[Finding]], first: str | None, unj
 
 def exit_status(verdict: Verdict) -> bool:
     """True when the run passed: nothing failed and everything was judged."""
-    return verdict.first_failed is None and not verdict.unjudged
+    return verdict.first_failed is None and not verdict.unjudged and verdict.ran
 
 
 def per_minute(gpu: GpuResult) -> list[dict[str, Any]]:

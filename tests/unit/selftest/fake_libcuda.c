@@ -45,6 +45,7 @@ static struct alloc { CUdeviceptr ptr; size_t size; int dev; void *backing; } A[
 static unsigned long long used[MAX_GPUS], next_offset[MAX_GPUS];
 static int retained[MAX_GPUS], current = -1, sticky, launches, pending, host_allocs, modules, initialised;
 static char *module_text[64];
+static int module_dev[64];
 
 static void sleep_s(double seconds) {
     if (seconds <= 0) return;
@@ -84,9 +85,12 @@ static void parse(void) {
     if (S.gpus > MAX_GPUS) S.gpus = MAX_GPUS;
 }
 
+/* Releasing a primary context frees everything in it, memory and modules, as the driver does. */
 static void drop_device(int dev) {
     for (int i = 0; i < MAX_ALLOCS; i++)
         if (A[i].ptr && A[i].dev == dev) { free(A[i].backing); memset(&A[i], 0, sizeof A[i]); }
+    for (int i = 0; i < 64; i++)
+        if (module_text[i] && module_dev[i] == dev) { free(module_text[i]); module_text[i] = NULL; modules--; }
     used[dev] = 0; next_offset[dev] = 0;
 }
 
@@ -117,7 +121,7 @@ CUresult cuInit(unsigned flags) {
     (void)flags;
     parse();
     for (int d = 0; d < MAX_GPUS; d++) { drop_device(d); retained[d] = 0; }
-    current = -1; sticky = 0; launches = 0; pending = 0; host_allocs = 0; modules = 0;
+    current = -1; sticky = 0; launches = 0; pending = 0; host_allocs = 0;
     if (!strcmp(S.fail, "nodevice") || S.gpus <= 0) { initialised = 0; return 100; }
     initialised = 1;
     return 0;
@@ -258,7 +262,7 @@ CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, void *
     const char *text = image;
     if (!strstr(text, ".version") || !strstr(text, ".target") || !strstr(text, ".entry")) return 218;
     for (int i = 0; i < 64; i++) if (!module_text[i]) {
-        module_text[i] = strdup(text); modules++;
+        module_text[i] = strdup(text); module_dev[i] = current; modules++;
         *module = (void *)(uintptr_t)(0x2000 + i); return 0;
     }
     return 2;
