@@ -133,10 +133,10 @@ def _progress_line() -> Callable[[str], None]:
     def show(line: str) -> None:
         from hostcheck.render.escape import escape_text
 
-        shown = escape_text(line)[:79]
-        if tty:
-            sys.stderr.write(f"\r\x1b[K{shown}")
-        else:
+        shown = escape_text(line)
+        if tty:  # one line, rewritten in place: cut to the terminal's width
+            sys.stderr.write(f"\r\x1b[K{shown[:79]}")
+        elif shown:
             sys.stderr.write(shown + "\n")
         sys.stderr.flush()
 
@@ -190,8 +190,9 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
         container = "" if status == 0 else said
         run.preflight["container"] = {"image": request.in_container, "started": status == 0, "error": container}
     about, most = estimate_seconds(max(count, 1), request.minutes)
-    plan = (f"The self-test loads {count or 'every'} GPU{'s' if count != 1 else ''} at full load for {request.minutes:g} "
-            f"min; about {_mmss(about)} in all, at most {_mmss(most)}. Ctrl-C stops it.")
+    gpus = "every GPU" if count == 0 else ("the GPU" if count == 1 else f"all {count} GPUs")
+    plan = (f"The self-test runs {gpus} at full load for {request.minutes:g} min; about {_mmss(about)} "
+            f"in all, at most {_mmss(most)}. Ctrl-C stops it.")
     if not request.yes and not deps.confirm(plan + " Start?"):
         return EXIT_NOT_FEASIBLE, "hostcheck selftest did not start: not confirmed (give --yes to start without asking)\n", None
     deps.progress(plan)

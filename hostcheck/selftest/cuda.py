@@ -243,7 +243,7 @@ class Driver:
         self._call("cuModuleGetFunction", ctypes.byref(function), ctypes.c_void_p(module), name.encode("ascii"))
         return function.value or 0
 
-    def launch(self, function: int, blocks: int, threads: int, arguments: Sequence[ctypes._SimpleCData]) -> None:  # type: ignore[type-arg]
+    def launch(self, function: int, blocks: int, threads: int, arguments: Sequence[ctypes.c_uint64 | ctypes.c_uint32]) -> None:
         """Queue ``function`` on ``blocks`` x ``threads``; arguments as ctypes values (c_uint64 for
         a device pointer or a length, c_uint32 for a word). Errors of the kernel itself surface at
         the next :meth:`synchronize`."""

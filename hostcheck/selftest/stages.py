@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -305,7 +306,7 @@ def _peers(run: Run, gpus: _Gpus, options: Options) -> None:
                 copy.peer_to_peer = driver.can_access_peer(a, b)
                 source = gpus.alloc(a, options.peer_bytes)
                 destination = gpus.alloc(b, options.peer_bytes)
-                copy.gbps = _rate(gpus, lambda: driver.copy_peer(destination, b, source, a, options.peer_bytes),
+                copy.gbps = _rate(gpus, functools.partial(driver.copy_peer, destination, b, source, a, options.peer_bytes),
                                   options.peer_bytes, options)
                 gpus.free(b, destination)
                 gpus.free(a, source)

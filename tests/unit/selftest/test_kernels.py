@@ -8,20 +8,22 @@ same text itself; no toolkit is needed there."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-import nvidia  # the namespace both wheels install into
 from hostcheck.selftest import kernels
 
 ASSEMBLERS = ("cuda_nvcc/bin/ptxas", "cu13/bin/ptxas")
 
 
 def assemblers() -> list[Path]:
-    found = [Path(root) / relative for root in nvidia.__path__ for relative in ASSEMBLERS if (Path(root) / relative).exists()]
+    spec = importlib.util.find_spec("nvidia")  # the namespace both wheels install into
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    found = [Path(root) / relative for root in roots for relative in ASSEMBLERS if (Path(root) / relative).exists()]
     assert len(found) == 2, f"ptxas of both wheels wanted (pip install -e .[test]); found {found}"
     return found
 
