@@ -211,3 +211,32 @@ def test_the_terminal_answer_fits_80_columns(libcuda: Path, monkeypatch: pytest.
     assert lines[0].startswith("Vast's self-test would likely fail at the host-device link stage:")
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     assert "  FAIL GPU 0: host-to-device bandwidth (pinned):" in text
+
+
+def test_the_run_is_stored_beside_the_recorders_samples(libcuda: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    from hostcheck.commands.selftest import _store
+    from hostcheck.recording.store import read_recording
+    from tests.helpers import run_cli
+
+    monkeypatch.setenv("HC_FAKE_CUDA", "total_mib=12288;free_mib=12100;h2d_gbps=0.8;d2h_gbps=0.85")
+    _, _, event = execute(Request(minutes=MINUTES, max_temp=None, yes=True, accept_owner_risk=False),
+                          deps(libcuda, "rtx3060-x1-riser.json", RecordedNvml([standins.riser_3060()])),
+                          OutputFormat.JSON)
+    assert event is not None
+    import time
+
+    from hostcheck.recording.store import Sample, WatchWriter
+
+    db = tmp_path / "watch.db"
+    now = time.time()
+    with WatchWriter(db) as writer:  # a recording the recorder made: three samples a minute apart
+        for i in range(3):
+            writer.add_sample(Sample(t=now - 180 + 60 * i, mono=1000.0 + 60 * i, boottime=1000.0 + 60 * i,
+                                     boot_id="b1", interval_s=60, net_ok=1, net_total=1, gpu_ok=True, detail={}))
+    _store(db, event)
+    stored = [e for e in read_recording(db).events if e.kind == "selftest"]
+    assert len(stored) == 1 and stored[0].detail["first_failed_stage"] == "link"
+    assert stored[0].detail["gpus"][0]["h2d_gbps"] == event["gpus"][0]["h2d_gbps"]
+    report = run_cli("watch", "report", "--db", str(db))
+    assert report.returncode in (0, 3), report.stderr  # the recorder's report reads past the event
