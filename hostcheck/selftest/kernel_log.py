@@ -33,11 +33,11 @@ def journal_kernel_lines(since: float) -> list[str] | str:
 def docker_run(image: str) -> tuple[int, str]:
     """Start ``image`` with ``--gpus all`` and run ``nvidia-smi -L`` in it (the NVIDIA container
     runtime mounts it, with libcuda, into every GPU container): (status, Docker's own words)."""
+    if image.startswith("-") or any(c.isspace() for c in image) or len(image) > 256:
+        return 2, f"not an image name: {image[:80]!r}"
     docker = shutil.which("docker")
     if docker is None:
         return 127, "docker is not installed"
-    if image.startswith("-") or any(c.isspace() for c in image) or len(image) > 256:
-        return 2, f"not an image name: {image[:80]!r}"
     try:
         done = subprocess.run([docker, "run", "--rm", "--gpus", "all", "--entrypoint", "nvidia-smi", image, "-L"],
                               capture_output=True, timeout=DOCKER_TIMEOUT_S, check=False)
