@@ -16,6 +16,7 @@ from hostcheck.commands.common import OutputFormat
 from hostcheck.commands.selftest import Deps, Request, execute
 from hostcheck.exit_codes import EXIT_NOT_FEASIBLE
 from hostcheck.facts import load_snapshot
+from tests.unit.collectors.test_collectors_isolation import docker_env, fake_docker_daemon  # noqa: F401
 from tests.unit.selftest import standins
 from tests.unit.selftest.standins import RecordedNvml
 
@@ -122,3 +123,23 @@ def test_docker_run_refuses_an_option_for_an_image() -> None:
 
     status, said = docker_run("--privileged")
     assert status == 2 and "not an image name" in said
+
+
+def test_a_rental_the_docker_api_lists(request: pytest.FixtureRequest, tmp_path: Any) -> None:
+    """The refusal from what the real Docker collector reads off a Docker API (the suite's API
+    served on a Unix socket, listing a Vast rental's container as a host's daemon does)."""
+    from hostcheck.collectors import CollectContext, docker_daemon
+
+    point_docker_at = request.getfixturevalue("docker_env")  # the collectors' tests' fixture, imported above
+    sock = tmp_path / "docker.sock"
+    with fake_docker_daemon(sock):
+        point_docker_at(sock)
+        collected = docker_daemon.collect(CollectContext())
+
+    def change(facts: dict[str, Any]) -> None:
+        facts["docker"] = collected
+
+    code, text = refused("dedicated-4090.json", change=change)
+    names = [c["name"] for c in collected["containers"]]
+    assert code == EXIT_NOT_FEASIBLE and any(n.startswith("C.") for n in names)
+    assert "a rental or provider container is running (C." in text
