@@ -6,7 +6,9 @@ from __future__ import annotations
 import ctypes.util
 import datetime as dt
 import json
+import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,10 @@ from hostcheck.exit_codes import EXIT_INTERRUPTED, EXIT_NOT_FEASIBLE, EXIT_OK
 from hostcheck.selftest.rules import rules
 
 MAX_MINUTES = 60.0
+HANG_MARGIN_S = 120.0
+"""Past the longest the run can take, plus this, a driver call has stopped answering (a GPU that
+fell off the bus can leave one blocked for good): the process ends, and the kernel driver frees
+what it held."""
 STRESS_MINUTES = rules()["stress_seconds"].value / 60
 
 
@@ -69,6 +75,8 @@ class Deps:
     docker_run: Callable[[str], tuple[int, str]] | None = None
     interrupted: Callable[[], bool] = field(default=lambda: False)
     find_library: Callable[[str], str | None] = field(default=ctypes.util.find_library)
+    on_hang: Callable[[str], None] = field(default=lambda message: _hard_stop(message))
+    hang_margin_s: float = HANG_MARGIN_S
 
 
 @dataclass
@@ -207,11 +215,20 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
     else:
         env = Environment(driver=driver, nvml=deps.nvml, kernel_lines=deps.kernel_lines, progress=deps.progress,
                           interrupted=deps.interrupted, find_library=deps.find_library)
+        limit = most + deps.hang_margin_s
+        watchdog = threading.Timer(limit, deps.on_hang, [
+            f"a GPU driver call did not return within {limit:.0f} s (the run's longest time and a margin): "
+            "the GPU has stopped answering. Stopping; the driver frees what this process held when it ends. "
+            "Look at the kernel log for an Xid (journalctl -k)."])
+        watchdog.daemon = True
+        watchdog.start()
         try:
             run_gpu_stages(run, env, options)
         except KeyboardInterrupt:
             interrupted = True
             run.stopped = "interrupted (Ctrl-C)"
+        finally:
+            watchdog.cancel()
     verdict = judge(run)
     if container:
         verdict.headline.insert(0, f"The container did not start through Docker with --gpus all: {container}")
@@ -222,6 +239,13 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
         return EXIT_INTERRUPTED, text, event
     passed = exit_status(verdict) and not container
     return (EXIT_OK if passed else EXIT_NOT_FEASIBLE), text, event
+
+
+def _hard_stop(message: str) -> None:
+    """The watchdog's end: from its own thread, as the main one is blocked inside the driver."""
+    sys.stderr.write(f"\nhostcheck: error: {message}\n")
+    sys.stderr.flush()
+    os._exit(EXIT_NOT_FEASIBLE)
 
 
 def _mmss(seconds: float) -> str:

@@ -10,6 +10,8 @@ from typing import Any
 from hostcheck.selftest.results import GpuLoad, Sample
 
 GPU_IS_LOST = 15
+# Queries nvidia-ml-py renamed, by their older name (bindings before 12.535 know only that one).
+OLDER_NAMES = {"nvmlDeviceGetCurrentClocksEventReasons": "nvmlDeviceGetCurrentClocksThrottleReasons"}
 
 
 class NvmlGpu:
@@ -24,8 +26,11 @@ class NvmlGpu:
         """One query; None when it fails (a lost GPU is remembered: every later read is None)."""
         if self.lost:
             return None
+        query = getattr(self.nvml, name, None) or getattr(self.nvml, OLDER_NAMES.get(name, ""), None)
+        if query is None:
+            return None  # a binding older than the query
         try:
-            value = getattr(self.nvml, name)(self.handle, *args)
+            value = query(self.handle, *args)
         except self.nvml.NVMLError as exc:
             if getattr(exc, "value", None) == GPU_IS_LOST:
                 self.lost = True

@@ -240,3 +240,16 @@ def test_the_run_is_stored_beside_the_recorders_samples(libcuda: Path, monkeypat
     assert stored[0].detail["gpus"][0]["h2d_gbps"] == event["gpus"][0]["h2d_gbps"]
     report = run_cli("watch", "report", "--db", str(db))
     assert report.returncode in (0, 3), report.stderr  # the recorder's report reads past the event
+
+
+def test_a_driver_call_that_never_returns_ends_the_run(libcuda: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wedged GPU can leave a driver call blocked: past the run's longest time and a margin the
+    watchdog ends the process (here: records what it would say; the stand-in's kernels take
+    1.5 s each, the margin is cut to nothing and the longest time to 0.5 s)."""
+    said: list[str] = []
+    d = deps(libcuda, "dedicated-4090.json", RecordedNvml([standins.desktop_4090()]), on_hang=said.append,
+             hang_margin_s=0.0)
+    monkeypatch.setattr("hostcheck.selftest.stages.estimate_seconds", lambda gpus, minutes: (0.2, 0.5))
+    run(libcuda, monkeypatch, "total_mib=24564;free_mib=24180;kernel_ms=1500", d)
+    assert len(said) == 1 and said[0].startswith("a GPU driver call did not return within 0 s")
+    assert "journalctl -k" in said[0]
