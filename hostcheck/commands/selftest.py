@@ -51,7 +51,8 @@ def _help() -> str:
        against its maximum (held: at least {r['clock_share'].value:.0%}, hostcheck's choice), power
        against the limit, temperature against the slowdown threshold, what slowed
        the card, ECC counters before and after, the Xid lines the kernel logged
-    5. several GPUs: copies between each pair, peer-to-peer where allowed
+    5. several GPUs: copies between each pair, peer-to-peer where allowed, and
+       NCCL's all-reduce where its library is installed (seconds)
 
     Refuses while a rental or provider container runs, while another program uses a GPU, on
     battery, or when the audit rates the owner risk high (unless --accept-owner-risk). Asks

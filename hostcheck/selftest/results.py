@@ -95,7 +95,9 @@ class Run:
     preflight: dict[str, Any] = field(default_factory=dict)  # blockers, unknowns, owner risk: from the audit
     gpus: list[GpuResult] = field(default_factory=list)
     peers: list[PeerCopy] = field(default_factory=list)
-    nccl: str = ""  # "present at PATH" / "absent": NCCL itself is only run where its library is
+    nccl: str = ""  # "absent", or the library run ("NCCL 2.21.5"): NCCL runs only where it is installed
+    nccl_gbps: float | None = None  # its all-reduce's bus bandwidth
+    nccl_error: str = ""
     xid_lines: list[dict[str, Any]] = field(default_factory=list)  # classified kernel lines during the run
     kernel_log: str = ""  # "" read; otherwise why the kernel log could not be read
     stopped: str = ""  # why the run stopped early ("" it ran to the end)

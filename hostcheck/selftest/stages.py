@@ -292,10 +292,39 @@ def _kernel_log(run: Run, env: Environment, since_wall: float) -> None:
             run.xid_lines.append(detail)
 
 
+def _nccl(run: Run, gpus: _Gpus, options: Options, usable: list[int]) -> None:
+    """NCCL's all-reduce over every usable GPU, where its library is installed on the host."""
+    from hostcheck.selftest.nccl import Nccl, NcclError
+
+    library = gpus.env.find_library("nccl")
+    if not library:
+        run.nccl = "absent"
+        return
+    run.nccl = library
+    held: list[tuple[int, int]] = []
+    try:
+        nccl = Nccl(library)
+        run.nccl = f"NCCL {nccl.version()}"
+        for ordinal in usable:
+            held.append((ordinal, gpus.alloc(ordinal, options.peer_bytes)))
+            held.append((ordinal, gpus.alloc(ordinal, options.peer_bytes)))
+        buffers = [(held[2 * i][1], held[2 * i + 1][1]) for i in range(len(usable))]
+        run.nccl_gbps = nccl.all_reduce(usable, buffers, options.peer_bytes // 4, gpus.driver.use,
+                                        gpus.driver.synchronize, gpus.env.clock)
+    except (NcclError, CudaError) as exc:
+        run.nccl_error = str(exc)
+    for ordinal, pointer in held:
+        try:
+            gpus.free(ordinal, pointer)
+        except CudaError:
+            pass  # left to the context's release
+
+
 def _peers(run: Run, gpus: _Gpus, options: Options) -> None:
     driver = gpus.driver
-    run.nccl = "present" if gpus.env.find_library("nccl") else "absent"
     usable = [g.index for g in run.gpus if g.index not in gpus.broken]
+    if len(usable) > 1:
+        _nccl(run, gpus, options, usable)
     for a in usable:
         for b in usable:
             if a >= b:

@@ -42,6 +42,7 @@ WHY = {
                  "disappears or overheats before the end fails it.",
     "SELF-1100": "Multi-GPU renters' jobs (NCCL) move data between the GPUs; a copy that fails here fails "
                  "Vast's NCCL stage.",
+    "SELF-1110": "Vast's NCCL stage runs this collective across the GPUs; multi-GPU training runs it all the time.",
 }
 FIX = {
     "SELF-1010": "Run `hostcheck audit --policy vast` and fix its blockers first.",
@@ -61,6 +62,8 @@ FIX = {
                  "lines the run logged.",
     "SELF-1100": "Check the GPUs' slots and bridges; without peer-to-peer, NCCL goes through host memory, "
                  "which works but is slower.",
+    "SELF-1110": "Rerun with NCCL_DEBUG=INFO set to see NCCL's own reason; check the GPUs' slots, bridges and "
+                 "the IOMMU (peer-to-peer through an IOMMU often fails).",
 }
 TITLES = {
     "SELF-1010": "Vast's static gates (the audit, collected now)",
@@ -73,14 +76,15 @@ TITLES = {
     "SELF-1080": "Xid lines the kernel logged during the run",
     "SELF-1090": "Load run to the end",
     "SELF-1100": "GPU to GPU copies that failed",
+    "SELF-1110": "NCCL all-reduce across the GPUs",
 }
 STAGE_OF = {"SELF-1010": "preflight", "SELF-1020": "vram", "SELF-1030": "vram", "SELF-1040": "link",
             "SELF-1050": "load", "SELF-1060": "load", "SELF-1070": "load", "SELF-1080": "load",
-            "SELF-1090": "load", "SELF-1100": "peers"}
+            "SELF-1090": "load", "SELF-1100": "peers", "SELF-1110": "peers"}
 RULE_OF = {"SELF-1010": "pcie_bw_gbps", "SELF-1020": "vram_share", "SELF-1030": "pattern_errors",
            "SELF-1040": "pcie_bw_gbps", "SELF-1050": "clock_share", "SELF-1060": "temperature_margin_c",
            "SELF-1070": "ecc_uncorrected", "SELF-1080": "xid_lines", "SELF-1090": "stress_seconds",
-           "SELF-1100": "peer_copy"}
+           "SELF-1100": "peer_copy", "SELF-1110": "peer_copy"}
 PREFLIGHT_SOURCE = SourceRef(
     title="hostcheck audit --policy vast: each gate cites its own page (hostcheck explain ID)",
     url="https://github.com/vast-ai/vast-cli/blob/55679830a2c2adcf5c7fad08bf08717a9591062a/vastai/cli/self_test/machine_diagnostics.py",
@@ -256,10 +260,16 @@ def _peers(run: Run) -> list[Finding]:
         how = "peer-to-peer" if copy.peer_to_peer else "through host memory (no peer-to-peer access)"
         detail = f"GPU {copy.source} to GPU {copy.destination}: {how}" + (
             f", {copy.gbps:g} GB/s" if copy.gbps is not None else "") + (f"; {copy.error}" if copy.error else "")
-        if run.nccl:
-            detail += f"; NCCL's library {run.nccl}"
         found.append(_finding("SELF-1100", None, _passes(not copy.error), int(bool(copy.error)), 0, Operator.EQ,
                               "failed copies", detail))
+    if run.nccl == "absent":
+        found.append(_finding("SELF-1110", None, Status.SKIPPED, None, 0, Operator.EQ, "failures",
+                              "NCCL's library (libnccl.so.2) is not installed on the host; renters' images bring "
+                              "their own"))
+    elif run.nccl:
+        detail = run.nccl_error or f"{run.nccl}: {run.nccl_gbps:g} GB/s bus bandwidth"
+        found.append(_finding("SELF-1110", None, _passes(not run.nccl_error), int(bool(run.nccl_error)), 0,
+                              Operator.EQ, "failures", f"{run.nccl}: {detail}" if run.nccl_error else detail))
     return found
 
 

@@ -27,14 +27,19 @@ SNAPSHOTS = HERE.parents[1] / "snapshots"
 SW_POWER_CAP, SW_THERMAL, HW_THERMAL, GPU_IDLE = 0x4, 0x20, 0x40, 0x1
 
 
-def build_fake_libcuda(directory: Path) -> Path:
+def build_fake_library(directory: Path, source: str, name: str) -> Path:
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise RuntimeError("no C compiler: scripts/test installs gcc (build-essential)")
-    target = directory / "libcuda-standin.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", str(target), str(SOURCE)],
-                   check=True, timeout=60)
+        raise RuntimeError("no C compiler: scripts/test installs gcc")
+    target = directory / name
+    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", "-o", str(target),
+                    str(HERE / source)], check=True, timeout=60)
     return target
+
+
+def build_fake_libcuda(directory: Path) -> Path:
+    """The CUDA driver stand-in (fake_libcuda.c) as a shared library in ``directory``."""
+    return build_fake_library(directory, SOURCE.name, "libcuda-standin.so")
 
 
 def live(library: Path) -> dict[str, int]:

@@ -186,9 +186,9 @@ def test_two_gpus_copy_peer_to_peer(libcuda: Path, monkeypatch: pytest.MonkeyPat
     code, doc = run(libcuda, monkeypatch, "gpus=2;total_mib=24564;free_mib=24180;p2p=0;h2d_gbps=24;d2h_gbps=25",
                     deps(libcuda, "tensordock-4x4090-server.json", nvml, find_library=lambda name: None))
     peers = findings(doc, "peers")
-    assert len(peers) == 1 and peers[0]["status"] == "pass"
-    assert "GPU 0 to GPU 1: through host memory (no peer-to-peer access)" in peers[0]["detail"]
-    assert "NCCL's library absent" in peers[0]["detail"]
+    assert [p["id"] for p in peers] == ["SELF-1100", "SELF-1110"] and peers[0]["status"] == "pass"
+    assert peers[0]["detail"].startswith("GPU 0 to GPU 1: through host memory (no peer-to-peer access)")
+    assert peers[1]["status"] == "skipped" and "libnccl.so.2) is not installed" in peers[1]["detail"]
     assert code == EXIT_OK, doc["answer"]
     assert standins.live(libcuda) == {"device": 0, "host": 0, "modules": 0, "contexts": 0}
 
@@ -253,3 +253,30 @@ def test_a_driver_call_that_never_returns_ends_the_run(libcuda: Path, monkeypatc
     run(libcuda, monkeypatch, "total_mib=24564;free_mib=24180;kernel_ms=1500", d)
     assert len(said) == 1 and said[0].startswith("a GPU driver call did not return within 0 s")
     assert "journalctl -k" in said[0]
+
+
+@pytest.fixture(scope="module")
+def libnccl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return standins.build_fake_library(tmp_path_factory.mktemp("libnccl"), "fake_libnccl.c", "libnccl-standin.so")
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_nccl_runs_where_its_library_is(libcuda: Path, libnccl: Path, monkeypatch: pytest.MonkeyPatch,
+                                        fails: bool) -> None:
+    import ctypes
+
+    monkeypatch.setenv("HC_FAKE_NCCL", "fail=system" if fails else "")
+    nvml = RecordedNvml([standins.desktop_4090("00000000:01:00.0"), standins.desktop_4090("00000000:02:00.0")])
+    code, doc = run(libcuda, monkeypatch, "gpus=2;total_mib=24564;free_mib=24180;h2d_gbps=24;d2h_gbps=25",
+                    deps(libcuda, "tensordock-4x4090-server.json", nvml, find_library=lambda name: str(libnccl)))
+    nccl = next(f for f in findings(doc, "peers") if f["id"] == "SELF-1110")
+    if fails:
+        assert nccl["status"] == "fail" and code == EXIT_NOT_FEASIBLE
+        assert nccl["detail"] == ("NCCL 2.21.5: ncclGroupEnd: unhandled system error (run with NCCL_DEBUG=INFO for "
+                                  "details) (2)")
+        assert doc["answer"]["first_failed_stage"] == "peers"
+    else:
+        assert nccl["status"] == "pass" and code == EXIT_OK
+        assert nccl["detail"].startswith("NCCL 2.21.5: ") and nccl["detail"].endswith(" GB/s bus bandwidth")
+    assert ctypes.CDLL(str(libnccl)).hcfake_nccl_live() == 0
+    assert standins.live(libcuda) == {"device": 0, "host": 0, "modules": 0, "contexts": 0}
