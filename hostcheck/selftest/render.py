@@ -12,7 +12,7 @@ from hostcheck import __version__
 from hostcheck.models import Status
 from hostcheck.render.escape import escape_text
 from hostcheck.selftest.results import STAGE_TITLES, STAGES, Run
-from hostcheck.selftest.verdict import Verdict, exit_status, held_back, per_minute
+from hostcheck.selftest.verdict import Verdict, exit_status, held_back, per_minute, shown
 
 WIDTH = 80
 MARK = {Status.PASS: "ok", Status.FAIL: "FAIL", Status.WARN: "WARN", Status.UNKNOWN: "??",
@@ -25,11 +25,8 @@ def _wrap(text: str, indent: str = "", first: str = "") -> list[str]:
 
 
 def _value(measured: Any, unit: str) -> str:
-    if measured is None:
-        return "unknown"
-    if unit in ("of total", "of max"):
-        return f"{measured:.0%} {unit}"
-    return f"{measured:g} {unit}" if isinstance(measured, (int, float)) else f"{measured} {unit}"
+    text = shown(measured, unit)
+    return f"{text} {unit}" if unit in ("of total", "of max") and measured is not None else text
 
 
 def render_text(run: Run, verdict: Verdict) -> str:

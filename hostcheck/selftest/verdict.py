@@ -301,10 +301,23 @@ def judge(run: Run) -> Verdict:
     return Verdict(stages, first, unjudged, _headline(run, stages, first, unjudged), ran=not run.error and bool(run.gpus))
 
 
+SINGULAR = {"lines": "line", "words": "word", "errors": "error", "failures": "failure",
+            "failed gates": "failed gate", "failed copies": "failed copy"}
+
+
+def shown(value: Any, unit: str) -> str:
+    """A measured value or threshold with its unit, for a reader ("95%", "1 line", "2.85 GB/s")."""
+    if value is None:
+        return "unknown"
+    if unit in ("of total", "of max"):
+        return f"{value:.0%}"
+    if not isinstance(value, (int, float)):
+        return f"{value} {unit}"
+    return f"{value:g} {SINGULAR.get(unit, unit) if value == 1 else unit}"
+
+
 def _measured(f: Finding) -> str:
-    value = "unknown" if f.measured is None else (f"{f.measured:.0%}" if f.unit in ("of total", "of max") else f"{f.measured:g} {f.unit}")
-    need = f"{f.threshold:.0%}" if f.unit in ("of total", "of max") else f"{f.threshold:g} {f.unit}"
-    return f"{value}, needs {f.op.value} {need}"
+    return f"{shown(f.measured, f.unit)}, needs {f.op.value} {shown(f.threshold, f.unit)}"
 
 
 def _headline(run: Run, stages: dict[str, list[Finding]], first: str | None, unjudged: list[str]) -> list[str]:
@@ -315,8 +328,10 @@ def _headline(run: Run, stages: dict[str, list[Finding]], first: str | None, unj
         return ["The self-test ran no stage."]
     if first is not None:
         finding = next(f for f in stages[first] if f.status in FAILED)
+        xid = next((f for f in stages["load"] if f.id == "SELF-1080" and f.status in FAILED), None)
+        logged = f"; the kernel logged {xid.detail}" if xid is not None and finding.id == "SELF-1090" else ""
         lines = [f"Vast's self-test would likely fail at the {STAGE_TITLES[first].lower()} stage: "
-                 f"{_lower(finding.title)} {_measured(finding)}.",
+                 f"{_lower(finding.title)} {_measured(finding)}{logged}.",
                  f"What it means: {finding.why}", f"What to do: {finding.fix}"]
         others = sorted({STAGE_TITLES[s].lower() for s in STAGES if s != first and any(f.status in FAILED for f in stages[s])})
         if others:

@@ -135,6 +135,7 @@ def test_a_card_lost_mid_run(libcuda: Path, monkeypatch: pytest.MonkeyPatch) -> 
     xid = next(f for f in findings(doc, "load") if f["id"] == "SELF-1080")
     assert xid["status"] == "fail" and xid["measured"] == 1 and "Xid 79" in xid["detail"]
     assert "would likely fail at the sustained load stage" in doc["answer"]["headline"]
+    assert "; the kernel logged Xid 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)." in doc["answer"]["headline"]
     assert standins.live(libcuda) == {"device": 0, "host": 0, "modules": 0, "contexts": 0}
 
 
@@ -280,3 +281,11 @@ def test_nccl_runs_where_its_library_is(libcuda: Path, libnccl: Path, monkeypatc
         assert nccl["detail"].startswith("NCCL 2.21.5: ") and nccl["detail"].endswith(" GB/s bus bandwidth")
     assert ctypes.CDLL(str(libnccl)).hcfake_nccl_live() == 0
     assert standins.live(libcuda) == {"device": 0, "host": 0, "modules": 0, "contexts": 0}
+
+
+def test_units_read_right_in_the_singular() -> None:
+    from hostcheck.selftest.verdict import shown
+
+    assert [shown(1, "lines"), shown(2, "lines"), shown(0, "failed copies"), shown(1, "failed copies")] == \
+        ["1 line", "2 lines", "0 failed copies", "1 failed copy"]
+    assert [shown(0.95, "of total"), shown(2.85, "GB/s"), shown(None, "GB/s")] == ["95%", "2.85 GB/s", "unknown"]
