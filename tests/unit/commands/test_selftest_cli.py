@@ -28,3 +28,20 @@ def test_the_help_names_every_stage_its_source_and_time() -> None:
 def test_bad_options(args: list[str], message: str) -> None:
     done = run_cli("selftest", *args)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_the_real_wiring_without_a_driver() -> None:
+    """The command's own wiring on this machine (a real offline collection, the real NVML
+    binding): without a driver it says so and exits 3, having loaded nothing on any GPU."""
+    import json
+
+    done = run_cli("selftest", "--cuda-library", "/nonexistent/libcuda.so.1", "--yes", "--accept-owner-risk",
+                   "--format", "json")
+    assert done.returncode == 3, done.stderr
+    doc = json.loads(done.stdout)
+    if "refused" in doc:  # a machine where something else holds a GPU, or on battery: said, and nothing ran
+        assert doc["refused"] and all(isinstance(r, str) and r for r in doc["refused"])
+    else:
+        assert doc["error"].startswith("cannot load /nonexistent/libcuda.so.1")
+        assert doc["answer"]["passed"] is False and doc["released"] is True
+        assert "preflight: collecting facts" in done.stderr
