@@ -41,6 +41,7 @@ class GpuLoad:
     stop_at_c: int | None = None
     ecc_before: int | None = None
     ecc_after: int | None = None
+    ran_s: float = 0.0  # how long the load ran on this GPU before it ended or the GPU failed
     samples: list[Sample] = field(default_factory=list)
 
     def values(self, name: str, last_s: float | None = None) -> list[float]:

@@ -238,6 +238,7 @@ def _load(run: Run, gpus: _Gpus, options: Options, nvml_gpus: list[NvmlGpu | Non
             gpu.load.samples.append(sample)
             if sample.lost and gpu.index in active:
                 gpu.errors["load"] = "NVML reports the GPU lost (fallen off the bus)"
+                gpu.load.ran_s = round(t, 2)
                 del active[gpu.index]
             stop_at = gpu.load.stop_at_c
             if stop_at is not None and sample.temperature_c is not None and sample.temperature_c >= stop_at \
@@ -258,17 +259,21 @@ def _load(run: Run, gpus: _Gpus, options: Options, nvml_gpus: list[NvmlGpu | Non
                 driver.use(ordinal)
                 driver.launch(function, blocks, kernels.THREADS_PER_BLOCK, [ctypes.c_uint64(out), ctypes.c_uint32(iterations)])
             except CudaError as exc:
-                _failed(run.gpus[ordinal], gpus, "load", exc)
+                _stopped(run.gpus[ordinal], gpus, exc, env.clock() - ticker.start)
                 del active[ordinal]
         for ordinal in list(active):
             try:
                 driver.use(ordinal)
                 driver.synchronize()
             except CudaError as exc:
-                _failed(run.gpus[ordinal], gpus, "load", exc)
+                _stopped(run.gpus[ordinal], gpus, exc, env.clock() - ticker.start)
                 del active[ordinal]
         ticker.poll()
-    ticker.take(env.clock() - ticker.start)  # the last reading, at the end of the load
+    ended = env.clock() - ticker.start
+    ticker.take(ended)  # the last reading, at the end of the load
+    for gpu in run.gpus:
+        if gpu.load is not None and gpu.index in active:
+            gpu.load.ran_s = round(ended, 2)
     for gpu in run.gpus:
         nvml_gpu = nvml_gpus[gpu.index]
         if gpu.load is not None and nvml_gpu is not None:
@@ -279,6 +284,12 @@ def _load(run: Run, gpus: _Gpus, options: Options, nvml_gpus: list[NvmlGpu | Non
             except CudaError as exc:
                 _failed(gpu, gpus, "load", exc)
     _kernel_log(run, env, since_wall)
+
+
+def _stopped(gpu: GpuResult, gpus: _Gpus, exc: CudaError, after_s: float) -> None:
+    _failed(gpu, gpus, "load", exc)
+    if gpu.load is not None:
+        gpu.load.ran_s = round(after_s, 2)
 
 
 def _kernel_log(run: Run, env: Environment, since_wall: float) -> None:

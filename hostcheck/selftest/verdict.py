@@ -191,7 +191,7 @@ def _load(run: Run, gpu: GpuResult, requested_s: float) -> list[Finding]:
         return []
     found: list[Finding] = []
     samples = load.samples
-    ran_s = samples[-1].t if samples else 0.0
+    ran_s = load.ran_s
     error = gpu.errors.get("load", "")
     lost = any(s.lost for s in samples) or "UNKNOWN" in error or "lost" in error
     if error:

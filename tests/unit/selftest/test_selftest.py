@@ -289,3 +289,12 @@ def test_units_read_right_in_the_singular() -> None:
     assert [shown(1, "lines"), shown(2, "lines"), shown(0, "failed copies"), shown(1, "failed copies")] == \
         ["1 line", "2 lines", "0 failed copies", "1 failed copy"]
     assert [shown(0.95, "of total"), shown(2.85, "GB/s"), shown(None, "GB/s")] == ["95%", "2.85 GB/s", "unknown"]
+
+
+def test_without_nvml_the_load_runs_but_is_not_a_pass(libcuda: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, doc = run(libcuda, monkeypatch, "total_mib=24564;free_mib=24180", deps(libcuda, "dedicated-4090.json", None))
+    ran = next(f for f in findings(doc, "load") if f["id"] == "SELF-1090")
+    assert ran["status"] == "pass" and ran["measured"] == round(MINUTES * 60)
+    assert status_of(doc, "SELF-1050") == ["unknown"] and status_of(doc, "SELF-1060") == ["unknown"]
+    assert code == EXIT_NOT_FEASIBLE and "load" in doc["answer"]["not_judged"]
+    assert doc["answer"]["headline"].startswith("Nothing failed on 1 GPU, but sustained load could not be judged")
