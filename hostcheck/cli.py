@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | probe-server | speedtest | offer | earnings | fleet | market | watch`.
+"""Command line: `hostcheck audit | facts | policies | explain | offer | earnings | market | fleet | watch | selftest ...`.
 
 The root of the command tree only. Each command lives in a module of its own (COMMANDS says
 which), imported when the command runs or its help is asked for: `hostcheck --help` stays fast
@@ -76,6 +76,10 @@ COMMANDS: dict[str, CommandSpec] = {
     "watch": CommandSpec(
         "hostcheck.commands.watch:watch_app",
         "Record a reliability rehearsal; `hostcheck watch report` shows what a platform would see.",
+    ),
+    "selftest": CommandSpec(
+        "hostcheck.commands.selftest:selftest",
+        "Load the GPU as the platform's self-test will (not read-only): would it pass?",
     ),
 }
 

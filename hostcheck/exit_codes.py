@@ -21,6 +21,7 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     # (code, the command it is said of (EVERY_COMMAND: all of them), what it means: one line)
     (EXIT_OK, "audit", "a requested policy is feasible (--strict: every one) and the owner risk is low or medium"),
     (EXIT_OK, "earnings", "figures computed (the owner risk is low or medium, the draw under load known)"),
+    (EXIT_OK, "selftest", "every stage ran on the GPU and passed"),
     (EXIT_OK, EVERY_COMMAND, "any other command: done (speedtest: something was measured)"),
     (EXIT_INTERNAL, EVERY_COMMAND, "internal error: a bug, or a shipped policy or data file that does not load"),
     (EXIT_USAGE, EVERY_COMMAND, "bad input: an option, policy, snapshot, report or file that cannot be used, "
@@ -31,6 +32,7 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
     (EXIT_STALE_SOURCES, "policies", "--stale DAYS: a source was not re-read within the last DAYS days"),
     (EXIT_NOT_MEASURED, "market", "the market was not read: no key, the key refused, no answer, or an answer "
                                   "that cannot be used (nothing recorded)"),
+    (EXIT_NOT_FEASIBLE, "selftest", "a stage failed or could not be judged, or it did not start (it says why)"),
     (EXIT_OWNER_RISK, "audit", "a policy is feasible, but the owner risk is high or unknown "
                                "(--accept-owner-risk turns this into 0)"),
     (EXIT_OWNER_RISK, "earnings", "the audit rates the owner risk high or unknown: do not host, whatever the money, "

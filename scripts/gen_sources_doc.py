@@ -23,6 +23,7 @@ DOC = ROOT / "docs" / "sources.md"
 REGENERATE = ".venv/bin/python scripts/gen_sources_doc.py"
 DATA_FILES = sorted([*(ROOT / "policies" / "economics").glob("*.yaml"), ROOT / "policies" / "agents" / "agents.yaml"])
 WATCH_FILES = [ROOT / "hostcheck" / "watch" / "platform_rules.yaml", ROOT / "hostcheck" / "watch" / "xid_catalog.yaml"]
+SELFTEST_RULES = ROOT / "hostcheck" / "selftest" / "rules.yaml"
 
 PREAMBLE = """# Sources
 
@@ -78,6 +79,10 @@ def collected() -> list[tuple[str, str, Any, list[str]]]:
             for key in ("source", "recovery_action_source", "aer_source"):
                 rows.append((str(path.relative_to(ROOT)), key, source_of(key, SourceEntry.model_validate(data[key])),
                              ["Xid classification"]))
+    data = yaml_loader.safe_load(SELFTEST_RULES.read_text(encoding="utf-8"))
+    for key, entry in data["sources"].items():
+        uses = [f"selftest {name}" for name, row in data["thresholds"].items() if row["source"] == key]
+        rows.append((str(SELFTEST_RULES.relative_to(ROOT)), key, source_of(key, SourceEntry.model_validate(entry)), uses))
     return rows
 
 

@@ -127,7 +127,7 @@ EVENT_KINDS = frozenset(
     {
         "recorder_start", "recorder_stop", "boot", "clock_jump", "suspend", "gap", "journal",
         "xid", "aer", "nvml", "throttle", "package", "public_address", "ecc", "power_source", "ups",
-        "cgnat", "inbound", "retention", "notify", "drift",
+        "cgnat", "inbound", "retention", "notify", "drift", "selftest",
     }
 )  # fmt: skip
 

@@ -108,6 +108,7 @@ BAD_INPUT: dict[str, list[str]] = {
     "watch": ["--interval", "0"],
     "watch report": ["--db", "/nonexistent/watch.db"],
     "watch alert-rules": ["extra"],
+    "selftest": ["--minutes", "0"],
 }
 """Bad input for every command path (``fleet`` and ``watch`` run a command of their own too)."""
 

@@ -47,6 +47,10 @@ LAYERS: dict[str, int] = {
     "hostcheck.watch": SYSTEM,
     "hostcheck.probeserver": SYSTEM,
     "hostcheck.market": SYSTEM,  # the key, the HTTP client, the parsers, the queries, the database
+    "hostcheck.selftest": SYSTEM,  # the driver API, NVML readings, the stages, the kernel log
+    "hostcheck.selftest.kernels": FOUNDATION,  # PTX text
+    "hostcheck.selftest.results": FOUNDATION,  # what the stages measured, as data
+    "hostcheck.selftest.rules": FOUNDATION,  # thresholds and sources (rules.yaml)
     "hostcheck.measure": JUDGEMENT,
     "hostcheck.checks": JUDGEMENT,
     "hostcheck.judge": JUDGEMENT,
@@ -63,11 +67,14 @@ LAYERS: dict[str, int] = {
     "hostcheck.watch.rules": JUDGEMENT,
     "hostcheck.market.summary": JUDGEMENT,
     "hostcheck.market.trend": JUDGEMENT,
+    "hostcheck.selftest.verdict": JUDGEMENT,
+    "hostcheck.selftest.safety": JUDGEMENT,
     "hostcheck.render": RENDERING,
     "hostcheck.earnings.render": RENDERING,
     "hostcheck.watch.metrics": RENDERING,
     "hostcheck.watch.textfile": RENDERING,
     "hostcheck.market.render": RENDERING,
+    "hostcheck.selftest.render": RENDERING,
     "hostcheck.commands": COMMANDS,
     "hostcheck.cli": COMMANDS,
     "hostcheck.schema_gen": COMMANDS,
