@@ -12,6 +12,7 @@ from hostcheck.facts import Unknown, lookup
 STO = family("STO", "Storage", order=40)
 
 _DOCKER_ROOT = "storage.docker_root"
+_ROOT = "storage.root"
 
 
 def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -21,7 +22,7 @@ def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
         exists = need(facts, f"{_DOCKER_ROOT}.exists")  # not known: the root filesystem is no stand-in
         if exists is True:
             return docker, f"Docker data root {docker.get('path')}"
-    root = need(facts, "storage.root")
+    root = need(facts, _ROOT)
     return root, "root filesystem (no Docker data root yet)"
 
 
@@ -69,9 +70,9 @@ def _capacity(facts: dict[str, Any]) -> tuple[float, str]:
     when the data root shares it)."""
     where, label = _docker_or_root(facts)
     size = where.get("size_gib")
-    if (size is None or isinstance(size, Unknown)) and where is not lookup(facts, "storage.root"):
+    if (size is None or isinstance(size, Unknown)) and where is not lookup(facts, _ROOT):
         if where.get("separate_mount") is False:
-            size = lookup(facts, "storage.root.size_gib")
+            size = lookup(facts, f"{_ROOT}.size_gib")
         elif isinstance(where.get("path"), str):
             fs = _mounted_at(facts, where["path"])
             size = fs.get("size_gib") if fs is not None else None
