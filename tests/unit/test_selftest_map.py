@@ -11,7 +11,7 @@ import pytest
 from hostcheck.errors import PolicyError
 from hostcheck.policy import load_shipped, shipped_policy_names
 from hostcheck.selftest_map import NOT_PREDICTED_TEXT, NotPredicted, Stage, load_selftest_map, parse_selftest_map
-from tests.helpers import SNAPSHOTS, audit_json, policy_result
+from tests.helpers import SNAPSHOTS, audit_json, policy_result, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -74,6 +74,14 @@ def test_a_finding_carries_what_the_self_test_reports_for_a_check() -> None:
     (finding,) = [f for f in policy_result(report, "vast-verified")["findings"] if f["id"] == "GPU-1030"]
     assert (finding["measured"], finding["threshold"], finding["op"]) == ("11.8", "12.0", ">=")
     assert "unit" in finding
+
+
+def test_explain_names_the_self_test_checks_a_check_predicts() -> None:
+    out = run_cli("explain", "NET-1040", env={"COLUMNS": "200"}).stdout
+    assert "Predicts these checks of Vast's self-test (`vastai self-test machine`):" in out
+    assert "  network.direct_ports (preflight): Direct port count" in out
+    assert "  progress_port_not_mapped (runtime): The runtime progress port was not mapped" in out
+    assert "Predicts these checks" not in run_cli("explain", "SYS-1060", env={"COLUMNS": "200"}).stdout
 
 
 def test_the_table_in_docs_audit_md_is_what_the_map_generates() -> None:
