@@ -90,6 +90,10 @@ CASES = [
                   "ssh": {"settings": {"port": ["22"]}}}, 0, "pass", 0),
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "20.04"}}, ["ubuntu 18.04+"], "pass", "ubuntu 20.04"),
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "16.04"}}, ["ubuntu 18.04+"], "fail", "ubuntu 16.04"),
+    # Vast since August 2026: Ubuntu 20.04 or newer (20.04 with a warning, SYS-1130), older refused.
+    ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "18.04"}}, ["ubuntu 20.04+"], "fail", "ubuntu 18.04"),
+    ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "24.04"}}, ["ubuntu 20.04+"], "pass", "ubuntu 24.04"),
+    ("SYS-1130", {"system": {"os_id": "ubuntu", "os_version_id": "20.04"}}, ["ubuntu 22.04", "ubuntu 24.04"], "fail", "ubuntu 20.04"),
     ("SYS-1050", {"system": {"os_id": "debian", "os_version_id": "13"}}, ["debian 12"], "fail", "debian 13"),
     ("PLAT-1010", {}, "closed", "fail", "not accepting"),
     ("ISO-1010", {"isolation": {"graphical_session": False, "display_manager": None, "credentials": []}}, None, "pass", "no desktop, no personal data found"),
@@ -134,6 +138,9 @@ CASES = [
     ("GPU-1160", gpu(power_limit_w=320.0, power_default_w=320.0), 1.0, "pass", 1.0),
     ("GPU-1020", gpu(vram_total_mib=8192), 7.4, "pass", 8.0),
     ("GPU-1020", gpu(vram_total_mib=4096), 7.4, "fail", 4.0),
+    # Vast's listing floor of 4 GB: a 4 GB card (4096 MiB) is at it, a 2 GB Maxwell card below.
+    ("GPU-1020", gpu(vram_total_mib=4096, name="NVIDIA GeForce GTX 970", architecture="maxwell"), 4, "pass", 4096 / 1024),
+    ("GPU-1020", gpu(vram_total_mib=2048, name="NVIDIA GeForce GTX 960", architecture="maxwell"), 4, "fail", 2048 / 1024),
     ("GPU-1040", {"gpu": {"driver_version": "535.183.01"}}, "550.54.15", "fail", "535.183.01"),
     ("GPU-1040", {"gpu": {"driver_version": "550.54.15"}}, "550.54.15", "pass", "550.54.15"),
     ("GPU-1080", {"gpu": {"devices": [{"index": 0, "name": "NVIDIA GeForce RTX 3090"}, {"index": 1, "name": "NVIDIA GeForce GTX 1080 Ti"}]}}, None, "fail", 2),
