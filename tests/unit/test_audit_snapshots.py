@@ -119,7 +119,7 @@ def test_every_finding_says_measured_threshold_source_why_and_fix() -> None:
 # Host shapes derived from the platforms' own pages: each expectation cites the page.
 
 VAST = "https://github.com/vast-ai/docs/blob/c624622622496828c1ae58edec481bba1f5d675d/host/verification-stages.mdx"
-# Vast's listing and verification rules of August 2026, read from the merged pull requests' descriptions.
+# Vast's listing and verification rules of 2026, read from the merged pull requests' descriptions.
 VAST_2026 = "https://github.com/vast-ai/docs/pull/928"
 VAST_SSH = "https://github.com/vast-ai/docs/pull/931"
 VAST_PREFLIGHT = "https://github.com/vast-ai/vast-cli/blob/55679830a2c2adcf5c7fad08bf08717a9591062a/vastai/cli/self_test/machine_diagnostics.py"
@@ -146,7 +146,7 @@ SHAPES = [
     ("macbook-pro-intel-monterey", "ionet", "not feasible", ["GPU-1120"], ["PWR-1010"], [], IONET),
     ("rtx2080-server", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # RTX 30xx or newer
     ("rtx2080-server", "vast", "feasible", [], [], [], VAST),  # Maxwell or newer
-    ("gtx980-server", "vast", "feasible", [], [], [], VAST_2026),  # Maxwell, 4 GiB: at the floor since August 2026
+    ("gtx980-server", "vast", "feasible", [], [], [], VAST_2026),  # Maxwell, 4 GiB: at the floor since 2026
     ("gtx970-maxwell", "vast", "feasible", [], [], [], VAST_2026),
     ("gtx970-maxwell", "vast-verified", "not feasible", ["GPU-1020"], [], [], VAST_PREFLIGHT),  # more than 7 GB
     ("ssh-password-4090", "vast", "feasible", [], [], [], VAST),  # SSH is a verification rule
@@ -303,7 +303,7 @@ def test_a_mac_has_no_working_nvidia_gpu_and_says_why(machine: str) -> None:
     assert "CUDA 10.2" in finding["detail"] and "macOS" in finding["detail"]
 
 
-# Vast's rules of August 2026, each as `hostcheck audit --facts` reports it on the shape it is
+# Vast's rules of 2026, each as `hostcheck audit --facts` reports it on the shape it is
 # about: (machine, policy, check, severity, status, measured, the source it must cite).
 VAST_2026_RULES = [
     # Ubuntu 22.04/24.04 LTS, 20.04 accepted with a warning: listed, with the warning as a risk.

@@ -90,7 +90,7 @@ CASES = [
                   "ssh": {"settings": {"port": ["22"]}}}, 0, "pass", 0),
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "20.04"}}, ["ubuntu 18.04+"], "pass", "ubuntu 20.04"),
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "16.04"}}, ["ubuntu 18.04+"], "fail", "ubuntu 16.04"),
-    # Vast since August 2026: Ubuntu 20.04 or newer (20.04 with a warning, SYS-1130), older refused.
+    # Vast since 2026: Ubuntu 20.04 or newer (20.04 with a warning, SYS-1130), older refused.
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "18.04"}}, ["ubuntu 20.04+"], "fail", "ubuntu 18.04"),
     ("SYS-1050", {"system": {"os_id": "ubuntu", "os_version_id": "24.04"}}, ["ubuntu 20.04+"], "pass", "ubuntu 24.04"),
     ("SYS-1130", {"system": {"os_id": "ubuntu", "os_version_id": "20.04"}}, ["ubuntu 22.04", "ubuntu 24.04"], "fail", "ubuntu 20.04"),
@@ -101,7 +101,7 @@ CASES = [
     ("GPU-1120", gpu(architecture="pascal"), ["nvidia pascal+"], "pass", "pascal"),
     ("GPU-1120", gpu(architecture="turing", name="NVIDIA GeForce RTX 2080"), ["nvidia ampere+"], "fail", "turing"),
     ("GPU-1120", gpu(architecture=Unknown("driver too old"), compute_capability="5.2"), ["nvidia pascal+"], "fail", "maxwell"),
-    # Vast's floor since August 2026: Maxwell passes, Kepler does not.
+    # Vast's floor since 2026: Maxwell passes, Kepler does not.
     ("GPU-1120", gpu(architecture="maxwell", name="NVIDIA GeForce GTX 970"), ["nvidia maxwell+"], "pass", "maxwell"),
     ("GPU-1120", gpu(architecture="kepler", name="NVIDIA GeForce GTX 780"), ["nvidia maxwell+"], "fail", "kepler"),
     ("GPU-1120", gpu(architecture=Unknown("driver too old"), compute_capability=Unknown("no binding"), name="Tesla P40"), ["nvidia pascal+"], "pass", "pascal"),
