@@ -149,7 +149,9 @@ def _verdict_sentences(policies: list[PolicyResult], risk: OwnerRisk) -> list[st
     if feasible:
         return [f"Yes, you can host this machine on {where}; {risk_text}."]
     if not applicable:
-        return [f"No platform here can use this machine ({'; '.join(p.precondition for p in platforms)})."]
+        # Platforms of one provider often share their precondition: say each once.
+        reasons = dict.fromkeys(p.precondition for p in platforms)
+        return [f"No platform here can use this machine ({'; '.join(reasons)})."]
     if undetermined and not any(p.verdict == Verdict.NOT_FEASIBLE for p in applicable):
         return [f"Not yet known: no platform is feasible for sure; {risk_text}."]
     return [f"No platform accepts this machine as it is; {risk_text}.", _first_obstacle(applicable)]

@@ -253,9 +253,13 @@ class _Strict(BaseModel):
 
 class SourceStatus(StrEnum):
     """What a cited page is: the platform's published word, a draft not yet published (an open
-    pull request), a page the platform removed, or someone else's page."""
+    pull request), a page the platform removed, or someone else's page. ``merged-pr`` is the
+    platform's word too, read from where only a merged pull request's description could be
+    read (its diff was not available): the url is the pull request and the quote a sentence
+    of its description."""
 
     PUBLISHED = "published"
+    MERGED_PR = "merged-pr"
     DRAFT = "draft"
     WITHDRAWN = "withdrawn"
     THIRD_PARTY = "third-party"
@@ -268,10 +272,13 @@ PINNED_URL_PATTERN = (
 """A page pinned to what was read: a file, folder or commit of a GitHub repository at a commit
 (7 to 40 hex digits, never a branch name), or an archived copy (web.archive.org/web/TIMESTAMP/URL)."""
 PULL_URL_PATTERN = r"^https://github\.com/[\w.-]+/[\w.-]+/pull/[0-9]+$"
-PinnedUrl = Annotated[str, StringConstraints(strict=True, pattern=PINNED_URL_PATTERN)]
+SOURCE_URL_PATTERN = PINNED_URL_PATTERN.removesuffix(")$") + r"|github\.com/[\w.-]+/[\w.-]+/pull/[0-9]+)$"
+"""A pinned page, or (for a ``merged-pr`` source only, which the model checks) a pull request."""
+SourceUrl = Annotated[str, StringConstraints(strict=True, pattern=SOURCE_URL_PATTERN)]
 PullUrl = Annotated[str, StringConstraints(strict=True, pattern=PULL_URL_PATTERN)]
 STATUS_SEVERITIES: dict[SourceStatus, tuple[Severity, ...]] = {
     SourceStatus.PUBLISHED: (Severity.BLOCKER, Severity.RISK, Severity.ADVICE),
+    SourceStatus.MERGED_PR: (Severity.BLOCKER, Severity.RISK, Severity.ADVICE),
     SourceStatus.DRAFT: (Severity.RISK, Severity.ADVICE),
     SourceStatus.WITHDRAWN: (Severity.RISK, Severity.ADVICE),
     SourceStatus.THIRD_PARTY: (Severity.RISK, Severity.ADVICE),
@@ -288,8 +295,9 @@ class SourceEntry(_Strict):
     cited for."""
 
     title: Text
-    url: PinnedUrl = Field(description="pinned to a commit (github.com/OWNER/REPO/blob|tree|commit/HEX...) "
-                                       "or an archived copy (web.archive.org/web/TIMESTAMP/URL)")
+    url: SourceUrl = Field(description="pinned to a commit (github.com/OWNER/REPO/blob|tree|commit/HEX...) "
+                                       "or an archived copy (web.archive.org/web/TIMESTAMP/URL); for "
+                                       "status merged-pr, the pull request (github.com/OWNER/REPO/pull/N)")
     checked: IsoDate = Field(description="the date the page was read")
     status: SourceStatus
     pull: PullUrl = absent("draft: the pull request that holds the page (required for a draft, only for one)")
@@ -310,6 +318,11 @@ class SourceEntry(_Strict):
                     raise ValueError(f"'pull' is required for status draft and only for it: a page read in a "
                                      f"pull request is a draft, never {self.status}")
                 raise ValueError(f"'{field}' is required for status {status} and only for it")
+        # A pull request's page changes as it is edited: only a merged one, cited for its
+        # description because nothing pinned could be read, may be the url.
+        if (re.match(PULL_URL_PATTERN, self.url) is not None) != (self.status == SourceStatus.MERGED_PR):
+            raise ValueError(f"the url is the pull request's address for status {SourceStatus.MERGED_PR} "
+                             "and only for it (any other is pinned to a commit or an archived copy)")
         return self
 
 
@@ -372,6 +385,8 @@ class Source(_Strict):
             return f"draft, not published (pull request {self.pull})"
         if self.status == SourceStatus.WITHDRAWN:
             return f"withdrawn {self.withdrawn}"
+        if self.status == SourceStatus.MERGED_PR:
+            return "published (merged pull request; the quote is from its description)"
         return str(self.status)
 
 

@@ -174,7 +174,8 @@ def _type_name(value: Any) -> str:
 
 PINNED_WORDS = {
     "url": "must be pinned to what was read: a GitHub blob/tree/commit address at a commit (7-40 hex digits) "
-           "or an archived copy (https://web.archive.org/web/TIMESTAMP/URL)",
+           "or an archived copy (https://web.archive.org/web/TIMESTAMP/URL); for status merged-pr, "
+           "the pull request's address",
     "pull": "must be a pull request's address (https://github.com/OWNER/REPO/pull/N)",
 }
 

@@ -21,7 +21,8 @@ from hostcheck.policy import load_shipped, shipped_policy_names, source_of  # no
 
 DOC = ROOT / "docs" / "sources.md"
 REGENERATE = ".venv/bin/python scripts/gen_sources_doc.py"
-DATA_FILES = sorted([*(ROOT / "policies" / "economics").glob("*.yaml"), ROOT / "policies" / "agents" / "agents.yaml"])
+DATA_FILES = sorted([*(ROOT / "policies" / "economics").glob("*.yaml"), ROOT / "policies" / "agents" / "agents.yaml",
+                     *(ROOT / "policies" / "selftest").glob("*.yaml")])
 WATCH_FILES = [ROOT / "hostcheck" / "watch" / "platform_rules.yaml", ROOT / "hostcheck" / "watch" / "xid_catalog.yaml"]
 SELFTEST_RULES = ROOT / "hostcheck" / "selftest" / "rules.yaml"
 
@@ -33,6 +34,9 @@ Every threshold and claim hostcheck applies cites a page: pinned to the commit o
 copy that was read, with the date it was read, its status and the sentence it is cited for.
 
 - **published**: the platform's (or project's) own page as it is published.
+- **merged-pr** (shown as "published (merged pull request ...)"): the platform's rule as merged
+  into its published pages, read from the pull request's description where its diff could not
+  be read; the quote is a sentence of that description, the link the pull request.
 - **draft**: a page in an open pull request, not yet published. A requirement resting on a
   draft is never a blocker and its note says "draft rule".
 - **withdrawn**: a page the platform has removed (the date it was removed is given); its rule is
@@ -54,6 +58,15 @@ def _quote(source: Any) -> str:
     return ("*paraphrase:* " if source.paraphrase else "") + _cell(source.quote)
 
 
+def _data_file_role(path: Path) -> str:
+    """What a data file's sources support, as the table's column says it."""
+    if path.parent.name == "economics":
+        return path.stem
+    if path.parent.name == "selftest":
+        return f"the {path.stem} self-test map (docs/audit.md)"
+    return "agent catalogue"
+
+
 def collected() -> list[tuple[str, str, Any, list[str]]]:
     """(file, key, source, what it supports) for every source cited anywhere."""
     rows: list[tuple[str, str, Any, list[str]]] = []
@@ -67,7 +80,7 @@ def collected() -> list[tuple[str, str, Any, list[str]]]:
     for path in DATA_FILES:
         for key, entry in yaml_loader.safe_load(path.read_text(encoding="utf-8"))["sources"].items():
             rows.append((str(path.relative_to(ROOT)), key, source_of(key, SourceEntry.model_validate(entry)),
-                         [path.stem if path.parent.name == "economics" else "agent catalogue"]))
+                         [_data_file_role(path)]))
     for path in WATCH_FILES:
         data = yaml_loader.safe_load(path.read_text(encoding="utf-8"))
         if "rules" in data:

@@ -359,7 +359,7 @@ def _apple_chip(facts: dict[str, Any]) -> str | None:
     title="GPU generation supported by the platform",
     op="in",
     threshold="list",
-    why="Platforms accept only recent GPU generations (Vast: Pascal/10-series or newer; io.net: "
+    why="Platforms accept only recent GPU generations (Vast: Maxwell or newer; io.net: "
     "RTX 30xx or newer, or Apple M1-M3; Runpod's partners: Ampere or newer); an older card is "
     "not listed however well it is set up.",
     fix="Use a newer GPU, or offer the machine where its generation is accepted; the generation "

@@ -192,13 +192,35 @@ def apple_silicon(facts: dict[str, Any], _threshold: Any) -> Outcome:
     op="==",
     threshold="none",
     why="With Secure Boot on, unsigned NVIDIA kernel modules do not load after a driver update "
-    "unless a MOK key is enrolled; Vast's stricter draft requires it off.",
+    "unless a MOK key is enrolled.",
     fix="Disable Secure Boot in the firmware setup, or enrol a MOK key for DKMS modules.",
     shown=state_of("Secure Boot"),
     requirement="Secure Boot must be off",
 )
 def secure_boot_off(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("on") if need(facts, "system.secure_boot") else passed("off")
+
+
+ARCH_NAMES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+"""Other names of the same architecture (Debian's, Windows', Apple's) mapped to the kernel's."""
+
+
+@check(
+    "SYS-1150",
+    title="CPU architecture supported by the platform",
+    op="in",
+    threshold="list",
+    why="The provider's agent, its container images and the self-test are built for one "
+    "architecture; on another they do not run at all.",
+    fix="Host this platform on a machine of the architecture named in the threshold; nothing "
+    "on this machine changes it.",
+    precondition="runs on {threshold}",
+)
+def cpu_arch_supported(facts: dict[str, Any], threshold: Any) -> Outcome:
+    arch = cpu_arch(facts)
+    name = ARCH_NAMES.get(arch.lower(), arch.lower())
+    accepted = {ARCH_NAMES.get(str(a).lower(), str(a).lower()) for a in threshold}
+    return passed(arch) if name in accepted else failed(arch)
 
 
 @check(

@@ -206,6 +206,19 @@ def explain(check_id: Annotated[str, typer.Argument(
                 what = "threshold" if req.threshold is not None else "requirement"
                 for line in _source_lines(req.source, req.own_choice, "    ", width, what):
                     typer.echo(line)
+    _say_selftest(meta.id, width)
+
+
+def _say_selftest(check_id: str, width: int) -> None:
+    """The checks of Vast's own self-test that this check predicts (docs/audit.md has them all)."""
+    from hostcheck.selftest_map import load_selftest_map
+
+    selftest = load_selftest_map("vast")
+    rows = [row for row in selftest.checks if check_id in (row.predicted_by or [])]
+    if rows:
+        _say(f"\nPredicts these checks of Vast's self-test (`{selftest.command}`):", width)
+        for row in rows:
+            _say(f"  {row.id} ({row.stage}): {row.title}", width)
 
 
 def _agent_checks() -> list[Any]:

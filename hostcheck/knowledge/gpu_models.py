@@ -41,6 +41,7 @@ _NAME_PATTERNS: tuple[tuple[str, str], ...] = (
 
 # Normalised model name -> FP32 TFLOPS (NVIDIA specifications, boost clock).
 _FP32_TFLOPS: tuple[tuple[str, float], ...] = (
+    (r"GTX 970", 3.9), (r"GTX 980", 5.0),
     (r"GTX 1060( 6GB| 3GB)?", 4.4), (r"GTX 1070", 6.5), (r"GTX 1070 Ti", 8.2), (r"GTX 1080", 8.9),
     (r"GTX 1080 Ti", 11.3), (r"TITAN Xp", 12.1), (r"P40", 11.8), (r"P100-PCIE-(12|16)GB", 9.3),
     (r"RTX 2060", 6.5), (r"RTX 2070", 7.5), (r"RTX 2080", 10.1), (r"RTX 2080 Ti", 13.4), (r"T4", 8.1),

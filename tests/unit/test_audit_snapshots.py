@@ -119,7 +119,9 @@ def test_every_finding_says_measured_threshold_source_why_and_fix() -> None:
 # Host shapes derived from the platforms' own pages: each expectation cites the page.
 
 VAST = "https://github.com/vast-ai/docs/blob/c624622622496828c1ae58edec481bba1f5d675d/host/verification-stages.mdx"
-VAST_DRAFT = "https://github.com/vast-ai/docs/blob/f16f886dda0a8867b7e65907b397dad08a18ce99/host/verification-stages.mdx"
+# Vast's listing and verification rules of 2026, read from the merged pull requests' descriptions.
+VAST_2026 = "https://github.com/vast-ai/docs/pull/928"
+VAST_SSH = "https://github.com/vast-ai/docs/pull/931"
 VAST_PREFLIGHT = "https://github.com/vast-ai/vast-cli/blob/55679830a2c2adcf5c7fad08bf08717a9591062a/vastai/cli/self_test/machine_diagnostics.py"
 VAST_SELFTEST = "https://github.com/vast-ai/docs/blob/f16f886dda0a8867b7e65907b397dad08a18ce99/host/how-to-self-test.mdx"
 DARKBLOOM = "https://github.com/Layr-Labs/d-inference/blob/a2d8e012d2d41749fee762e14dcc23d1fd637e21/docs/provider/hardware-requirements.md"
@@ -140,13 +142,18 @@ SHAPES = [
     # No NVIDIA driver exists for current macOS (CUDA 10.2 was the last release for it): GPU-1010 fails
     ("mac-mini-m2-sonoma", "tensordock", "not feasible", ["GPU-1010", "SYS-1140"], [], [], TENSORDOCK),  # Linux KVM hosts only
     ("mac-mini-m2-sonoma", "ionet", "feasible", [], [], [], IONET),  # "or Apple M1-M3"
-    ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1010", "GPU-1120", "SYS-1050"], [], [], VAST),
+    ("mac-mini-m2-sonoma", "vast", "not feasible", ["GPU-1010", "GPU-1120", "SYS-1050", "SYS-1150"], [], [], VAST_2026),
     ("macbook-air-m1-ventura", "darkbloom", "not feasible", ["SYS-1050"], [], [], DARKBLOOM),  # macOS 15 minimum
     ("macbook-pro-intel-monterey", "darkbloom", "not feasible", ["SYS-1050", "SYS-1060"], [], [], DARKBLOOM),
     ("macbook-pro-intel-monterey", "ionet", "not feasible", ["GPU-1120"], ["PWR-1010"], [], IONET),
     ("rtx2080-server", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),  # RTX 30xx or newer
-    ("rtx2080-server", "vast", "feasible", [], [], [], VAST),  # 10-series or newer
-    ("gtx980-server", "vast", "not feasible", ["GPU-1120"], [], [], VAST),
+    ("rtx2080-server", "vast", "feasible", [], [], [], VAST),  # Maxwell or newer
+    ("gtx980-server", "vast", "feasible", [], [], [], VAST_2026),  # Maxwell, 4 GiB: at the floor since 2026
+    ("gtx970-maxwell", "vast", "feasible", [], [], [], VAST_2026),
+    ("gtx970-maxwell", "vast-verified", "not feasible", ["GPU-1020"], [], [], VAST_PREFLIGHT),  # more than 7 GB
+    ("ssh-password-4090", "vast", "feasible", [], [], [], VAST),  # SSH is a verification rule
+    ("ssh-password-4090", "vast-verified", "not feasible", ["SSH-1010"], [], [], VAST_SSH),
+    ("altra-a6000-arm64", "vast", "not feasible", ["SYS-1040", "SYS-1150"], [], [], VAST_2026),  # x86_64 only, AVX
     ("gtx1080ti-8x-rig", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),
     ("gtx1080ti-8x-rig", "runpod", "not feasible", ["PLAT-1010"], ["GPU-1030", "GPU-1040", "GPU-1120", "SYS-1010"], [], RUNPOD_PARTNER),
     ("dgx-a100-8x-ecc", "tensordock", "feasible", [], [], [], TENSORDOCK),  # IOMMU, KVM, BMC display
@@ -172,13 +179,13 @@ SHAPES = [
     ("salad-debian-3080-300w", "salad-linux", "feasible with risks", [], ["GPU-1160"], [], SALAD_POWER),
     ("salad-debian-3080-stock", "salad-linux", "feasible", [], [], [], SALAD_POWER),
     ("ubuntu-desktop-dedicated", "vast", "not feasible", ["ISO-1010"], ["SYS-1120"], [], VAST),
-    ("ubuntu-2004-server", "vast", "feasible with risks", [], ["SYS-1130"], [], VAST_DRAFT),
+    ("ubuntu-2004-server", "vast", "feasible with risks", [], ["SYS-1130"], [], VAST_2026),  # 20.04: a warning
     ("tensordock-4x4090-server", "tensordock", "feasible", [], [], [], TENSORDOCK),
     ("tensordock-vtx-off", "tensordock", "not feasible", ["SYS-1080", "SYS-1140"], [], [], TENSORDOCK),
     ("desktop-sleep-enabled", "quickpod", "feasible with risks", [], ["PWR-1030"], [], QUICKPOD),  # 100 % uptime
     ("tesla-p40-name-only", "vast", "not feasible", ["GPU-1030"], [], [], VAST_PREFLIGHT),  # Pascal, read from the name
     ("tesla-p40-name-only", "ionet", "not feasible", ["GPU-1120"], [], [], IONET),
-    ("unnamed-gpu-no-generation", "vast", "undetermined", [], [], ["GPU-1120"], VAST),  # unknown, never a pass
+    ("unnamed-gpu-no-generation", "vast", "undetermined", [], [], ["GPU-1120"], VAST_2026),  # unknown, never a pass
 ]
 
 _POLICIES = {p.id: p for p in resolve_policies([])}
@@ -280,7 +287,7 @@ def test_the_headline_reads_its_words_from_the_checks_metadata() -> None:
     registry = load_registry()
     assert {m.id: m.precondition for m in registry.values() if m.precondition} == {
         "PLAT-1010": "closed to new hosts", "SYS-1050": "runs on {threshold}",
-        "SYS-1060": "Apple Silicon Macs only", "SYS-1140": "Linux KVM hosts only"}
+        "SYS-1060": "Apple Silicon Macs only", "SYS-1140": "Linux KVM hosts only", "SYS-1150": "runs on {threshold}"}
     assert {m.id for m in registry.values() if m.says_agent_has_root} == {"AGT-1010", "AGT-1020"}
     superseded = {m.id: m.superseded_by for m in registry.values() if m.superseded_by}
     assert superseded == {"AGT-1010": "OWN-1050"} and set(superseded.values()) <= set(registry)
@@ -299,3 +306,54 @@ def test_a_mac_has_no_working_nvidia_gpu_and_says_why(machine: str) -> None:
     finding = next(f for f in policy_result(report, "vast")["findings"] if f["id"] == "GPU-1010")
     assert (finding["status"], finding["measured"]) == ("fail", 0)
     assert "CUDA 10.2" in finding["detail"] and "macOS" in finding["detail"]
+
+
+# Vast's rules of 2026, each as `hostcheck audit --facts` reports it on the shape it is
+# about: (machine, policy, check, severity, status, measured, the source it must cite).
+VAST_2026_RULES = [
+    # Ubuntu 22.04/24.04 LTS, 20.04 accepted with a warning: listed, with the warning as a risk.
+    ("ubuntu-2004-server", "vast", "SYS-1050", "blocker", "pass", "ubuntu 20.04", VAST_2026),
+    ("ubuntu-2004-server", "vast", "SYS-1130", "risk", "warn", "ubuntu 20.04", VAST_2026),
+    ("ubuntu-2004-server", "vast-verified", "SYS-1130", "risk", "warn", "ubuntu 20.04", VAST_2026),
+    # NVIDIA Maxwell or newer with 4 GB: a GTX 970 reports 4096 MiB, 4096 / 1024 = 4.0 GiB >= 4.
+    ("gtx970-maxwell", "vast", "GPU-1120", "blocker", "pass", "maxwell", VAST_2026),
+    ("gtx970-maxwell", "vast", "GPU-1020", "blocker", "pass", 4096 / 1024, VAST_2026),
+    # SSH keys only, password authentication disabled, or verification fails.
+    ("ssh-password-4090", "vast-verified", "SSH-1010", "blocker", "fail", "yes", VAST_SSH),
+    # x86_64 only.
+    ("altra-a6000-arm64", "vast", "SYS-1150", "blocker", "fail", "aarch64", VAST_2026),
+    ("altra-a6000-arm64", "vast-verified", "SYS-1150", "blocker", "fail", "aarch64", VAST_2026),
+    ("dedicated-4090", "vast", "SYS-1150", "blocker", "pass", "x86_64", VAST_2026),
+]
+
+
+@pytest.mark.parametrize(("machine", "policy", "check", "severity", "status", "measured", "url"), VAST_2026_RULES)
+def test_audit_facts_names_the_rule_vast_applies_today_with_its_source(
+        machine: str, policy: str, check: str, severity: str, status: str, measured: object, url: str) -> None:
+    _, report = audit_json("--facts", snapshot(machine), "--policy", policy)
+    (finding,) = [f for f in policy_result(report, policy)["findings"] if f["id"] == check]
+    assert (finding["severity"], finding["status"], finding["measured"]) == (severity, status, measured)
+    assert finding["source"]["url"] == url
+    assert "merged" in finding["source"]["title"] and "description" in finding["source"]["title"]
+    # `hostcheck explain` quotes the sentence of the pull request's description the rule rests on.
+    (requirement,) = [r for r in _POLICIES[policy].requirements if r.check == check]
+    explained = run_cli("explain", check, env={"COLUMNS": "400"}).stdout
+    assert f'published (merged pull request; the quote is from its description): "{requirement.source.quote}"' \
+        in " ".join(explained.split())
+
+
+def test_secure_boot_state_is_reported_and_its_direction_said_to_be_hostchecks() -> None:
+    # The reference laptop boots with Secure Boot on; Vast's published summary names a Secure Boot
+    # requirement without its state, so the finding is a risk whose direction hostcheck chose.
+    result = _judge("reference-laptop", "vast")
+    (finding,) = [f for f in result.findings if f.id == "SYS-1070"]
+    assert (finding.severity, finding.status, finding.measured) == ("risk", "warn", "on")
+    (requirement,) = [r for r in _POLICIES["vast"].requirements if r.check == "SYS-1070"]
+    assert requirement.own_choice and "not published" in requirement.note
+    assert "Secure Boot" in requirement.source.quote
+
+
+def test_a_machine_no_vast_tier_can_take_says_why_once() -> None:
+    proc = run_cli("audit", "--facts", snapshot("altra-a6000-arm64"), "--policy", "vast", "--policy", "vast-verified")
+    assert proc.returncode == 3
+    assert "No platform here can use this machine (runs on x86_64)." in proc.stdout

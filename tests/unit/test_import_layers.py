@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.judge": JUDGEMENT,
     "hostcheck.scoring": JUDGEMENT,
     "hostcheck.policy": JUDGEMENT,
+    "hostcheck.selftest_map": JUDGEMENT,
     "hostcheck.headline": JUDGEMENT,
     "hostcheck.answer": JUDGEMENT,
     "hostcheck.accumulated": JUDGEMENT,

@@ -22,8 +22,10 @@ import gen_sources_doc  # noqa: E402
 # a Wayback Machine copy at a timestamp.
 PINNED = re.compile(r"^https://(github\.com/[^/\s]+/[^/\s]+/(blob|tree|commit)/[0-9a-f]{7,40}(/\S*)?"
                     r"|web\.archive\.org/web/[0-9]{8,14}/https?://\S+)$")
+PULL = re.compile(r"^https://github\.com/[^/]+/[^/]+/pull/\d+$")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-ALLOWED = {"published": {"blocker", "risk", "advice"}, "draft": {"risk", "advice"},
+ALLOWED = {"published": {"blocker", "risk", "advice"}, "merged-pr": {"blocker", "risk", "advice"},
+           "draft": {"risk", "advice"},
            "withdrawn": {"risk", "advice"}, "third-party": {"risk", "advice"}}
 
 
@@ -32,13 +34,14 @@ def test_every_source_is_pinned_dated_with_status_and_quote() -> None:
     assert len(rows) > 100  # the policies, the economics and agent data and the watch data all count
     for file, key, source, _ in rows:
         where = f"{file} {key}"
-        assert PINNED.match(source.url), where
+        # A merged pull request cited for its description is its address; every other source is pinned.
+        assert (PULL if source.status == SourceStatus.MERGED_PR else PINNED).match(source.url), where
         assert "/blob/main/" not in source.url and "/blob/master/" not in source.url and "pr-preview" not in source.url
         assert DATE.match(source.checked), where
         assert source.status in ALLOWED, where
         assert source.quote.strip(), where
         if source.status == SourceStatus.DRAFT:
-            assert re.match(r"^https://github\.com/[^/]+/[^/]+/pull/\d+$", source.pull), where
+            assert PULL.match(source.pull), where
         if source.status == SourceStatus.WITHDRAWN:
             assert DATE.match(source.withdrawn), where
 
@@ -82,6 +85,10 @@ DRAFT = "    pull: https://github.com/o/r/pull/5\n"
     (PINNED_URL, "published", DRAFT, "risk", "", "'pull' is required for status draft and only for it"),
     (PINNED_URL, "withdrawn", "", "risk", ", note: withdrawn rule", "'withdrawn' is required"),
     (PINNED_URL, "third-party", "", "blocker", "", "severity must be risk, advice"),
+    ("https://github.com/o/r/pull/5", "published", "", "risk", "", "the url is the pull request's address "
+     "for status merged-pr and only for it"),
+    (PINNED_URL, "merged-pr", "", "risk", "", "the url is the pull request's address for status merged-pr"),
+    ("https://github.com/o/r/pull/5", "merged-pr", DRAFT, "risk", "", "'pull' is required for status draft"),
 ])
 def test_a_source_that_breaks_the_format_is_refused(url: str, status: str, extra: str, severity: str,
                                                      note: str, error: str) -> None:
@@ -95,6 +102,14 @@ def test_a_draft_source_with_a_lower_severity_and_its_words_loads() -> None:
                                         note=", note: draft rule"), "t.yaml")
     assert policy.requirements[0].severity == Severity.RISK
     assert policy.requirements[0].source.pull == "https://github.com/o/r/pull/5"
+
+
+def test_a_merged_pull_request_cited_for_its_description_may_make_a_blocker() -> None:
+    policy = parse_policy(POLICY.format(url="https://github.com/o/r/pull/5", status="merged-pr", extra="",
+                                        severity="blocker", note=""), "t.yaml")
+    source = policy.requirements[0].source
+    assert policy.requirements[0].severity == Severity.BLOCKER
+    assert source.status_text == "published (merged pull request; the quote is from its description)"
 
 
 def test_net_1040_explained_shows_its_quotes_and_status() -> None:
