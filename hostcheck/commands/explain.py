@@ -12,7 +12,7 @@ import typer
 from hostcheck.commands.common import OutputFormat, die
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
-from hostcheck.render.terminal import terminal_width, wrap
+from hostcheck.render.terminal import terminal_width
 
 
 class ListFormat(StrEnum):
@@ -45,82 +45,24 @@ def policies(
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    width = terminal_width()
-    for p in loaded:
-        _say(f"{p.id}: {p.title} [{len(p.requirements)} requirements, {p.kind}]", width)
-        quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
-        for r in p.requirements:
-            quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
-        for url, by_key in quoted.items():
-            first = next(iter(by_key.values()))
-            _say(f"    source: {first.title} <{url}> (checked {first.checked})", width)
-            for source in by_key.values():
-                for line in _source_lines(source, "", "      ", width):
-                    typer.echo(line)
+    from hostcheck.render.explain import PolicyList, policy_list_text
+
+    typer.echo(policy_list_text(PolicyList(loaded), terminal_width()), nl=False)
 
 
-def _say(text: str, width: int) -> None:
-    """Print ``text`` at the terminal's width: each line escaped and wrapped (continuations
-    indented two more than the line), no trailing spaces."""
-    from hostcheck.render.escape import escape_text
-
-    for paragraph in text.split("\n"):
-        lead = paragraph[: len(paragraph) - len(paragraph.lstrip(" "))]
-        for line in wrap(escape_text(paragraph.strip()), width, first=lead, indent=lead + "  ", whole_urls=True):
-            typer.echo(line)
-
-
-def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list[str]:
-    """A source's status and the sentence it is cited for (and, where hostcheck chose the
-    threshold itself, why), escaped and wrapped to the terminal."""
-    from hostcheck.render.escape import escape_text
-
-    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
-    if own_choice:
-        lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
-                      indent=indent + "  ", first=indent)
-    return lines
-
-
-def _explain_agent(agent_id: str) -> None:
+def _explain_agents(agent_ids: list[str]) -> None:
     from hostcheck.knowledge.agent_catalog import load_catalog
-    width = terminal_width()
-
-    def echo(text: str) -> None:
-        _say(text, width)
+    from hostcheck.render.explain import AgentExplanation, agent_text
 
     catalog = load_catalog()
-    agent = catalog.get(agent_id)
-    if agent is None:
-        raise UsageError(f"unknown agent {agent_id!r}")
-    echo(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why")
-    echo(f"Modelled on: {agent.modelled}")
-    keys: list[str] = []
-    for take in agent.takes:
-        echo(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]")
-        keys.append(take.source)
-    channel = agent.update_channel
-    kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
-    echo(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]")
-    keys.append(channel.source)
-    echo(f"\nRuns its workloads on ({agent.engine.kind}):\n  {agent.engine.text}\n"
-                             f"  source: [{agent.engine.source}]")
-    keys.append(agent.engine.source)
-    if agent.conflict and agent.conflict_source:
-        heading = "Alone on the machine" if agent.exclusive else "What it changes under other agents"
-        echo(f"\n{heading}:\n  {agent.conflict}\n  source: [{agent.conflict_source}]")
-        keys.append(agent.conflict_source)
-    recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
-    echo(f"\nRecognised by: {', '.join(recognised)}")
-    typer.echo("\nSources:")
-    for key in dict.fromkeys(keys):
-        source = catalog.sources[key]
-        echo(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>")
-        if source.note:
-            echo(f"    {source.note.strip()}")
-    typer.echo("\nChecks:")
-    for meta in _agent_checks():
-        typer.echo(f"  {meta.id} {meta.title}")
+    agents = []
+    for agent_id in agent_ids:
+        agent = catalog.get(agent_id)
+        if agent is None:
+            raise UsageError(f"unknown agent {agent_id!r}")
+        agents.append(agent)
+    model = AgentExplanation(agents, dict(catalog.sources), _agent_checks())
+    typer.echo(agent_text(model, terminal_width()), nl=False)
 
 
 def explain(check_id: Annotated[str, typer.Argument(
@@ -130,38 +72,22 @@ def explain(check_id: Annotated[str, typer.Argument(
     from hostcheck.checks import load_registry
     from hostcheck.knowledge.agent_catalog import load_catalog
     from hostcheck.policy import load_shipped, shipped_policy_names
+    from hostcheck.render.explain import CheckExplanation, check_text
 
     agent_ids = [a.id for a in load_catalog().agents]
     if check_id.lower() == "agents":
-        for number, agent_id in enumerate(agent_ids):
-            if number:
-                typer.echo("\n" + "-" * 72 + "\n")
-            _explain_agent(agent_id)
+        _explain_agents(agent_ids)
         return
     if check_id.lower() in agent_ids:
-        _explain_agent(check_id.lower())
+        _explain_agents([check_id.lower()])
         return
     registry = load_registry()
     meta = registry.get(check_id.upper())
     if meta is None:
         raise UsageError(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
-    width = terminal_width()
-    _say(f"{meta.id}  {meta.title}  ({meta.family})", width)
-    _say(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}", width)
-    if meta.fix_role:
-        _say(f"  Ansible profile: {meta.fix_role}", width)
-    typer.echo("\nUsed by:")
-    for name in shipped_policy_names():
-        for req in load_shipped(name).requirements:
-            if req.check == meta.id:
-                need = f"{meta.op} {req.threshold} {meta.unit}".strip() + ", " if req.threshold is not None else ""
-                weight = f"{req.level} risk" if req.level else req.severity
-                _say(f"  {name:16} {weight:11} {need}{req.source.title} ({req.source.checked})", width)
-                _say(f"    <{req.source.url}>", width)
-                if req.note:
-                    _say(f"    {req.note}", width)
-                for line in _source_lines(req.source, req.own_choice, "    ", width):
-                    typer.echo(line)
+    uses = [(name, req) for name in shipped_policy_names() for req in load_shipped(name).requirements
+            if req.check == meta.id]
+    typer.echo(check_text(CheckExplanation(meta, uses), terminal_width()), nl=False)
 
 
 def _agent_checks() -> list[Any]:

@@ -1,0 +1,139 @@
+"""`hostcheck explain` (a check, or a provider agent) and `hostcheck policies` as terminal text:
+each line escaped and wrapped to the terminal's width."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hostcheck.render.escape import escape_text
+from hostcheck.render.terminal import wrap
+
+
+@dataclass(frozen=True)
+class PolicyList:
+    """The shipped policies, loaded (`hostcheck policies`)."""
+
+    policies: list[Any]
+
+
+@dataclass(frozen=True)
+class CheckExplanation:
+    """One check (`hostcheck explain ID`): its metadata and each shipped policy's requirement of it."""
+
+    meta: Any
+    uses: list[tuple[str, Any]]
+    """(policy name, requirement), in the order of the shipped policies."""
+
+
+@dataclass(frozen=True)
+class AgentExplanation:
+    """Provider agents (`hostcheck explain vast`, `hostcheck explain agents`): what each takes."""
+
+    agents: list[Any]
+    sources: dict[str, Any]
+    """The catalogue's sources by key."""
+    checks: list[Any]
+    """The provider-agent family, and the owner-risk checks that speak for its members."""
+
+
+def say(text: str, width: int) -> list[str]:
+    """``text`` at the terminal's width: each line escaped and wrapped (continuations indented
+    two more than the line), no trailing spaces."""
+    out: list[str] = []
+    for paragraph in text.split("\n"):
+        lead = paragraph[: len(paragraph) - len(paragraph.lstrip(" "))]
+        out += wrap(escape_text(paragraph.strip()), width, first=lead, indent=lead + "  ", whole_urls=True)
+    return out
+
+
+def source_lines(source: Any, own_choice: str, indent: str, width: int) -> list[str]:
+    """A source's status and the sentence it is cited for (and, where hostcheck chose the
+    threshold itself, why), escaped and wrapped to the terminal."""
+    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
+    if own_choice:
+        lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
+                      indent=indent + "  ", first=indent)
+    return lines
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def policy_list_text(model: PolicyList, width: int) -> str:
+    out: list[str] = []
+    for p in model.policies:
+        out += say(f"{p.id}: {p.title} [{len(p.requirements)} requirements, {p.kind}]", width)
+        quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
+        for r in p.requirements:
+            quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
+        for url, by_key in quoted.items():
+            first = next(iter(by_key.values()))
+            out += say(f"    source: {first.title} <{url}> (checked {first.checked})", width)
+            for source in by_key.values():
+                out += source_lines(source, "", "      ", width)
+    return _text(out)
+
+
+def _agent_lines(agent: Any, model: AgentExplanation, width: int) -> list[str]:
+    out: list[str] = []
+
+    def echo(text: str) -> None:
+        out.extend(say(text, width))
+
+    echo(f"{agent.platform} host agent ({agent.id}): what it takes on your machine, and why")
+    echo(f"Modelled on: {agent.modelled}")
+    keys: list[str] = []
+    for take in agent.takes:
+        echo(f"\n  - {take.what}\n    why: {take.why}\n    source: [{take.source}]")
+        keys.append(take.source)
+    channel = agent.update_channel
+    kind = "fetches and runs code from the platform" if channel.remote_code else "no self-fetching code channel"
+    echo(f"\nUpdates ({kind}):\n  {channel.text.strip()}\n  source: [{channel.source}]")
+    keys.append(channel.source)
+    echo(f"\nRuns its workloads on ({agent.engine.kind}):\n  {agent.engine.text}\n"
+         f"  source: [{agent.engine.source}]")
+    keys.append(agent.engine.source)
+    if agent.conflict and agent.conflict_source:
+        heading = "Alone on the machine" if agent.exclusive else "What it changes under other agents"
+        echo(f"\n{heading}:\n  {agent.conflict}\n  source: [{agent.conflict_source}]")
+        keys.append(agent.conflict_source)
+    recognised = [*agent.accounts, *agent.units, *agent.paths, *agent.packages, *(f"container {c}" for c in agent.containers)]
+    echo(f"\nRecognised by: {', '.join(recognised)}")
+    out += ["", "Sources:"]
+    for key in dict.fromkeys(keys):
+        source = model.sources[key]
+        echo(f"  [{key}] {source.title} (checked {source.checked})\n    <{source.url}>")
+        if source.note:
+            echo(f"    {source.note.strip()}")
+    out += ["", "Checks:"]
+    out += [f"  {meta.id} {meta.title}" for meta in model.checks]
+    return out
+
+
+def agent_text(model: AgentExplanation, width: int) -> str:
+    out: list[str] = []
+    for number, agent in enumerate(model.agents):
+        if number:
+            out += ["", "-" * 72, ""]
+        out += _agent_lines(agent, model, width)
+    return _text(out)
+
+
+def check_text(model: CheckExplanation, width: int) -> str:
+    meta = model.meta
+    out = say(f"{meta.id}  {meta.title}  ({meta.family})", width)
+    out += say(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}", width)
+    if meta.fix_role:
+        out += say(f"  Ansible profile: {meta.fix_role}", width)
+    out += ["", "Used by:"]
+    for name, req in model.uses:
+        need = f"{meta.op} {req.threshold} {meta.unit}".strip() + ", " if req.threshold is not None else ""
+        weight = f"{req.level} risk" if req.level else req.severity
+        out += say(f"  {name:16} {weight:11} {need}{req.source.title} ({req.source.checked})", width)
+        out += say(f"    <{req.source.url}>", width)
+        if req.note:
+            out += say(f"    {req.note}", width)
+        out += source_lines(req.source, req.own_choice, "    ", width)
+    return _text(out)
