@@ -132,8 +132,8 @@ def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[s
                    fmt: OutputFormat) -> str:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
     from hostcheck.earnings.estimate import audit_earnings
-    from hostcheck.earnings.render.audit import audit_lines, missing_lines
     from hostcheck.errors import EarningsMissingError, EconomicsDataError
+    from hostcheck.render.earnings.audit import audit_lines, missing_lines
     from hostcheck.render.escape import escape_text
 
     values, path = earnings

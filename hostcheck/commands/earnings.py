@@ -158,7 +158,7 @@ def earnings(
 
         text = dumps(report, indent=2) + "\n"
     else:
-        from hostcheck.earnings.render import render_earnings
+        from hostcheck.render.earnings import render_earnings
 
         text = render_earnings(report, markdown=fmt is OutputFormat.MARKDOWN)
     emit(text, output)

@@ -60,7 +60,6 @@ LAYERS: dict[str, int] = {
     "hostcheck.earnings": JUDGEMENT,
     "hostcheck.watch.rules": JUDGEMENT,
     "hostcheck.render": RENDERING,
-    "hostcheck.earnings.render": RENDERING,
     "hostcheck.watch.metrics": RENDERING,
     "hostcheck.watch.textfile": RENDERING,
     "hostcheck.commands": COMMANDS,
