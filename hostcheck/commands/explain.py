@@ -2,57 +2,34 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from hostcheck.commands.common import OutputFormat, die
+from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, die, format_option
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
-from hostcheck.render.terminal import terminal_width
-
-
-class ListFormat(StrEnum):
-    """The formats of the policy list."""
-
-    TABLE = OutputFormat.TABLE.value
-    JSON = OutputFormat.JSON.value
+from hostcheck.render.formats import Kind, render
 
 
 def policies(
-    fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="How to print the list.")] = ListFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.POLICIES, help="How to print the list.")] = DEFAULT_FORMAT,
 ) -> None:
     """List the shipped policies with their sources."""
     from hostcheck.errors import PolicyError
     from hostcheck.policy import load_shipped, shipped_policy_names
+    from hostcheck.render.views import PolicyList
 
     try:
         loaded = [load_shipped(name) for name in shipped_policy_names()]
     except PolicyError as exc:  # a shipped policy that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
-    if fmt is ListFormat.JSON:
-        rows = [
-            {
-                "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
-                "follows": p.follows,
-                "sources": sorted({(r.source.title, r.source.url, r.source.checked, r.source.status, r.source.quote)
-                                   for r in p.requirements}),
-            }
-            for p in loaded
-        ]
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return
-    from hostcheck.render.explain import PolicyList, policy_list_text
-
-    typer.echo(policy_list_text(PolicyList(loaded), terminal_width()), nl=False)
+    typer.echo(render(Kind.POLICIES, PolicyList(loaded), fmt), nl=False)
 
 
 def _explain_agents(agent_ids: list[str]) -> None:
     from hostcheck.knowledge.agent_catalog import load_catalog
-    from hostcheck.render.explain import AgentExplanation, agent_text
+    from hostcheck.render.views import AgentExplanation
 
     catalog = load_catalog()
     agents = []
@@ -62,7 +39,7 @@ def _explain_agents(agent_ids: list[str]) -> None:
             raise UsageError(f"unknown agent {agent_id!r}")
         agents.append(agent)
     model = AgentExplanation(agents, dict(catalog.sources), _agent_checks())
-    typer.echo(agent_text(model, terminal_width()), nl=False)
+    typer.echo(render(Kind.EXPLAIN_AGENT, model), nl=False)
 
 
 def explain(check_id: Annotated[str, typer.Argument(
@@ -72,7 +49,7 @@ def explain(check_id: Annotated[str, typer.Argument(
     from hostcheck.checks import load_registry
     from hostcheck.knowledge.agent_catalog import load_catalog
     from hostcheck.policy import load_shipped, shipped_policy_names
-    from hostcheck.render.explain import CheckExplanation, check_text
+    from hostcheck.render.views import CheckExplanation
 
     agent_ids = [a.id for a in load_catalog().agents]
     if check_id.lower() == "agents":
@@ -87,7 +64,7 @@ def explain(check_id: Annotated[str, typer.Argument(
         raise UsageError(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
     uses = [(name, req) for name in shipped_policy_names() for req in load_shipped(name).requirements
             if req.check == meta.id]
-    typer.echo(check_text(CheckExplanation(meta, uses), terminal_width()), nl=False)
+    typer.echo(render(Kind.EXPLAIN_CHECK, CheckExplanation(meta, uses)), nl=False)
 
 
 def _agent_checks() -> list[Any]:

@@ -3,38 +3,11 @@ each line escaped and wrapped to the terminal's width."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from hostcheck.render.escape import escape_text
 from hostcheck.render.terminal import wrap
-
-
-@dataclass(frozen=True)
-class PolicyList:
-    """The shipped policies, loaded (`hostcheck policies`)."""
-
-    policies: list[Any]
-
-
-@dataclass(frozen=True)
-class CheckExplanation:
-    """One check (`hostcheck explain ID`): its metadata and each shipped policy's requirement of it."""
-
-    meta: Any
-    uses: list[tuple[str, Any]]
-    """(policy name, requirement), in the order of the shipped policies."""
-
-
-@dataclass(frozen=True)
-class AgentExplanation:
-    """Provider agents (`hostcheck explain vast`, `hostcheck explain agents`): what each takes."""
-
-    agents: list[Any]
-    sources: dict[str, Any]
-    """The catalogue's sources by key."""
-    checks: list[Any]
-    """The provider-agent family, and the owner-risk checks that speak for its members."""
+from hostcheck.render.views import AgentExplanation, CheckExplanation, PolicyList
 
 
 def say(text: str, width: int) -> list[str]:

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.safeio": FOUNDATION,
     "hostcheck.yaml_loader": FOUNDATION,
     "hostcheck.progress": FOUNDATION,
+    "hostcheck.wording": FOUNDATION,
     "hostcheck.knowledge": FOUNDATION,
     "hostcheck.firewall": FOUNDATION,
     "hostcheck.collectors": SYSTEM,
