@@ -5,9 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, family, need, passed, state_of, unknown
-from hostcheck.checks.docker import docker_reachability, known_containers
-from hostcheck.checks.network import listening_sockets, recorded_firewall
-from hostcheck.checks.ssh import ssh_ports
+from hostcheck.checks.readers import (
+    display_manager,
+    docker_reachability,
+    graphical_session,
+    known_containers,
+    listening_sockets,
+    recorded_firewall,
+    ssh_ports,
+)
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
@@ -37,17 +43,6 @@ def _unreadable_homes(facts: dict[str, Any]) -> int:
 def _unreadable_note(facts: dict[str, Any]) -> str:
     homes = _unreadable_homes(facts)
     return f"; {homes} home(s) could not be read" if homes else ""
-
-
-def display_manager(facts: dict[str, Any]) -> Any:
-    """The display manager installed: its name, '' or None when there is none; :class:`Missing`
-    when that is not known."""
-    return need(facts, "isolation.display_manager")
-
-
-def graphical_session(facts: dict[str, Any]) -> Any:
-    """Whether a graphical session is running; :class:`Missing` when that is not known."""
-    return need(facts, "isolation.graphical_session")
 
 
 @check(
