@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.yaml_loader": FOUNDATION,
     "hostcheck.progress": FOUNDATION,
     "hostcheck.wording": FOUNDATION,
+    "hostcheck.file_kinds": FOUNDATION,
     "hostcheck.knowledge": FOUNDATION,
     "hostcheck.firewall": FOUNDATION,
     "hostcheck.collectors": SYSTEM,
