@@ -11,8 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hostcheck.checks.base import Outcome, check, failed, family, known_devices, need, outcome_of, passed, unknown
-from hostcheck.checks.readers import NOT_SUPPORTED, docker_reachability, known_containers, unattended_upgrades
+from hostcheck.checks.base import Outcome, check, failed, family, known_devices, need, passed, unknown
+from hostcheck.checks.readers import AGENTS_INSTALLED as _INSTALLED
+from hostcheck.checks.readers import (
+    NOT_SUPPORTED,
+    docker_reachability,
+    known_containers,
+    personal_use,
+    unattended_upgrades,
+)
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge.agent_catalog import Agent, conflicts, load_catalog
@@ -21,7 +28,6 @@ from hostcheck.models import Status
 
 AGT = family("AGT", "Provider agent", order=130)
 
-_INSTALLED = "agents.installed"
 
 
 def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
@@ -193,7 +199,7 @@ def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Out
     root = agent_holds_root(facts, threshold)
     if root.status == Status.PASS:
         return passed("no agent with root", root.detail)
-    machine = outcome_of("ISO-1010", facts, threshold)  # the machine dedicated to hosting
+    machine = personal_use(facts)
     if machine.status == Status.PASS:
         return passed("dedicated machine", f"{root.detail} (the machine is dedicated to hosting)")
     if root.status == Status.FAIL and machine.status == Status.FAIL:

@@ -285,19 +285,6 @@ def id_of(func: Callable[..., Any]) -> str:
     return next(meta.id for meta in REGISTRY.values() if meta.func is func)
 
 
-def outcome_of(check_id: str, facts: dict[str, Any], threshold: Any) -> Outcome:
-    """Another check's outcome, by its stable id: how a check builds on a check of another family
-    without importing that family's module (families import only ``base`` and ``readers``)."""
-    if check_id not in REGISTRY:
-        from hostcheck.checks import load_registry
-
-        load_registry()
-    result = REGISTRY[check_id].func(facts, threshold)
-    if not isinstance(result, Outcome):  # a Comparison is judged against its requirement's threshold by the judge
-        raise TypeError(f"{check_id} compares with a threshold: build on a check that decides its own outcome")
-    return result
-
-
 def need(facts: dict[str, Any], path: str) -> Any:
     """The fact at ``path``, or raise :class:`Missing` so the check reports unknown."""
     value = lookup(facts, path)

@@ -21,13 +21,13 @@ from hostcheck.checks.base import (
     version_tuple,
 )
 from hostcheck.checks.readers import APPLE_ARCHES, cpu_arch, display_manager, gpu_count, graphical_session
+from hostcheck.checks.readers import CHASSIS as _CHASSIS
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 SYS = family("SYS", "System", order=20)
 PWR = family("PWR", "Power and uptime", order=30)
 
-_CHASSIS = "power.chassis_type"
 _BATTERY = "power.battery_present"
 
 

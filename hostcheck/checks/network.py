@@ -16,6 +16,7 @@ from hostcheck.checks.base import (
     passed,
     unknown,
 )
+from hostcheck.checks.readers import DEFAULT_ROUTE as _DEFAULT_ROUTE
 from hostcheck.checks.readers import (
     INBOUND_PORTS,
     firewall_summary,
@@ -33,7 +34,6 @@ from hostcheck.netprobe import cgnat as cg
 NET = family("NET", "Network", order=80)
 PLAT = family("PLAT", "Platform", order=110)
 
-_DEFAULT_ROUTE = "network.default_route"
 _IPV6_GLOBAL = "network.ipv6_global"
 _PATH = "network.path"
 

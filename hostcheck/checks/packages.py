@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import Outcome, check, failed, family, need, passed, skipped, state_of, unknown
+from hostcheck.checks.readers import NVIDIA_VERSIONS as _VERSIONS
+from hostcheck.checks.readers import REBOOT_REQUIRED as _REBOOT
 from hostcheck.checks.readers import unattended_upgrades
 from hostcheck.facts import Unknown, lookup
 
@@ -76,8 +78,6 @@ def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")
 
 
-_VERSIONS = "packages.nvidia_versions"
-_REBOOT = "packages.reboot_required"
 
 
 _PARTS = (("kernel_module", "kernel module"), ("library", "library"), ("package", "package"))

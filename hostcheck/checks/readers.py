@@ -1,32 +1,43 @@
 """Readers of the facts that more than one check family (and fleet, earnings, the renderers)
 use: listening sockets, the firewall's judgement, Docker's reachability and containers, the
-chassis, the CPU architecture, the GPU count, sshd's ports, the desktop, recorded values.
+chassis, the CPU architecture, the GPU count, sshd's ports, the desktop, personal data,
+recorded values.
 
 A reader returns a fact as collected, or raises :class:`~hostcheck.errors.Missing` where a check
 cannot go on without it; it decides nothing. The families (every other module of this package
 but ``base``) take what they share from here, never from one another
-(``tests/unit/test_import_layers.py`` holds them to it); a check that builds on another
-family's check names it by id (:func:`hostcheck.checks.base.outcome_of`).
+(``tests/unit/test_import_layers.py`` holds them to it). What two families judge alike is
+here too: :func:`personal_use`, the isolation check's answer that the provider-agent check
+builds on.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from hostcheck.checks.base import known_devices, need
+from hostcheck.checks.base import Outcome, failed, known_devices, need, passed, unknown
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.summary import summarise
 
+FIREWALL = "network.firewall"
+DEFAULT_ROUTE = "network.default_route"
+CHASSIS = "power.chassis_type"
+SSH_SETTINGS = "ssh.settings"
+AGENTS_INSTALLED = "agents.installed"
+NVIDIA_VERSIONS = "packages.nvidia_versions"
+REBOOT_REQUIRED = "packages.reboot_required"
+"""The fact paths the families read here and in their own checks, spelled once."""
+
 
 def recorded_firewall(facts: dict[str, Any]) -> Any:
     """The firewall's ruleset as recorded (evidence the checks judge), or an :class:`Unknown`."""
-    return lookup(facts, "network.firewall")
+    return lookup(facts, FIREWALL)
 
 
 def recorded_route(facts: dict[str, Any]) -> Any:
     """The default route as collected (interface, gateway, link, addressing), None, or an :class:`Unknown`."""
-    return lookup(facts, "network.default_route")
+    return lookup(facts, DEFAULT_ROUTE)
 
 
 def recorded_interfaces(facts: dict[str, Any]) -> Any:
@@ -44,7 +55,7 @@ def measured_bandwidth(facts: dict[str, Any]) -> Any:
     return lookup(facts, "network.bandwidth")
 
 
-def firewall_summary(facts: dict[str, Any], path: str = "network.firewall") -> dict[str, Any]:
+def firewall_summary(facts: dict[str, Any], path: str = FIREWALL) -> dict[str, Any]:
     """``network.firewall`` judged from the recorded ruleset with today's rules;
     :class:`Missing` under ``path`` when the firewall could not be read."""
     firewall = recorded_firewall(facts)
@@ -115,12 +126,12 @@ def cpu_arch(facts: dict[str, Any]) -> str:
 def chassis(facts: dict[str, Any]) -> tuple[Any, Any]:
     """The chassis as collected, each a value or an :class:`Unknown`: its type word and its SMBIOS
     type code (what :func:`hostcheck.knowledge.laptop.laptop_verdict` weighs)."""
-    return lookup(facts, "power.chassis_type"), lookup(facts, "power.chassis_type_code")
+    return lookup(facts, CHASSIS), lookup(facts, "power.chassis_type_code")
 
 
 def ssh_ports(facts: dict[str, Any]) -> set[str]:
     """The ports sshd listens on ("22" when they are not known)."""
-    settings = lookup(facts, "ssh.settings")
+    settings = lookup(facts, SSH_SETTINGS)
     if isinstance(settings, dict) and settings.get("port") is not None:
         port = settings["port"]
         return {str(p) for p in (port if isinstance(port, list) else [port])}
@@ -143,14 +154,59 @@ INBOUND_PORTS = "network.inbound.ports"
 
 def recorded_agents(facts: dict[str, Any]) -> Any:
     """The agents the collector found (``agents.installed``), or an :class:`Unknown`."""
-    return lookup(facts, "agents.installed")
+    return lookup(facts, AGENTS_INSTALLED)
 
 
 def recorded_driver_versions(facts: dict[str, Any]) -> Any:
     """The NVIDIA driver's parts as collected (kernel_module, library, package), or an :class:`Unknown`."""
-    return lookup(facts, "packages.nvidia_versions")
+    return lookup(facts, NVIDIA_VERSIONS)
 
 
 def recorded_reboot(facts: dict[str, Any]) -> Any:
     """The pending-reboot state as collected ({pending, packages}), or an :class:`Unknown`."""
-    return lookup(facts, "packages.reboot_required")
+    return lookup(facts, REBOOT_REQUIRED)
+
+
+PERSONAL_KINDS = {"browser_profile", "password_store"}
+
+
+def credentials(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The credentials found in home directories; :class:`Missing` when they are not known."""
+    creds = need(facts, "isolation.credentials")
+    return [c for c in creds if isinstance(c, dict)]
+
+
+def unreadable_homes(facts: dict[str, Any]) -> int:
+    """How many home directories could not be read (0 when that is not known)."""
+    homes = lookup(facts, "isolation.unreadable_homes")
+    return len(homes) if isinstance(homes, list) else 0
+
+
+def unreadable_note(facts: dict[str, Any]) -> str:
+    homes = unreadable_homes(facts)
+    return f"; {homes} home(s) could not be read" if homes else ""
+
+
+def personal_use(facts: dict[str, Any]) -> Outcome:
+    """Whether the machine shows personal use (a desktop session, a display manager, personal
+    browser or password data): ISO-1010's answer, which the owner-risk check of a provider agent
+    holding root builds on."""
+    evidence = []
+    session = graphical_session(facts)
+    manager_unknown: str | None = None
+    try:
+        manager = display_manager(facts)
+    except Missing as missing:
+        manager, manager_unknown = None, missing.reason
+    if session:
+        evidence.append("a graphical desktop session is running")
+    if isinstance(manager, str) and manager:
+        evidence.append(f"display manager {manager}")
+    personal = sorted({c.get("user", "?") for c in credentials(facts) if c.get("kind") in PERSONAL_KINDS})
+    if personal:
+        evidence.append(f"personal browser/password data for {', '.join(personal)}")
+    if evidence:
+        return failed("personal use", "; ".join(evidence))
+    if manager_unknown is not None:
+        return unknown(f"display manager state unknown: {manager_unknown}")
+    return passed("no desktop, no personal data found" + unreadable_note(facts))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Outcome, check, family, is_macos, need, pass_if, passed, setting
+from hostcheck.checks.readers import SSH_SETTINGS as _SETTINGS
 from hostcheck.checks.readers import listening_sockets, ssh_ports
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
@@ -12,7 +13,6 @@ from hostcheck.facts import Unknown, lookup
 SSH = family("SSH", "SSH", order=70)
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
-_SETTINGS = "ssh.settings"
 _INSTALLED = "ssh.installed"
 
 

@@ -188,7 +188,7 @@ def test_every_module_has_a_layer_by_name() -> None:
 def test_no_check_family_imports_another() -> None:
     """A family of checks stands on its own: its module imports the shared ones (the check
     machinery, the readers of facts more than one family uses) and no other family's, and the
-    shared ones import no family. A check that builds on another family's names it by id."""
+    shared ones import no family. What two families judge alike is a shared reader."""
     from hostcheck.checks import SHARED
 
     shared = {"hostcheck.checks", *(f"hostcheck.checks.{name}" for name in SHARED)}
