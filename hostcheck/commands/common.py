@@ -31,15 +31,17 @@ DEFAULT_FORMAT: FormatName = FormatName(DEFAULT)
 
 
 def format_option(kind: Kind, help: str = "How to print the report.") -> Any:
-    """``--format``/``-f`` for a command that prints a report of ``kind``: a format that does not
-    render it is refused as the option's value, before any work."""
+    """``--format``/``-f`` for a command that prints a report of ``kind``: its help names the
+    formats that render it, with what each is for; one that does not is refused as the option's
+    value, before any work."""
 
     def renders(value: str) -> str:
         if not formats()[value].renders(kind):
             raise typer.BadParameter(declined(value, kind))
         return value
 
-    return typer.Option("--format", "-f", help=help, callback=renders)
+    offered = ", ".join(f"{name} ({fmt.help})" for name, fmt in formats().items() if fmt.renders(kind))
+    return typer.Option("--format", "-f", help=f"{help.rstrip('.')}: {offered}.", callback=renders)
 
 
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]

@@ -40,6 +40,11 @@ def _choices(command: Any) -> tuple[list[str], Any]:
     return [member.value for member in param.type_descriptor.annotation], param.default
 
 
+def test_format_help_names_the_formats_that_render_the_kind() -> None:
+    policies = " ".join(run_cli("policies", "--help").stdout.split())
+    assert "How to print the list: table (text for the terminal), json (the data, for programs)." in policies
+
+
 def test_the_shipped_formats_are_registered_default_first() -> None:
     assert list(formats()) == ["table", "json", "markdown"] and DEFAULT == "table"
     assert formats()["table"].terminal and not formats()["json"].terminal and not formats()["markdown"].terminal
@@ -118,4 +123,7 @@ def test_a_new_format_is_one_module_in_the_package(tmp_path: Path) -> None:
     offer = hostcheck("offer", "--facts", facts, "--format", "html")
     assert offer.returncode == 2 and offer.stdout == ""
     assert "the html format does not render the offer; use table or json or markdown" in offer.stderr
-    assert "table|json|markdown|html" in hostcheck("offer", "--help").stdout
+    offer_help, audit_help = (" ".join(hostcheck(cmd, "--help").stdout.split()) for cmd in ("offer", "audit"))
+    assert "table|json|markdown|html" in offer_help and "table|json|markdown|html" in audit_help
+    # --format's help says what each format that renders the command's report is for
+    assert "html (a web page)" in audit_help and "html" not in offer_help.replace("table|json|markdown|html", "")
