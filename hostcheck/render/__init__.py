@@ -6,7 +6,10 @@ each kind of report. :func:`render` is the audit's, for callers that hold a repo
 
 from __future__ import annotations
 
-from hostcheck.models import Report
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the models load pydantic: every command imports this package, `hostcheck --help` too
+    from hostcheck.models import Report
 
 
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
