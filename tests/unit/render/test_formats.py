@@ -127,3 +127,15 @@ def test_a_new_format_is_one_module_in_the_package(tmp_path: Path) -> None:
     assert "table|json|markdown|html" in offer_help and "table|json|markdown|html" in audit_help
     # --format's help says what each format that renders the command's report is for
     assert "html (a web page)" in audit_help and "html" not in offer_help.replace("table|json|markdown|html", "")
+
+
+def test_loading_the_registry_for_help_loads_no_renderer_or_model() -> None:
+    """Every command's --format reads the registry, `hostcheck --help` too: the format modules
+    import their renderers (and the report models, pydantic) only when they render."""
+    probe = ("import sys; from hostcheck.cli import main; sys.argv = ['hostcheck', '--help']\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m == 'hostcheck.models' or m.startswith(('pydantic', "
+             "'hostcheck.render.table', 'hostcheck.render.earnings', 'hostcheck.render.watch'))), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert "hostcheck.render.formats" in sys.modules  # (this process: the registry the probe's help read)
+    assert proc.stderr.strip() == "[]", proc.stderr
