@@ -10,6 +10,7 @@ here, in one place. Data goes to stdout, diagnostics to stderr.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
@@ -142,11 +143,48 @@ class Root(TyperGroup):
             for line in help_text().splitlines():
                 formatter.write(f"{' ' * formatter.current_indent}{line}\n")
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        mistake = single_dash_option(self, args)
+        if mistake:
+            die(mistake)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except InputError as exc:
             die(str(exc))
+        except KeyboardInterrupt:  # typer would exit 130 without a word
+            typer.echo(("\n" if sys.stderr.isatty() else "") + "hostcheck: interrupted (Ctrl-C)", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+SINGLE_DASH = re.compile(r"-[A-Za-z][A-Za-z0-9-]+")
+
+
+def long_options(command: Any) -> set[str]:
+    """Every ``--name`` option of ``command`` and of its sub-commands."""
+    found = {opt for param in getattr(command, "params", []) for opt in getattr(param, "opts", []) if opt.startswith("--")}
+    for sub in getattr(command, "commands", {}).values():
+        found |= long_options(sub)
+    return found
+
+
+def single_dash_option(root: Any, args: list[str]) -> str | None:
+    """A long option written with one dash (``audit -facts x``, which the parser would read as
+    ``-f acts``): the mistake, named in one line; None when there is none."""
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    if name not in COMMANDS:
+        return None
+    known: set[str] | None = None
+    for arg in args[args.index(name) + 1:]:
+        if arg == "--":
+            break
+        if SINGLE_DASH.fullmatch(arg):
+            known = long_options(root.commands[name]) if known is None else known
+            if f"-{arg}" in known:
+                return f"{arg}: long options take two dashes: -{arg}"
+    return None
 
 
 app = typer.Typer(
@@ -179,7 +217,7 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        typer.echo("hostcheck: interrupted", err=True)
+        typer.echo("hostcheck: interrupted (Ctrl-C)", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit:
         raise

@@ -132,3 +132,8 @@ class SendError(Exception):
     def __init__(self, reason: str, retry: bool):
         super().__init__(reason)
         self.retry = retry
+
+
+class FormatDeclined(UsageError):
+    """An output format that does not render this kind of report (the message names both, and
+    the formats that do)."""

@@ -17,6 +17,7 @@ from hostcheck import safeio
 from hostcheck.errors import FactsError, FileInputError, UndeclaredFact, UpgradeError
 from hostcheck.fact_paths import FACTS_FORMAT, UNKNOWN_KEY, check_declared
 from hostcheck.fact_validation import type_problem
+from hostcheck.file_kinds import POLICY, WATCH_REPORT, kind_of, sniff
 from hostcheck.upgrade import upgrade
 
 __all__ = ["FACTS_FORMAT", "UNKNOWN_KEY", "UndeclaredFact"]
@@ -88,6 +89,20 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
+def _not_facts(kind: str) -> str:
+    where = "`hostcheck audit --policy` takes it" if kind == POLICY else "--facts takes what `hostcheck facts` writes"
+    return f"{kind}, not a facts snapshot: {where}"
+
+
+def _other_kind(path: Path) -> str | None:
+    """Why a file that is not JSON is not a snapshot, when it is another hostcheck file (a policy's YAML)."""
+    try:
+        kind = sniff(safeio.read_text(path))
+    except FileInputError:
+        return None
+    return _not_facts(kind) if kind in (POLICY, WATCH_REPORT) else None
+
+
 def load_snapshot(path: Path) -> dict[str, Any]:
     """Read a facts snapshot written by ``hostcheck facts`` (or by hand, for tests), upgraded to
     :data:`FACTS_FORMAT` when it is older (:func:`hostcheck.upgrade.upgrade`).
@@ -99,7 +114,10 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     try:
         data = safeio.load_json(path)
     except FileInputError as exc:
-        raise FactsError(f"{path}: {exc}") from exc
+        raise FactsError(f"{path}: {_other_kind(path) or exc}") from exc
+    kind = kind_of(data)
+    if kind in (POLICY, WATCH_REPORT):
+        raise FactsError(f"{path}: {_not_facts(kind)}")
     if not isinstance(data, dict):
         raise FactsError(f"{path}: a facts snapshot is a JSON object, not {type(data).__name__}")
     # A full report (hostcheck audit --format json) carries its facts under "facts".

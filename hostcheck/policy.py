@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from hostcheck import safeio
 from hostcheck.checks import family_prefixes, load_registry
 from hostcheck.errors import FileInputError, PolicyError
+from hostcheck.file_kinds import FACTS, REPORT, WATCH_REPORT, sniff
 from hostcheck.models import (
     POLICY_FORMAT,
     STATUS_SEVERITIES,
@@ -357,6 +358,10 @@ def load_policy_file(path: Path) -> Policy:
         text = safeio.read_text(path, limit=MAX_POLICY_BYTES)
     except FileInputError as exc:
         raise PolicyError(f"{path}: {exc}") from exc
+    kind = sniff(text)
+    if kind in (FACTS, REPORT, WATCH_REPORT):
+        where = "give it to --facts" if kind in (FACTS, REPORT) else "--policy takes a policy's YAML file"
+        raise PolicyError(f"{path}: {kind}, not a policy: {where}")
     return parse_policy(text, str(path))
 
 

@@ -38,6 +38,8 @@ def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         raise FileInputError(f"cannot read: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise FileInputError("a directory, not a regular file: name a file in it")
         if not stat.S_ISREG(info.st_mode):
             raise FileInputError("not a regular file (a FIFO, device or directory cannot be read as input)")
         if info.st_size > limit:

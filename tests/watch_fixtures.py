@@ -155,3 +155,11 @@ class CountingNvml(FakeNvml):
             self.calls.append((name, handle, *args))
             return self.ecc_counts[args[0]]
         return super()._answer(handle, name, args)
+
+
+def render_watch(analysis: Any, scores: list[Any], db: str, fmt: str) -> str:
+    """`hostcheck watch report`'s output in the format ``fmt``, from an analysis in hand."""
+    from hostcheck.render.formats import Kind, render
+    from hostcheck.render.views import WatchView
+
+    return render(Kind.WATCH, WatchView(analysis, scores, db), fmt)

@@ -1,13 +1,18 @@
 """Checks: pure functions of facts and a policy threshold, registered by stable id.
 
-Every module of this package but ``base`` holds checks of one family or a few; each declares
-its families with ``family(...)`` and registers its checks with ``@check`` when imported. A new
-family is a new module here: nothing else lists it.
+Every module of this package but ``base`` (the machinery) and ``readers`` (the facts more than
+one family reads) holds checks of one family or a few; each declares its families with
+``family(...)`` and registers its checks with ``@check`` when imported. A new family is a new
+module here: nothing else lists it. A family imports only ``base`` and ``readers``, never another
+family.
 """
 
 from functools import cache
 
 from hostcheck.checks.base import FAMILIES, REGISTRY, CheckMeta, Family, undeclared_families
+
+SHARED = ("base", "readers")
+"""The modules every family may import (the check machinery, the shared readers); they hold no checks."""
 
 
 @cache
@@ -15,7 +20,7 @@ def check_modules() -> tuple[str, ...]:
     """The check modules' names, in a fixed order (by name); read once."""
     import pkgutil
 
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "base" and not m.name.startswith("_")))
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in SHARED and not m.name.startswith("_")))
 
 
 def load_registry() -> dict[str, CheckMeta]:

@@ -12,10 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from hostcheck.checks.base import Outcome, check, failed, family, known_devices, need, passed, unknown
-from hostcheck.checks.docker import docker_reachability, known_containers
-from hostcheck.checks.gpu import NOT_SUPPORTED
-from hostcheck.checks.isolation import dedicated
-from hostcheck.checks.packages import unattended_upgrades
+from hostcheck.checks.readers import AGENTS_INSTALLED as _INSTALLED
+from hostcheck.checks.readers import (
+    NOT_SUPPORTED,
+    docker_reachability,
+    known_containers,
+    personal_use,
+    unattended_upgrades,
+)
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge.agent_catalog import Agent, conflicts, load_catalog
@@ -24,7 +28,6 @@ from hostcheck.models import Status
 
 AGT = family("AGT", "Provider agent", order=130)
 
-_INSTALLED = "agents.installed"
 
 
 def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
@@ -34,11 +37,6 @@ def _containers(facts: dict[str, Any]) -> tuple[list[Any], str]:
         return known_containers(facts), ""
     except Missing as missing:
         return [], "" if docker_reachability(facts).reason == "absent" else missing.reason
-
-
-def recorded_agents(facts: dict[str, Any]) -> Any:
-    """The agents the collector found (``agents.installed``), or an :class:`Unknown`."""
-    return lookup(facts, _INSTALLED)
 
 
 def installed_agents(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -201,7 +199,7 @@ def agent_root_on_personal_machine(facts: dict[str, Any], threshold: Any) -> Out
     root = agent_holds_root(facts, threshold)
     if root.status == Status.PASS:
         return passed("no agent with root", root.detail)
-    machine = dedicated(facts, threshold)
+    machine = personal_use(facts)
     if machine.status == Status.PASS:
         return passed("dedicated machine", f"{root.detail} (the machine is dedicated to hosting)")
     if root.status == Status.FAIL and machine.status == Status.FAIL:

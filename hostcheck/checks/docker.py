@@ -6,7 +6,7 @@ import json
 from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Outcome, check, failed, family, need, pass_if, passed, state_of, unknown
-from hostcheck.checks.network import firewall_summary, summary_fact
+from hostcheck.checks.readers import docker_reachability, firewall_summary, summary_fact
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge.docker_settings import (
@@ -19,28 +19,6 @@ from hostcheck.knowledge.docker_settings import (
 )
 
 DOC = family("DOC", "Docker daemon", order=60)
-
-
-class DockerReach(NamedTuple):
-    """Whether the Docker daemon answered, each as collected (a value or an :class:`Unknown`)."""
-
-    reachable: Any
-    """True when the daemon answered."""
-    reason: Any
-    """Why it did not ("absent": Docker is not installed)."""
-
-
-def docker_reachability(facts: dict[str, Any]) -> DockerReach:
-    return DockerReach(lookup(facts, "docker.reachable"), lookup(facts, "docker.unreachable_reason"))
-
-
-def known_containers(facts: dict[str, Any]) -> list[Any]:
-    """The running containers; :class:`Missing` when they could not be listed."""
-    path = "docker.containers"
-    containers = need(facts, path)
-    if not isinstance(containers, list):
-        raise Missing(path, "not a list")
-    return containers
 
 
 DOCKER_ABSENT = "Docker is not installed: its daemon settings are judged once it is; the docker_host role sets them"

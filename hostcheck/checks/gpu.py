@@ -31,7 +31,7 @@ from hostcheck.checks.base import (
     unknown,
     version_tuple,
 )
-from hostcheck.checks.machine import APPLE_ARCHES, chassis, cpu_arch
+from hostcheck.checks.readers import APPLE_ARCHES, NOT_SUPPORTED, chassis, cpu_arch
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.knowledge import gpu_models
@@ -40,7 +40,6 @@ from hostcheck.knowledge.laptop import laptop_verdict
 GPU = family("GPU", "GPU", order=10)
 
 _NVML = "gpu.nvml"
-NOT_SUPPORTED = "not supported by this GPU/driver"  # the collector's reason for a missing feature
 
 # GB/s per lane after encoding overhead, by PCIe generation.
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, listed_devices, need, passed, unknown
+from hostcheck.checks.readers import INBOUND_PORTS
 from hostcheck.errors import Missing
 from hostcheck.knowledge.netaddr import parse_address
 from hostcheck.models import InboundResult
 from hostcheck.netprobe.port_range import PortRange, judge_range, name_ports
 
 INBOUND = "network.inbound"
-INBOUND_PORTS = "network.inbound.ports"
 PORT_RANGE = "network.port_range"
 
 FORWARD_PORTS_FIX = (

@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, family, need, passed, state_of, unknown
-from hostcheck.checks.docker import docker_reachability, known_containers
-from hostcheck.checks.network import listening_sockets, recorded_firewall
-from hostcheck.checks.ssh import ssh_ports
+from hostcheck.checks.readers import credentials as _credentials
+from hostcheck.checks.readers import (
+    docker_reachability,
+    known_containers,
+    listening_sockets,
+    personal_use,
+    recorded_firewall,
+    ssh_ports,
+)
+from hostcheck.checks.readers import unreadable_homes as _unreadable_homes
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall.egress import judge as egress_walk
@@ -19,36 +26,7 @@ from hostcheck.models import EgressVerdict
 ISO = family("ISO", "Isolation", order=50)
 OWN = family("OWN", "Owner risk", order=100)
 
-PERSONAL_KINDS = {"browser_profile", "password_store"}
 _CLOUD_ACCOUNTS = "isolation.cloud_accounts"
-
-
-def _credentials(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    creds = need(facts, "isolation.credentials")
-    return [c for c in creds if isinstance(c, dict)]
-
-
-def _unreadable_homes(facts: dict[str, Any]) -> int:
-    """How many home directories could not be read (0 when that is not known)."""
-    homes = lookup(facts, "isolation.unreadable_homes")
-    return len(homes) if isinstance(homes, list) else 0
-
-
-def _unreadable_note(facts: dict[str, Any]) -> str:
-    homes = _unreadable_homes(facts)
-    return f"; {homes} home(s) could not be read" if homes else ""
-
-
-def display_manager(facts: dict[str, Any]) -> Any:
-    """The display manager installed: its name, '' or None when there is none; :class:`Missing`
-    when that is not known."""
-    return need(facts, "isolation.display_manager")
-
-
-def graphical_session(facts: dict[str, Any]) -> Any:
-    """Whether a graphical session is running; :class:`Missing` when that is not known."""
-    return need(facts, "isolation.graphical_session")
-
 
 @check(
     "ISO-1010",
@@ -64,25 +42,7 @@ def graphical_session(facts: dict[str, Any]) -> Any:
     dedicated_only=True,
 )
 def dedicated(facts: dict[str, Any], _threshold: Any) -> Outcome:
-    evidence = []
-    session = graphical_session(facts)
-    manager_unknown: str | None = None
-    try:
-        manager = display_manager(facts)
-    except Missing as missing:
-        manager, manager_unknown = None, missing.reason
-    if session:
-        evidence.append("a graphical desktop session is running")
-    if isinstance(manager, str) and manager:
-        evidence.append(f"display manager {manager}")
-    personal = sorted({c.get("user", "?") for c in _credentials(facts) if c.get("kind") in PERSONAL_KINDS})
-    if personal:
-        evidence.append(f"personal browser/password data for {', '.join(personal)}")
-    if evidence:
-        return failed("personal use", "; ".join(evidence))
-    if manager_unknown is not None:
-        return unknown(f"display manager state unknown: {manager_unknown}")
-    return passed("no desktop, no personal data found" + _unreadable_note(facts))
+    return personal_use(facts)
 
 
 @check(

@@ -20,33 +20,15 @@ from hostcheck.checks.base import (
     unknown,
     version_tuple,
 )
-from hostcheck.checks.isolation import display_manager, graphical_session
+from hostcheck.checks.readers import APPLE_ARCHES, cpu_arch, display_manager, gpu_count, graphical_session
+from hostcheck.checks.readers import CHASSIS as _CHASSIS
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 SYS = family("SYS", "System", order=20)
 PWR = family("PWR", "Power and uptime", order=30)
 
-_CHASSIS = "power.chassis_type"
 _BATTERY = "power.battery_present"
-APPLE_ARCHES = ("arm64", "aarch64")
-"""How the kernel names Apple Silicon."""
-
-
-def gpu_count(facts: dict[str, Any]) -> int:
-    """GPUs to share the host between (at least 1, so per-GPU shares stay defined)."""
-    return max(1, len(known_devices(facts)))
-
-
-def cpu_arch(facts: dict[str, Any]) -> str:
-    """The CPU architecture as the kernel names it ("x86_64", "arm64"); :class:`Missing` when not known."""
-    return str(need(facts, "system.cpu_arch"))
-
-
-def chassis(facts: dict[str, Any]) -> tuple[Any, Any]:
-    """The chassis as collected, each a value or an :class:`Unknown`: its type word and its SMBIOS
-    type code (what :func:`hostcheck.knowledge.laptop.laptop_verdict` weighs)."""
-    return lookup(facts, _CHASSIS), lookup(facts, "power.chassis_type_code")
 
 
 def _ram_mib(facts: dict[str, Any]) -> float:

@@ -16,67 +16,26 @@ from hostcheck.checks.base import (
     passed,
     unknown,
 )
-from hostcheck.checks.inbound import INBOUND_PORTS
+from hostcheck.checks.readers import DEFAULT_ROUTE as _DEFAULT_ROUTE
+from hostcheck.checks.readers import (
+    INBOUND_PORTS,
+    firewall_summary,
+    listening_sockets,
+    measured_bandwidth,
+    recorded_firewall,
+    summary_fact,
+)
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.firewall import opened
-from hostcheck.firewall.summary import summarise
 from hostcheck.models import InboundResult, NatBehaviour, NatVerdict, UfwPortVerdict
 from hostcheck.netprobe import cgnat as cg
 
 NET = family("NET", "Network", order=80)
 PLAT = family("PLAT", "Platform", order=110)
 
-_FIREWALL = "network.firewall"
-_DEFAULT_ROUTE = "network.default_route"
 _IPV6_GLOBAL = "network.ipv6_global"
 _PATH = "network.path"
-
-
-def recorded_firewall(facts: dict[str, Any]) -> Any:
-    """The firewall's ruleset as recorded (evidence the checks judge), or an :class:`Unknown`."""
-    return lookup(facts, _FIREWALL)
-
-
-
-def recorded_route(facts: dict[str, Any]) -> Any:
-    """The default route as collected (interface, gateway, link, addressing), None, or an :class:`Unknown`."""
-    return lookup(facts, _DEFAULT_ROUTE)
-
-
-def recorded_interfaces(facts: dict[str, Any]) -> Any:
-    """The network interfaces as collected, or an :class:`Unknown`."""
-    return lookup(facts, "network.interfaces")
-
-
-def listening_sockets(facts: dict[str, Any]) -> Any:
-    """The sockets listening on this host; :class:`Missing` when they are not known."""
-    return need(facts, "network.listening")
-
-
-def measured_bandwidth(facts: dict[str, Any]) -> Any:
-    """What the speed test measured (``download_mbps``, ``upload_mbps``, ...), or an :class:`Unknown`."""
-    return lookup(facts, "network.bandwidth")
-
-
-def firewall_summary(facts: dict[str, Any], path: str = _FIREWALL) -> dict[str, Any]:
-    """``network.firewall`` judged from the recorded ruleset with today's rules;
-    :class:`Missing` under ``path`` when the firewall could not be read."""
-    firewall = recorded_firewall(facts)
-    if isinstance(firewall, Unknown):
-        raise Missing(path, firewall.reason)
-    summary = summarise(firewall) if isinstance(firewall, dict) else Unknown("network.firewall is not a mapping")
-    if isinstance(summary, Unknown):
-        raise Missing(path, summary.reason)
-    return summary
-
-
-def summary_fact(summary: dict[str, Any], key: str) -> Any:
-    """One key of the firewall's judgement; :class:`Missing` when it could not be judged."""
-    value = summary.get(key, Unknown(f"the firewall summary has no {key}"))
-    if isinstance(value, Unknown):
-        raise Missing(f"network.firewall.{key}", value.reason)
-    return value
 
 
 @check(

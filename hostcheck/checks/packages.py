@@ -6,21 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import Outcome, check, failed, family, need, passed, skipped, state_of, unknown
+from hostcheck.checks.readers import NVIDIA_VERSIONS as _VERSIONS
+from hostcheck.checks.readers import REBOOT_REQUIRED as _REBOOT
+from hostcheck.checks.readers import unattended_upgrades
 from hostcheck.facts import Unknown, lookup
 
 PKG = family("PKG", "Packages and updates", order=90)
 
-_UNATTENDED = "packages.unattended_upgrades"
 _APT_SOURCES = "packages.apt_sources"
-
-
-def unattended_upgrades(facts: dict[str, Any]) -> dict[str, Any]:
-    """Whether unattended-upgrades is installed and enabled (``installed``, ``enabled``);
-    :class:`Missing` when that is not known (``enabled`` matters only once it is installed)."""
-    state: dict[str, Any] = need(facts, _UNATTENDED)
-    if need(facts, f"{_UNATTENDED}.installed") is True:
-        need(facts, f"{_UNATTENDED}.enabled")
-    return state
 
 
 @check(
@@ -85,18 +78,6 @@ def security_source(facts: dict[str, Any], _threshold: Any) -> Outcome:
     return failed("absent", f"{len(apt.get('sources', []))} APT source(s), none of them a security suite")
 
 
-_VERSIONS = "packages.nvidia_versions"
-_REBOOT = "packages.reboot_required"
-
-
-def recorded_driver_versions(facts: dict[str, Any]) -> Any:
-    """The NVIDIA driver's parts as collected (kernel_module, library, package), or an :class:`Unknown`."""
-    return lookup(facts, _VERSIONS)
-
-
-def recorded_reboot(facts: dict[str, Any]) -> Any:
-    """The pending-reboot state as collected ({pending, packages}), or an :class:`Unknown`."""
-    return lookup(facts, _REBOOT)
 
 
 _PARTS = (("kernel_module", "kernel module"), ("library", "library"), ("package", "package"))

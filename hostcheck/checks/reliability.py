@@ -10,6 +10,7 @@ from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.recording.analysis import Segment
 from hostcheck.watch.rules import runpod_over, runpod_rule
+from hostcheck.wording import counted
 
 REL = family("REL", "Reliability (recorded)", order=120)
 
@@ -18,7 +19,7 @@ ADVISED_DAYS = 7
 
 
 def _days(n: int) -> str:
-    return f"{n} day" if n == 1 else f"{n} days"
+    return counted(n, "day")
 
 
 def _window(facts: dict[str, Any], days_wanted: int) -> dict[str, Any]:

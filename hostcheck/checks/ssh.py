@@ -5,24 +5,15 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hostcheck.checks.base import Outcome, check, family, is_macos, need, pass_if, passed, setting
-from hostcheck.checks.network import listening_sockets
+from hostcheck.checks.readers import SSH_SETTINGS as _SETTINGS
+from hostcheck.checks.readers import listening_sockets, ssh_ports
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 
 SSH = family("SSH", "SSH", order=70)
 
 SAFE_ROOT_LOGIN = frozenset({"no", "prohibit-password", "without-password", "forced-commands-only"})
-_SETTINGS = "ssh.settings"
 _INSTALLED = "ssh.installed"
-
-
-def ssh_ports(facts: dict[str, Any]) -> set[str]:
-    """The ports sshd listens on ("22" when they are not known)."""
-    settings = lookup(facts, _SETTINGS)
-    if isinstance(settings, dict) and settings.get("port") is not None:
-        port = settings["port"]
-        return {str(p) for p in (port if isinstance(port, list) else [port])}
-    return {"22"}
 
 
 def _remote_login_off(facts: dict[str, Any]) -> bool:

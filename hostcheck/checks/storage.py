@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.checks.base import CheckResult, Outcome, check, compare, failed, family, need, passed, skipped, unknown
-from hostcheck.checks.machine import gpu_count
+from hostcheck.checks.readers import gpu_count
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 

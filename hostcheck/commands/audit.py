@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, die, emit
+from hostcheck.commands.common import (
+    DEFAULT_FORMAT,
+    FormatName,
+    OutputOpt,
+    check_output,
+    collect_live,
+    die,
+    emit,
+    format_option,
+)
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,
@@ -26,6 +35,7 @@ from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
 from hostcheck.recording.store import DEFAULT_DB as DEFAULT_WATCH_DB
+from hostcheck.render.formats import Kind
 
 if TYPE_CHECKING:
     from hostcheck.models import Report
@@ -54,7 +64,7 @@ def agent_since_epoch(text: str | None) -> float | None:
 @live_options
 def audit(
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policy name or YAML file (repeatable); default: all shipped.")] = [],  # noqa: B006
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.AUDIT)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     facts_file: Annotated[Path | None, typer.Option("--facts", help="Judge a saved facts snapshot instead of this machine.")] = None,
     redact_output: RedactOpt = False,
@@ -78,10 +88,12 @@ def audit(
     """Collect facts (or read --facts), judge them against policies, print the report."""
     from hostcheck.facts import load_snapshot
     from hostcheck.policy import resolve_policies
-    from hostcheck.render import render
+    from hostcheck.render.formats import Options, formats, render
+    from hostcheck.render.views import AuditView
     from hostcheck.report import build_report, exit_code
 
     check_output(output)
+    terminal = formats()[fmt].terminal
     policies = resolve_policies(policy)
     if facts_file is not None and speedtest:
         raise UsageError("--speedtest measures this machine's line; it cannot be combined with --facts")
@@ -95,7 +107,7 @@ def audit(
         ctx.watch_db = None if watch_db is None else str(watch_db)
         ctx.agent_since = agent_since_epoch(agent_since)
         caps = speedtest_caps(speedtest, live.offline, live.probe, speedtest_seconds, speedtest_max_mb)
-        facts = collect_live(ctx, show_progress=fmt is OutputFormat.TABLE and sys.stderr.isatty() and output is None)
+        facts = collect_live(ctx, show_progress=terminal and sys.stderr.isatty() and output is None)
         if caps is not None:
             add_bandwidth(facts, ctx, caps)
     report = build_report(facts, policies)
@@ -107,10 +119,9 @@ def audit(
         if changed:
             typer.echo(f"hostcheck: warning: redaction changed the outcome of {', '.join(changed)}; "
                        "judge the unredacted facts for the real verdicts", err=True)
-    color = fmt is OutputFormat.TABLE and output is None and sys.stdout.isatty()
-    text = render(report, fmt, verbose=verbose, color=color)
-    if fmt is not OutputFormat.JSON and earnings is not None:
-        text += _earnings_tail(report, facts, earnings, fmt)
+    color = terminal and output is None and sys.stdout.isatty()
+    tail = None if earnings is None else _earnings_lines(report, facts, earnings)
+    text = render(Kind.AUDIT, AuditView(report, tail), fmt, Options(details=verbose, color=color))
     emit(text, output, private=not redact_output)
     raise typer.Exit(code)
 
@@ -128,25 +139,19 @@ def _earnings_values(price: float | None, electricity: str | None, occupancy: fl
         die(str(exc), EXIT_INTERNAL)
 
 
-def _earnings_tail(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None],
-                   fmt: OutputFormat) -> str:
+def _earnings_lines(report: Report, facts: dict[str, Any], earnings: tuple[dict[str, Any], Path | None]) -> list[str]:
     """The audit's closing earnings lines, when the owner gave prices (flags or the config file)."""
     from hostcheck.earnings.estimate import audit_earnings
-    from hostcheck.earnings.render.audit import audit_lines, missing_lines
     from hostcheck.errors import EarningsMissingError, EconomicsDataError
-    from hostcheck.render.escape import escape_text
+    from hostcheck.render.earnings.audit import audit_lines, missing_lines
 
     values, path = earnings
     try:
-        lines = audit_lines(audit_earnings(report, facts, values, path), report.owner_risk.rating)
+        return audit_lines(audit_earnings(report, facts, values, path), report.owner_risk.rating)
     except EarningsMissingError as exc:
-        lines = missing_lines(exc)
+        return missing_lines(exc)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
-    markdown = fmt is OutputFormat.MARKDOWN
-    bullet = "- " if markdown else ""
-    head = "\n## Earnings\n\n" if markdown else "\n"
-    return head + "".join(f"{bullet}{escape_text(line)}\n" for line in lines)
 
 
 @live_options

@@ -1,4 +1,4 @@
-"""What every command shares: the output formats and option, usage errors, the error exit,
+"""What every command shares: the --format option (the formats are hostcheck.render.formats), usage errors, the error exit,
 writing the result, live collection.
 
 Kept apart from ``hostcheck.cli`` (the root) so that the command modules need not import it;
@@ -11,26 +11,39 @@ import math
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_USAGE
+from hostcheck.render.formats import DEFAULT, Kind, declined, formats
 
 MAX_TIMEOUT_S = 3600.0
 """Longest --timeout for collecting facts (an hour: any longer is a typo)."""
 
 
-class OutputFormat(StrEnum):
-    """How a command prints its report."""
+if TYPE_CHECKING:
+    FormatName = str
+else:  # --format's choices: the registered formats (hostcheck.render.formats), the default first
+    FormatName = StrEnum("FormatName", {name.upper(): name for name in formats()})
+DEFAULT_FORMAT: FormatName = FormatName(DEFAULT)
 
-    TABLE = "table"
-    JSON = "json"
-    MARKDOWN = "markdown"
+
+def format_option(kind: Kind, help: str = "How to print the report.") -> Any:
+    """``--format``/``-f`` for a command that prints a report of ``kind``: its help names the
+    formats that render it, with what each is for; one that does not is refused as the option's
+    value, before any work."""
+
+    def renders(value: str) -> str:
+        if not formats()[value].renders(kind):
+            raise typer.BadParameter(declined(value, kind))
+        return value
+
+    offered = ", ".join(f"{name} ({fmt.help})" for name, fmt in formats().items() if fmt.renders(kind))
+    return typer.Option("--format", "-f", help=f"{help.rstrip('.')}: {offered}.", callback=renders)
 
 
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="How to print the report.")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]
 
 

@@ -15,20 +15,22 @@ import typer
 
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.commands.common import (
-    FormatOpt,
-    OutputFormat,
+    DEFAULT_FORMAT,
+    FormatName,
     OutputOpt,
     check_output,
     check_timeout,
     collect_live,
     die,
     emit,
+    format_option,
 )
 from hostcheck.commands.market import KeyFileOpt, MarketUrlOpt
 from hostcheck.earnings.inputs import CONFIG_SHOWN
 from hostcheck.earnings.model import HEATING_KINDS
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import earnings_help_text
+from hostcheck.render.formats import Kind
 
 MAX_SAMPLE_SECONDS = 30.0
 
@@ -102,7 +104,7 @@ def earnings(
     currency: Annotated[str | None, typer.Option("--currency", help="Label of the money (default USD); one currency throughout.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=f"Config file (default: {CONFIG_SHOWN} if present).")] = None,
     no_config: Annotated[bool, typer.Option("--no-config", help="Ignore the per-user config file.")] = False,
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.EARNINGS)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
     market: Annotated[bool, typer.Option("--market", help="Read Vast's market (online, your Vast API key) for the price and occupancy you did not give.")] = False,
@@ -169,15 +171,9 @@ def earnings(
             mark(report, *snapshot, values)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
-    if fmt is OutputFormat.JSON:
-        from hostcheck.safeio import dumps
+    from hostcheck.render.formats import render
 
-        text = dumps(report, indent=2) + "\n"
-    else:
-        from hostcheck.earnings.render import render_earnings
-
-        text = render_earnings(report, markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output)
+    emit(render(Kind.EARNINGS, report, fmt), output)
     sys.stdout.flush()
     raise typer.Exit(code)
 

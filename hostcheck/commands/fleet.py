@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
+from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, check_output, emit, format_option
 from hostcheck.errors import FleetError
 from hostcheck.fleet.reports import (
     HostEntry,
@@ -24,7 +24,8 @@ from hostcheck.fleet.reports import (
     redact_entries,
     sort_rows,
 )
-from hostcheck.safeio import dumps
+from hostcheck.render.formats import Kind, render
+from hostcheck.render.views import FleetDriftView, FleetView, FleetWatchView
 
 TABLE_COMMAND = "table"
 
@@ -65,7 +66,7 @@ def table(
     paths: Annotated[list[Path], typer.Argument(metavar="DIR", help="Report directories (or report files).")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="Policies to show (repeatable); the first sorts failing hosts first.")] = [],  # noqa: B006
     sort: Annotated[FleetSort, typer.Option("--sort", help="Order after the failing hosts.")] = FleetSort.HOST,
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.FLEET)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     redact_output: RedactOpt = False,
 ) -> None:
@@ -84,13 +85,7 @@ def table(
     fleet = read_table(source, list(policy), redactor)
     ids = fleet.policy_ids
     rows = sort_rows(fleet.rows, ids[0] if policy else None, sort)
-    if fmt is OutputFormat.JSON:
-        text = dumps({"policies": ids, "hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
-    else:
-        from hostcheck.render.fleet import fleet_table
-
-        text = fleet_table(rows, ids, markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output, private=not redact_output)
+    emit(render(Kind.FLEET, FleetView(rows, ids), fmt), output, private=not redact_output)
     _refuse(fleet.problems)
 
 
@@ -98,7 +93,7 @@ def table(
 def diff(
     old: Annotated[Path, typer.Argument(metavar="OLD_DIR", help="The earlier audit's report directory.")],
     new: Annotated[Path, typer.Argument(metavar="NEW_DIR", help="The later audit's report directory.")],
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.FLEET_DRIFT)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     redact_output: RedactOpt = False,
 ) -> None:
@@ -112,20 +107,14 @@ def diff(
     if redact_output:
         redact_entries(before + after)
     changes = diff_fleets(before, after)
-    if fmt is OutputFormat.JSON:
-        text = dumps([c.as_dict() for c in changes], indent=2) + "\n"
-    else:
-        from hostcheck.render.fleet import drift_text
-
-        text = drift_text(changes, markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output, private=not redact_output)
+    emit(render(Kind.FLEET_DRIFT, FleetDriftView(changes), fmt), output, private=not redact_output)
     _refuse_bad_reports(before + after)
 
 
 @fleet_app.command("watch")
 def watch(
     paths: Annotated[list[Path], typer.Argument(metavar="DIR", help="Directories of <host>.watch.json files (playbooks/watch-report.yml).")],
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.FLEET_WATCH)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     redact_output: RedactOpt = False,
 ) -> None:
@@ -149,13 +138,7 @@ def watch(
             row.reason = None if row.reason is None else redactor.scrub(row.reason)
         problems = [redactor.scrub(p) for p in problems]
     rows = worst_first(rows)
-    if fmt is OutputFormat.JSON:
-        text = dumps({"hosts": [row.as_dict() for row in rows]}, indent=2) + "\n"
-    else:
-        from hostcheck.render.fleet_watch import watch_table
-
-        text = watch_table(rows, markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output, private=not redact_output)
+    emit(render(Kind.FLEET_WATCH, FleetWatchView(rows), fmt), output, private=not redact_output)
     _refuse(problems)
 
 

@@ -9,7 +9,15 @@ import typer
 
 from hostcheck.collectors.disk_bw import DEFAULT_SIZE_MIB, MAX_SIZE_MIB, MIN_SIZE_MIB, check_size_mib
 from hostcheck.collectors.power_draw import MAX_SAMPLE_S
-from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, collect_live, emit
+from hostcheck.commands.common import (
+    DEFAULT_FORMAT,
+    FormatName,
+    OutputOpt,
+    check_output,
+    collect_live,
+    emit,
+    format_option,
+)
 from hostcheck.commands.live import (
     DEFAULT_SPEED_MAX_MB,
     LIVE_DEFAULTS,
@@ -23,11 +31,12 @@ from hostcheck.commands.live import (
 from hostcheck.errors import UsageError
 from hostcheck.measure.power_estimate import check_sample_seconds, check_wall_pair, check_wall_reading
 from hostcheck.netprobe.speedtest import DEFAULT_SECONDS as DEFAULT_SPEED_SECONDS
+from hostcheck.render.formats import Kind
 
 
 @live_options
 def offer(
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.OFFER)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     facts_file: Annotated[Path | None, typer.Option("--facts", help="Preview from a saved facts snapshot (measures nothing).")] = None,
     no_disk_bw: Annotated[bool, typer.Option("--no-disk-bw", help="Do not measure disk_bw (writes nothing).")] = False,
@@ -51,7 +60,7 @@ def offer(
     from hostcheck.facts import load_snapshot
     from hostcheck.measure.offer import build_offer
     from hostcheck.measure.power_estimate import estimate_power
-    from hostcheck.render.offer import render_offer
+    from hostcheck.render.formats import render
 
     check_output(output)
     check_wall_reading(wall_idle_w, "--wall-idle-w")
@@ -82,7 +91,7 @@ def offer(
     if measured_here and not no_disk_bw:
         disk = _measure_disk_bw(facts, disk_dir, disk_size_mib)
     hint = "judging a snapshot (--facts); run `hostcheck offer` on the machine" if not measured_here else "--no-disk-bw"
-    emit(render_offer(build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt), output)
+    emit(render(Kind.OFFER, build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt), output)
 
 
 def _measure_disk_bw(facts: dict[str, Any], disk_dir: Path | None, size_mib: int) -> Any:

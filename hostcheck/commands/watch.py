@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, emit
+from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, emit, format_option
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_OK
 from hostcheck.recording.store import (
@@ -21,6 +21,7 @@ from hostcheck.recording.store import (
     default_record_db,
     default_report_db,
 )
+from hostcheck.render.formats import Kind
 from hostcheck.watch import traffic
 from hostcheck.watch.probes import DEFAULT_TARGETS, DEFAULT_TIMEOUT_S, parse_targets
 from hostcheck.watch.recorder import (
@@ -175,14 +176,15 @@ def _say(message: str) -> None:
 @watch_app.command("report")
 def report(
     db: DbOpt = None,
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.WATCH)] = DEFAULT_FORMAT,
     days: Annotated[float | None, typer.Option("--days", help="Only the last N days.")] = None,
     output: OutputOpt = None,
 ) -> None:
     """Uptime, outages with causes, a timeline, and each platform's published rule applied."""
     from hostcheck.recording.analysis import analyse
     from hostcheck.recording.store import read_recording
-    from hostcheck.render.watch import render
+    from hostcheck.render.formats import render
+    from hostcheck.render.views import WatchView
     from hostcheck.watch.rules import score_all
 
     if days is not None and not (math.isfinite(days) and days > 0):
@@ -190,5 +192,5 @@ def report(
     db = db if db is not None else default_report_db()
     recording = read_recording(db, since=None if days is None else time.time() - days * 86400)
     analysis = analyse(recording, now=time.time())
-    text = render(analysis, score_all(analysis), str(db), fmt)
+    text = render(Kind.WATCH, WatchView(analysis, score_all(analysis), str(db)), fmt)
     emit(text, output)

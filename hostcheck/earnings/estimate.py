@@ -1,5 +1,5 @@
 """The earnings estimate: from checked inputs, facts and power figures to the report, for
-``hostcheck earnings`` and for the audit's closing lines (``hostcheck.earnings.render.audit``
+``hostcheck earnings`` and for the audit's closing lines (``hostcheck.render.earnings.audit``
 writes them). The commands parse the options; this is what they call."""
 
 from __future__ import annotations

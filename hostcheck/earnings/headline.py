@@ -8,13 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.earnings.report import ACCEPTS, Machine, PlatformOut, Span, audit_feasible
+from hostcheck.wording import money
 
-
-def money(x: float | None, currency: str, digits: int = 2) -> str:
-    if x is None:
-        return "n/a"
-    sign = "-" if x < 0 else ""
-    return f"{sign}{abs(x):,.{digits}f} {currency}"
+__all__ = ["earnings_headline", "money", "span_text"]
 
 
 def span_text(span: Span | dict[str, Any] | None, currency: str, digits: int = 2, unit: str = "",

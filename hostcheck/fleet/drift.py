@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcheck.checks.agents import recorded_agents
 from hostcheck.checks.base import id_of
 from hostcheck.checks.inbound import forwarded_range, range_per_gpu
-from hostcheck.checks.network import recorded_interfaces, recorded_route
-from hostcheck.checks.packages import recorded_driver_versions, recorded_reboot
+from hostcheck.checks.readers import (
+    recorded_agents,
+    recorded_driver_versions,
+    recorded_interfaces,
+    recorded_reboot,
+    recorded_route,
+)
 from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.knowledge.routes import interface_ipv4
 from hostcheck.models import Report

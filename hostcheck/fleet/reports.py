@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from hostcheck import safeio
 from hostcheck.checks import family_prefixes
 from hostcheck.checks.base import listed_devices
-from hostcheck.checks.network import listening_sockets, measured_bandwidth
+from hostcheck.checks.readers import listening_sockets, measured_bandwidth
 from hostcheck.errors import FileInputError, FleetError, Missing
 from hostcheck.facts import Unknown, from_jsonable
 from hostcheck.fleet.drift import fact_changes

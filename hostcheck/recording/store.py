@@ -191,6 +191,8 @@ def inspect_file(path: Path, option: str = "--db") -> bool:
         return False
     except OSError as exc:
         raise WatchDbError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise WatchDbError(f"{path} is a directory: {option} takes the database file (e.g. {path / 'watch.db'})")
     if not stat.S_ISREG(st.st_mode):
         raise WatchDbError(f"{path} is not a regular file; refusing to use it as the watch database")
     if st.st_size == 0:

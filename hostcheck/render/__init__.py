@@ -1,21 +1,20 @@
-"""Renderers: the same report as a terminal table, Markdown or JSON."""
+"""Renderers: each kind of report as terminal text, Markdown or JSON.
+
+The formats and the one entry point are :mod:`hostcheck.render.formats`; the modules here lay out
+each kind of report. :func:`render` is the audit's, for callers that hold a report alone.
+"""
 
 from __future__ import annotations
 
-from hostcheck import safeio
-from hostcheck.models import Report
-from hostcheck.render.escape import escape_tree
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the models load pydantic: every command imports this package, `hostcheck --help` too
+    from hostcheck.models import Report
 
 
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
-    if fmt == "json":
-        return safeio.dumps(report.as_dict(), indent=2, sort_keys=False) + "\n"
-    if fmt == "markdown":
-        from hostcheck.render.markdown import render_markdown
-        from hostcheck.render.markdown_escape import markdown_tree
+    """The audit ``report`` in the format named ``fmt``."""
+    from hostcheck.render import formats
+    from hostcheck.render.views import AuditView
 
-        return render_markdown(markdown_tree(report), verbose=verbose)
-    report = escape_tree(report)
-    from hostcheck.render.table import render_table
-
-    return render_table(report, verbose=verbose, color=color)
+    return formats.render(formats.Kind.AUDIT, AuditView(report), fmt, formats.Options(details=verbose, color=color))

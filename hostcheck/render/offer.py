@@ -1,4 +1,4 @@
-"""The offer preview as a terminal table, markdown or JSON (values from facts are escaped)."""
+"""The offer preview as terminal text or Markdown (values from facts are escaped)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
 from hostcheck.render.markdown_escape import markdown_tree
 from hostcheck.render.terminal import terminal_width, wrap
-from hostcheck.safeio import dumps
+from hostcheck.wording import plain as _plain
 
 POWER_ROWS = (
     ("gpu_idle", "GPU, idle"), ("gpu_load", "GPU, under load"), ("cpu_package", "CPU package"),
@@ -61,10 +61,6 @@ def _power_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     return lines
 
 
-def _plain(number: float) -> str:
-    return f"{number:.2f}".rstrip("0").rstrip(".")
-
-
 def _self_test_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     if not offer.self_test:
         return []
@@ -84,10 +80,8 @@ def _self_test_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     return lines
 
 
-def render_offer(offer: Offer, fmt: str) -> str:
-    if fmt == "json":
-        return dumps(offer.as_dict(), indent=2) + "\n"
-    markdown = fmt == "markdown"
+def offer_text(offer: Offer, markdown: bool = False) -> str:
+    """The offer as terminal text, or as Markdown (the formats call this; JSON is the offer's own dict)."""
     width = terminal_width()
     if markdown:
         offer = markdown_tree(offer)

@@ -24,6 +24,7 @@ from hostcheck.render.text import (
     where_text,
 )
 from hostcheck.rules_age import stale_line
+from hostcheck.wording import counted
 
 SCREEN_LINES = 40
 MAX_HEADLINE_LINES = 3
@@ -96,7 +97,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     unknown_lines: list[str] = []
     if answer.unknowns:
         count = sum(len(g.checks) for g in answer.unknowns)
-        unknown_lines = ["", f"Not judged ({count} check{'s' if count != 1 else ''}), by cause:"]
+        unknown_lines = ["", f"Not judged ({counted(count, 'check')}), by cause:"]
     note = wrap(answer.plan_note, width) if answer.plan_note else []
     room -= len(plan_lines) + len(unknown_lines) + len(note)
 

@@ -17,6 +17,7 @@ from hostcheck.models import (
     Verdict,
 )
 from hostcheck.report import STATUS_ORDER
+from hostcheck.wording import counted, plural
 
 VERDICT_MARK: dict[Verdict, str] = {verdict: verdict.upper() for verdict in Verdict}
 STATUS_LABEL: dict[Status, str] = {
@@ -77,7 +78,7 @@ def step_text(step: PlanStep) -> str:
     if step.lowers is not None:
         parts.append(f"lowers owner risk (a {step.lowers.upper()} item)")
     if step.unlocks:
-        parts.append(f"then {', '.join(step.unlocks)} accept{'s' if len(step.unlocks) == 1 else ''} it")
+        parts.append(f"then {', '.join(step.unlocks)} {plural(len(step.unlocks), 'accepts')} it")
     if step.dedicated_only:
         parts.append("for a machine dedicated to hosting only")
     return f"{step.action}: {'; '.join(parts)}."
@@ -85,7 +86,7 @@ def step_text(step: PlanStep) -> str:
 
 def unknown_text(group: UnknownGroup) -> str:
     """'reading them needs root: 5 checks not judged (ISO-1040, ...); run `sudo hostcheck audit`'."""
-    count = f"{len(group.checks)} check{'s' if len(group.checks) != 1 else ''}"
+    count = counted(len(group.checks), "check")
     text = f"{group.cause}: {count} not judged ({ids_text(group.checks)})"
     return text + (f"; {group.then}" if group.then else "")
 

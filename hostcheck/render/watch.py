@@ -1,4 +1,4 @@
-"""The watch report: table (terminal), markdown and JSON, with a timeline chart."""
+"""The watch report as terminal text or Markdown, with a timeline chart; its data for JSON (:func:`to_json`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
 from hostcheck.render.terminal import terminal_width, wrap
 from hostcheck.watch.rules import RuleScore
+from hostcheck.wording import duration as _dur
+from hostcheck.wording import percent as _pct
 
 CELLS_PER_DAY = 48  # one cell per 30 minutes
 SYMBOLS = {UP: "=", "network": "N", "power": "P", "reboot": "R", "driver": "D", "suspend": "S", NOT_RECORDED: "."}
@@ -32,19 +34,6 @@ def _ts(t: float | None) -> str:
     if t is None:
         return "-"
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _dur(seconds: float) -> str:
-    if 0 < seconds < 10:
-        return f"{seconds:.2f}s"  # a few seconds are shown as they are, not rounded to none
-    seconds = round(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
-def _pct(x: float | None) -> str:
-    return "unknown" if x is None else f"{x * 100:.3f} %"
 
 
 def _share(seconds: float, share: float | None) -> str:
@@ -195,11 +184,10 @@ def _event_line(e: dict[str, Any]) -> str:
     return f"{kind}: {json.dumps(d, sort_keys=True)[:160]}"
 
 
-def render(a: Analysis, scores: list[RuleScore], db: str, fmt: str) -> str:
+def watch_text(a: Analysis, scores: list[RuleScore], db: str, markdown: bool = False) -> str:
+    """The report as terminal text, or as Markdown (the formats call this; JSON is :func:`to_json`)."""
     data = to_json(a, scores, db)
-    if fmt == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    md = fmt == "markdown"
+    md = markdown
     width = terminal_width()
     out: list[str] = []
     head = "# " if md else ""
@@ -307,4 +295,4 @@ def _table(header: list[str], rows: list[list[str]], md: bool) -> list[str]:
     return columns(header, rows, terminal_width(), rule=True)
 
 
-__all__ = ["DOWN_CAUSES", "render", "timeline", "to_json"]
+__all__ = ["DOWN_CAUSES", "timeline", "to_json", "watch_text"]

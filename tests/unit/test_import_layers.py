@@ -39,6 +39,8 @@ LAYERS: dict[str, int] = {
     "hostcheck.safeio": FOUNDATION,
     "hostcheck.yaml_loader": FOUNDATION,
     "hostcheck.progress": FOUNDATION,
+    "hostcheck.wording": FOUNDATION,
+    "hostcheck.file_kinds": FOUNDATION,
     "hostcheck.knowledge": FOUNDATION,
     "hostcheck.firewall": FOUNDATION,
     "hostcheck.collectors": SYSTEM,
@@ -71,7 +73,6 @@ LAYERS: dict[str, int] = {
     "hostcheck.selftest.verdict": JUDGEMENT,
     "hostcheck.selftest.safety": JUDGEMENT,
     "hostcheck.render": RENDERING,
-    "hostcheck.earnings.render": RENDERING,
     "hostcheck.watch.metrics": RENDERING,
     "hostcheck.watch.textfile": RENDERING,
     "hostcheck.market.render": RENDERING,
@@ -195,3 +196,18 @@ def test_every_module_has_a_layer_by_name() -> None:
     """A new top-level module or package is placed in LAYERS, not left to the package's default."""
     unplaced = sorted({package_of(m) for m in modules() if package_of(m) != "hostcheck"} - set(LAYERS))
     assert not unplaced, unplaced
+
+
+def test_no_check_family_imports_another() -> None:
+    """A family of checks stands on its own: its module imports the shared ones (the check
+    machinery, the readers of facts more than one family uses) and no other family's, and the
+    shared ones import no family. What two families judge alike is a shared reader."""
+    from hostcheck.checks import SHARED
+
+    shared = {"hostcheck.checks", *(f"hostcheck.checks.{name}" for name in SHARED)}
+    checks = {m for m in modules() if m == "hostcheck.checks" or m.startswith("hostcheck.checks.")}
+    families = checks - shared
+    assert {"hostcheck.checks.agents", "hostcheck.checks.network"} <= families
+    graph = imports()
+    bad = [f"{a} imports {b}" for a in sorted(checks - {"hostcheck.checks"}) for b in sorted(graph.get(a, ())) if b in families]
+    assert not bad, "\n".join(bad)

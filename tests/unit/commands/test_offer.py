@@ -296,7 +296,7 @@ def test_hostile_values_never_crash_the_preview() -> None:
     """Every leaf the offer or the power figures read, replaced by each hostile value in turn."""
     from hostcheck.facts import from_jsonable
     from hostcheck.measure.power_estimate import estimate_power
-    from hostcheck.render.offer import render_offer
+    from hostcheck.render.formats import Kind, render
 
     base = to_jsonable(load_snapshot(SNAPSHOTS / "reference-laptop.json"))
     base["network"]["bandwidth"] = {"measured": True, "download_mbps": 300.0, "upload_mbps": 20.0,
@@ -317,7 +317,7 @@ def test_hostile_values_never_crash_the_preview() -> None:
             facts = from_jsonable(doc)
             offer = build_offer(facts, power=estimate_power(facts))
             for fmt in ("table", "json"):
-                assert "\x1b" not in render_offer(offer, fmt)
+                assert "\x1b" not in render(Kind.OFFER, offer, fmt)
 
 
 def test_live_offer_without_fio_says_how_to_get_it() -> None:

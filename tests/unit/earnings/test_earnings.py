@@ -240,7 +240,7 @@ def test_the_headline_quotes_money_only_for_a_platform_the_audit_finds_feasible(
     assert platform(report, "vast")["audit_verdict"].endswith(": not feasible")
     assert "Money: io.net nets" in report["headline"] and "Vast" not in report["headline"].split("Money:")[1]
     # With only infeasible platforms, none is quoted, and the table marks them.
-    from hostcheck.earnings.render import render_earnings
+    from hostcheck.render.earnings import render_earnings
 
     report, _ = run({"electricity": 0.30, "price": 5.0, "occupancy": 30}, facts=facts, source="x", platforms=["vast"])
     assert "no platform shown is feasible" in report["headline"] and "nets" not in report["headline"]
@@ -294,7 +294,7 @@ def test_json_output_matches_the_shipped_schema() -> None:
 
 
 def test_markdown_has_the_chart_in_a_code_block() -> None:
-    from hostcheck.earnings.render import render_earnings
+    from hostcheck.render.earnings import render_earnings
 
     text = render_earnings(flags_only(heating="resistive", cooling_months="6-8"), markdown=True)
     block = text.split("```\n", 2)[1]

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from hostcheck.earnings.estimate import run
-from hostcheck.earnings.render import render_earnings
 from hostcheck.facts import load_snapshot
 from hostcheck.policy import load_shipped
+from hostcheck.render.earnings import render_earnings
 from tests.helpers import SNAPSHOTS, run_cli
 
 H = 730.0

@@ -33,13 +33,14 @@ from hostcheck.recording.store import (
     WatchWriter,
     read_recording,
 )
-from hostcheck.render.watch import render, timeline
+from hostcheck.render.watch import timeline
 from hostcheck.watch import pkglog
 from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, parse_target, parse_targets
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
 from hostcheck.watch.rules import rules, score_all
 from hostcheck.watch.xid import classify_line
 from tests.nvml_standin import FakeNvml, laptop_3080ti
+from tests.watch_fixtures import render_watch
 
 JOURNAL_REMOTE = Path("/lib/systemd/systemd-journal-remote")
 REPO = Path(__file__).resolve().parents[3]
@@ -560,7 +561,7 @@ def test_one_sample_report_says_the_time_it_covered() -> None:
     one = [sample(T0, boot="b1", ok=3, mono=0.0)]
     stop = Event(T0 + 0.45, "recorder_stop", "b1", {"reason": "duration reached"}, one[0].boottime + 0.45)
     a = analyse(recording_of(one, events=[stop]))
-    text = render(a, score_all(a), "test.db", "table")
+    text = render_watch(a, score_all(a), "test.db", "table")
     assert "0.45s observed" in text and "1m00s observed" not in text
 
 
@@ -586,11 +587,11 @@ def test_report_formats_and_timeline() -> None:
     week = minutes(T0, 60) + minutes(T0 + 3600, 30, ok=0, mono0=3600) + minutes(T0 + 5400, 7 * 1440 - 90, mono0=5400)
     rows = timeline(analyse(recording_of(week)))
     assert len(rows) == 1 + 7 and rows[1] == f"{day} |==N" + "=" * 45 + "|"
-    md = render(a, score_all(a), "x.db", "markdown")
+    md = render_watch(a, score_all(a), "x.db", "markdown")
     assert "| network |" in md.replace("  ", " ") or "network" in md
     assert "```" in md and "Runpod" in md
 
-    data = json.loads(render(a, score_all(a), "x.db", "json"))
+    data = json.loads(render_watch(a, score_all(a), "x.db", "json"))
     assert data["outages"][0]["cause"] == "network" and data["outages"][0]["seconds"] == 1800
 
 

@@ -27,10 +27,11 @@ from hostcheck.knowledge.routes import parse_proc_net_route
 from hostcheck.recording.analysis import analyse
 from hostcheck.recording.drift import drift
 from hostcheck.recording.store import Event, read_recording
-from hostcheck.render.watch import render, to_json
+from hostcheck.render.watch import to_json
 from hostcheck.watch.drift import DRIFT_EVERY_S, DriftSources
 from tests.unit.checks.test_driver_versions import REAL
 from tests.unit.watch.test_watch_time import StepClocks, recorder
+from tests.watch_fixtures import render_watch
 
 IFINDEX = "2"
 # /proc/net/route: a default route via 192.168.1.1 on enp3s0 (the kernel prints addresses
@@ -170,7 +171,7 @@ def test_the_recorder_notes_each_drift_once_and_the_report_says_what_drifted(tmp
                                  f"by {_at(last_restart)} (systemd's NRestarts 5)")
     assert "addressing" not in lines  # DHCP throughout
 
-    text = render(analyse(recording), [], str(tmp_path / "w.db"), "text")
+    text = render_watch(analyse(recording), [], str(tmp_path / "w.db"), "table")
     drift_section = text.split("\nDrift\n", 1)[1].split("\n\n", 1)[0]
     assert "- vastai.service restarted 5 times" in drift_section
     assert "(fix: `hostcheck explain NET-1160`)" in " ".join(drift_section.split())

@@ -19,14 +19,13 @@ from hostcheck.collectors.gpu import NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_TH
 from hostcheck.facts import Unknown
 from hostcheck.recording.analysis import analyse
 from hostcheck.recording.store import read_recording
-from hostcheck.render.watch import render
 from hostcheck.watch import traffic
 from hostcheck.watch.probes import DEFAULT_TARGETS, parse_targets
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
 from hostcheck.watch.rules import score_all
 from tests.nvml_standin import FakeNvml, laptop_3080ti
 from tests.probe_fixtures import TOKEN, free_port, start_in_thread
-from tests.watch_fixtures import CountingNvml, StunResponder, TcpListener
+from tests.watch_fixtures import CountingNvml, StunResponder, TcpListener, render_watch
 
 REPO = Path(__file__).resolve().parents[3]
 T0 = 1_800_000_000.0
@@ -93,7 +92,7 @@ def test_throttled_time_is_the_counters_increase_between_consecutive_samples(tmp
     # Counted over the three consecutive pairs: 180 s; thermal 33 s, power 21 s of it.
     assert (health[0].thermal_s, health[0].power_s, health[0].counted_s) == (33.0, 21.0, 180.0)
     assert health[0].share(health[0].thermal_s) == pytest.approx(33 / 180)
-    text = render(analyse(recording), score_all(analyse(recording)), "w.db", "table")
+    text = render_watch(analyse(recording), score_all(analyse(recording)), "w.db", "table")
     assert "GPU health (NVML counters)" in text and "18.333 %" in text
 
 
@@ -267,7 +266,7 @@ def test_forwarded_ports_through_a_real_probe_server(tmp_path: Path, listener: T
     checks = events(tmp_path, "inbound")
     assert len(checks) == 2
     assert all(c["probed"] and [p["result"] for p in c["ports"]] == ["reachable", "reachable"] for c in checks)
-    text = render(analyse(read_recording(tmp_path / "w.db")), [], "w.db", "table")
+    text = render_watch(analyse(read_recording(tmp_path / "w.db")), [], "w.db", "table")
     assert "Forwarded ports" in text
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.earnings.headline import money
-from hostcheck.earnings.render.markdown import as_markdown
-from hostcheck.earnings.render.platform import Line, platform_lines
 from hostcheck.earnings.report import ACCEPTS, audit_feasible
+from hostcheck.render.earnings.markdown import as_markdown
+from hostcheck.render.earnings.platform import Line, platform_lines
 from hostcheck.render.escape import escape_tree
 from hostcheck.render.terminal import terminal_width, wrap
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.earnings.headline import money, span_text
-from hostcheck.earnings.render.chart import chart_lines
 from hostcheck.earnings.report import NOT_PUBLISHED, audit_feasible
 from hostcheck.render.columns import columns
+from hostcheck.render.earnings.chart import chart_lines
 
 SEASON_TITLES = {"winter": "winter (heating months)", "summer": "summer (cooling months)",
                  "other": "other months", "year": "whole year, per month"}

@@ -1,0 +1,69 @@
+"""``--format json``: each report's data, for programs (the audit's shape is the published
+schema, hostcheck/schema/report-v1.json). Never NaN or Infinity (:func:`hostcheck.safeio.dumps`);
+nothing is escaped, JSON's own quoting carries any value safely."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.render.formats import Format, Options, register
+from hostcheck.render.views import Kind
+from hostcheck.safeio import dumps
+
+
+def _json(data: Any, *, ascii_only: bool = True, sort_keys: bool = False) -> str:
+    return dumps(data, indent=2, ensure_ascii=ascii_only, sort_keys=sort_keys) + "\n"
+
+
+def _audit(view: Any, options: Options) -> str:
+    return _json(view.report.as_dict())  # the earnings lines are text; `hostcheck earnings -f json` has the figures
+
+
+def _earnings(report: Any, options: Options) -> str:
+    return _json(report)
+
+
+def _offer(offer: Any, options: Options) -> str:
+    return _json(offer.as_dict())
+
+
+def _watch(view: Any, options: Options) -> str:
+    from hostcheck.render.watch import to_json
+
+    return _json(to_json(view.analysis, view.scores, view.db), ascii_only=False)
+
+
+def _fleet(view: Any, options: Options) -> str:
+    return _json({"policies": view.policy_ids, "hosts": [row.as_dict() for row in view.rows]})
+
+
+def _fleet_drift(view: Any, options: Options) -> str:
+    return _json([change.as_dict() for change in view.changes])
+
+
+def _fleet_watch(view: Any, options: Options) -> str:
+    return _json({"hosts": [row.as_dict() for row in view.rows]})
+
+
+def _policies(view: Any, options: Options) -> str:
+    rows = [
+        {
+            "id": p.id, "title": p.title, "platform": p.platform, "kind": p.kind, "summary": p.summary,
+            "follows": p.follows,
+            "sources": sorted({(r.source.title, r.source.url, r.source.checked, r.source.status, r.source.quote)
+                               for r in p.requirements}),
+        }
+        for p in view.policies
+    ]  # fmt: skip
+    return _json(rows)
+
+
+JSON = register(Format(
+    name="json",
+    help="the data, for programs",
+    order=10,
+    renderers={
+        Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
+        Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
+    },
+))  # fmt: skip

@@ -1,0 +1,89 @@
+"""The terminal's format (``--format table``, the default): text wrapped to the terminal's
+width, every value from the facts escaped (:mod:`hostcheck.render.escape`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcheck.render.formats import Format, Options, register
+from hostcheck.render.views import Kind
+
+
+def _audit(view: Any, options: Options) -> str:
+    from hostcheck.render.escape import escape_text, escape_tree
+    from hostcheck.render.table import render_table
+
+    text = render_table(escape_tree(view.report), verbose=options.details, color=options.color)
+    if view.earnings is not None:
+        text += "\n" + "".join(f"{escape_text(line)}\n" for line in view.earnings)
+    return text
+
+
+def _earnings(report: Any, options: Options) -> str:
+    from hostcheck.render.earnings import render_earnings
+
+    return render_earnings(report)
+
+
+def _offer(offer: Any, options: Options) -> str:
+    from hostcheck.render.offer import offer_text
+
+    return offer_text(offer)
+
+
+def _watch(view: Any, options: Options) -> str:
+    from hostcheck.render.watch import watch_text
+
+    return watch_text(view.analysis, view.scores, view.db)
+
+
+def _fleet(view: Any, options: Options) -> str:
+    from hostcheck.render.fleet import fleet_table
+
+    return fleet_table(view.rows, view.policy_ids)
+
+
+def _fleet_drift(view: Any, options: Options) -> str:
+    from hostcheck.render.fleet import drift_text
+
+    return drift_text(view.changes)
+
+
+def _fleet_watch(view: Any, options: Options) -> str:
+    from hostcheck.render.fleet_watch import watch_table
+
+    return watch_table(view.rows)
+
+
+def _policies(view: Any, options: Options) -> str:
+    from hostcheck.render.explain import policy_list_text
+    from hostcheck.render.terminal import terminal_width
+
+    return policy_list_text(view, terminal_width())
+
+
+def _check(view: Any, options: Options) -> str:
+    from hostcheck.render.explain import check_text
+    from hostcheck.render.terminal import terminal_width
+
+    return check_text(view, terminal_width())
+
+
+def _agents(view: Any, options: Options) -> str:
+    from hostcheck.render.explain import agent_text
+    from hostcheck.render.terminal import terminal_width
+
+    return agent_text(view, terminal_width())
+
+
+TEXT = register(Format(
+    name="table",
+    help="text for the terminal",
+    order=0,
+    terminal=True,
+    renderers={
+        Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
+        Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
+        Kind.EXPLAIN_CHECK: _check, Kind.EXPLAIN_AGENT: _agents,
+    },
+))  # fmt: skip
