@@ -18,16 +18,18 @@ import typer
 
 from hostcheck.collectors import DEFAULT_BUDGET_S, CollectContext
 from hostcheck.commands.common import (
-    FormatOpt,
-    OutputFormat,
+    DEFAULT_FORMAT,
+    FormatName,
     OutputOpt,
     check_output,
     check_timeout,
     collect_live,
     emit,
+    format_option,
 )
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_NOT_MEASURED
+from hostcheck.render.formats import Kind, render
 
 MAX_GPUS = 64
 MAX_GPU_NAME = 60
@@ -120,7 +122,7 @@ def market(
     key_file: KeyFileOpt = None,
     market_url: MarketUrlOpt = None,
     record_db: Annotated[Path | None, typer.Option("--record", help="Append the snapshot to this SQLite database (at most one per model and count every 5 minutes).")] = None,
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.MARKET)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request to the market (and for collecting facts).")] = DEFAULT_BUDGET_S,
 ) -> None:
@@ -128,7 +130,6 @@ def market(
     if ctx.invoked_subcommand is not None:
         return
     from hostcheck.market.client import MarketError
-    from hostcheck.market.render import render_snapshot
     from hostcheck.market.store import MIN_INTERVAL_S, inspect_file, last_taken, record
 
     check_timeout(timeout)
@@ -170,15 +171,7 @@ def market(
     if record_db is not None:
         record(record_db, summary)
         _say(f"recorded into {record_db}")
-    if fmt is OutputFormat.JSON:
-        from hostcheck.safeio import dumps
-
-        text = dumps(summary, indent=2) + "\n"
-    else:
-        from hostcheck.render.terminal import terminal_width
-
-        text = render_snapshot(summary, width=terminal_width(), markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output)
+    emit(render(Kind.MARKET, summary, fmt), output)
     sys.stdout.flush()
 
 
@@ -188,13 +181,13 @@ def report(
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only this GPU model.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="Only machines with this many GPUs.")] = None,
     days: Annotated[float | None, typer.Option("--days", help="Only the last N days.")] = None,
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.MARKET_TREND)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
 ) -> None:
     """The trend of rented share and prices over the recorded days."""
-    from hostcheck.market.render import render_trend
     from hostcheck.market.store import read_rows
     from hostcheck.market.trend import trend
+    from hostcheck.render.views import MarketTrendView
 
     check_output(output)
     check_gpu_args(gpu, gpus)
@@ -202,15 +195,7 @@ def report(
         raise UsageError("--days must be above 0")
     rows = read_rows(db, gpu, gpus, since=None if days is None else time.time() - days * 86400)
     models = trend(rows)
-    if fmt is OutputFormat.JSON:
-        from hostcheck.safeio import dumps
-
-        text = dumps({"db": str(db), "models": models}, indent=2) + "\n"
-    else:
-        from hostcheck.render.terminal import terminal_width
-
-        text = render_trend(models, str(db), width=terminal_width(), markdown=fmt is OutputFormat.MARKDOWN)
-    emit(text, output)
+    emit(render(Kind.MARKET_TREND, MarketTrendView(models, str(db)), fmt), output)
 
 
 def earnings_market(values: dict[str, Any], facts: dict[str, Any] | None, key_file: Path | None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes.util
 import datetime as dt
-import json
 import os
 import sys
 import threading
@@ -16,9 +15,10 @@ from typing import Annotated, Any
 
 import typer
 
-from hostcheck.commands.common import FormatOpt, OutputFormat, OutputOpt, check_output, emit
+from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, check_output, emit, format_option
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERRUPTED, EXIT_NOT_FEASIBLE, EXIT_OK
+from hostcheck.render.formats import Kind, render
 from hostcheck.selftest.rules import rules
 
 MAX_MINUTES = 60.0
@@ -90,7 +90,7 @@ class Request:
 
 
 def selftest(
-    fmt: FormatOpt = OutputFormat.TABLE,
+    fmt: Annotated[FormatName, format_option(Kind.SELFTEST)] = DEFAULT_FORMAT,
     output: OutputOpt = None,
     minutes: Annotated[float, typer.Option("--minutes", help=f"Length of the sustained load, minutes (1-{MAX_MINUTES:g}; default: Vast's stress stage).")] = STRESS_MINUTES,
     max_temp: Annotated[int | None, typer.Option("--max-temp", help="Stop when a GPU reaches this temperature, °C (default: its slowdown temperature less 5).")] = None,
@@ -105,8 +105,6 @@ def selftest(
         raise UsageError(f"--minutes must be from 1 to {MAX_MINUTES:g}, not {minutes}")
     if max_temp is not None and not 30 <= max_temp <= 110:
         raise UsageError(f"--max-temp must be from 30 to 110 °C, not {max_temp}")
-    if fmt == OutputFormat.MARKDOWN:
-        raise UsageError("--format markdown is not offered by selftest: table or json")
     if watch_db is not None and watch_db.exists() and not watch_db.is_file():
         raise UsageError(f"--watch-db {watch_db}: not a regular file")
     request = Request(minutes, max_temp, yes, accept_owner_risk, in_container)
@@ -152,14 +150,14 @@ def _progress_line() -> Callable[[str], None]:
     return show
 
 
-def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, dict[str, Any] | None]:
+def execute(request: Request, deps: Deps, fmt: str) -> tuple[int, str, dict[str, Any] | None]:
     """The whole command after its options: (exit code, what to print, the event --watch-db
     stores; None when nothing ran)."""
     from hostcheck.policy import load_shipped
+    from hostcheck.render.views import SelftestView
     from hostcheck.report import build_report
     from hostcheck.selftest import safety
     from hostcheck.selftest.cuda import CudaUnavailable
-    from hostcheck.selftest.render import render_json, render_text
     from hostcheck.selftest.results import Run
     from hostcheck.selftest.sampler import open_gpus
     from hostcheck.selftest.stages import Environment, Options, estimate_seconds, run_gpu_stages
@@ -188,10 +186,7 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
             count = max(count, len(busy))
     reasons = safety.refusals(facts, busy, report.owner_risk.rating, request.accept_owner_risk)
     if reasons:
-        text = "hostcheck selftest did not start:\n" + "".join(f"- {r}\n" for r in reasons)
-        if fmt == OutputFormat.JSON:
-            text = json.dumps({"refused": reasons, "preflight": run.preflight}, indent=2) + "\n"
-        return EXIT_NOT_FEASIBLE, text, None
+        return EXIT_NOT_FEASIBLE, render(Kind.SELFTEST, SelftestView(run, refused=reasons), fmt), None
     container = ""
     if request.in_container and deps.docker_run is not None:
         deps.progress(f"container: starting {request.in_container} with --gpus all")
@@ -235,7 +230,7 @@ def execute(request: Request, deps: Deps, fmt: OutputFormat) -> tuple[int, str, 
         verdict.headline.insert(0, f"The container did not start through Docker with --gpus all: {container}")
     deps.progress("")
     event = _event(run, verdict)
-    text = json.dumps(render_json(run, verdict), indent=2) + "\n" if fmt == OutputFormat.JSON else render_text(run, verdict)
+    text = render(Kind.SELFTEST, SelftestView(run, verdict), fmt)
     if interrupted:
         return EXIT_INTERRUPTED, text, event
     passed = exit_status(verdict) and not container

@@ -28,6 +28,9 @@ class Kind(StrEnum):
     POLICIES = "policy list"
     EXPLAIN_CHECK = "check explanation"
     EXPLAIN_AGENT = "agent explanation"
+    MARKET = "market snapshot"
+    MARKET_TREND = "market trend"
+    SELFTEST = "self-test result"
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,23 @@ class FleetWatchView:
     """`hostcheck fleet watch`: every host's rehearsal, worst first."""
 
     rows: list[Any]  # hostcheck.fleet.watch.WatchRow
+
+
+@dataclass(frozen=True)
+class MarketTrendView:
+    """`hostcheck market report`: each recorded model's days, from the database named."""
+
+    models: list[dict[str, Any]]
+    db: str
+
+
+@dataclass(frozen=True)
+class SelftestView:
+    """`hostcheck selftest`: the run and its verdict, or why it did not start (``refused``)."""
+
+    run: Any  # hostcheck.selftest.results.Run
+    verdict: Any = None  # hostcheck.selftest.verdict.Verdict; None when refused
+    refused: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def render_earnings(report: dict[str, Any], *, markdown: bool = False, width: in
     out.append((f"electricity {tariff}; occupancy {i['occupancy_pct']:g} %; {report['machine']['gpus']} GPU(s)"
                 + (f" ({report['machine']['gpu_name']})" if report["machine"].get("gpu_name") else ""), 0))
     if report.get("market"):
-        from hostcheck.market.render import market_lines
+        from hostcheck.render.market import market_lines
 
         out += market_lines(report["market"])
     heat = i["heating"]

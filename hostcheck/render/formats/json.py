@@ -58,6 +58,22 @@ def _policies(view: Any, options: Options) -> str:
     return _json(rows)
 
 
+def _market(summary: Any, options: Options) -> str:
+    return _json(summary)
+
+
+def _market_trend(view: Any, options: Options) -> str:
+    return _json({"db": view.db, "models": view.models})
+
+
+def _selftest(view: Any, options: Options) -> str:
+    from hostcheck.render.selftest import render_json
+
+    if view.refused is not None:
+        return _json({"refused": view.refused, "preflight": view.run.preflight})
+    return _json(render_json(view.run, view.verdict))
+
+
 JSON = register(Format(
     name="json",
     help="the data, for programs",
@@ -65,5 +81,6 @@ JSON = register(Format(
     renderers={
         Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
         Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
+        Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend, Kind.SELFTEST: _selftest,
     },
 ))  # fmt: skip

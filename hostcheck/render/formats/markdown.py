@@ -56,6 +56,18 @@ def _fleet_watch(view: Any, options: Options) -> str:
     return watch_table(view.rows, markdown=True)
 
 
+def _market(summary: Any, options: Options) -> str:
+    from hostcheck.render.market import render_snapshot
+
+    return render_snapshot(summary, markdown=True)
+
+
+def _market_trend(view: Any, options: Options) -> str:
+    from hostcheck.render.market import render_trend
+
+    return render_trend(view.models, view.db, markdown=True)
+
+
 MARKDOWN = register(Format(
     name="markdown",
     help="for forum posts and tickets",
@@ -63,5 +75,6 @@ MARKDOWN = register(Format(
     renderers={
         Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
         Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch,
+        Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend,
     },
 ))  # fmt: skip

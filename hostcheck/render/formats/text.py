@@ -76,6 +76,26 @@ def _agents(view: Any, options: Options) -> str:
     return agent_text(view, terminal_width())
 
 
+def _market(summary: Any, options: Options) -> str:
+    from hostcheck.render.market import render_snapshot
+    from hostcheck.render.terminal import terminal_width
+
+    return render_snapshot(summary, width=terminal_width())
+
+
+def _market_trend(view: Any, options: Options) -> str:
+    from hostcheck.render.market import render_trend
+    from hostcheck.render.terminal import terminal_width
+
+    return render_trend(view.models, view.db, width=terminal_width())
+
+
+def _selftest(view: Any, options: Options) -> str:
+    from hostcheck.render.selftest import render_refusal, render_text
+
+    return render_refusal(view.refused) if view.refused is not None else render_text(view.run, view.verdict)
+
+
 TEXT = register(Format(
     name="table",
     help="text for the terminal",
@@ -85,5 +105,6 @@ TEXT = register(Format(
         Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
         Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
         Kind.EXPLAIN_CHECK: _check, Kind.EXPLAIN_AGENT: _agents,
+        Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend, Kind.SELFTEST: _selftest,
     },
 ))  # fmt: skip

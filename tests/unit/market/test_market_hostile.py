@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hostcheck.market.client import MarketError
 from hostcheck.market.parse import parse_metrics_current, parse_metrics_history, parse_offers
-from hostcheck.market.render import render_snapshot
+from hostcheck.render.market import render_snapshot
 from hostcheck.market.summary import summarise
 from hostcheck.market.vast import Snapshot
 from tests.market_standin import metrics_row, offer

@@ -23,7 +23,7 @@ from tests.helpers import REPO, SNAPSHOTS, run_cli
 REPORTING = {
     ("audit",): Kind.AUDIT, ("earnings",): Kind.EARNINGS, ("offer",): Kind.OFFER, ("watch", "report"): Kind.WATCH,
     ("fleet", "table"): Kind.FLEET, ("fleet", "diff"): Kind.FLEET_DRIFT, ("fleet", "watch"): Kind.FLEET_WATCH,
-    ("policies",): Kind.POLICIES,
+    ("policies",): Kind.POLICIES, ("market", "report"): Kind.MARKET_TREND, ("selftest",): Kind.SELFTEST,
 }  # fmt: skip
 
 

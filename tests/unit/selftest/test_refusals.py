@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from hostcheck.commands.common import OutputFormat
 from hostcheck.commands.selftest import Deps, Request, execute
 from hostcheck.exit_codes import EXIT_NOT_FEASIBLE
 from hostcheck.facts import load_snapshot
@@ -36,7 +35,7 @@ def refused(snapshot: str, *, change: Any = None, processes: list[Any] | None = 
     deps = Deps(collect=lambda: copy.deepcopy(facts), nvml=RecordedNvml([spec]), driver=no_driver,
                 kernel_lines=lambda since: [], confirm=lambda q: confirm, progress=lambda line: None)
     code, text, event = execute(Request(minutes=1, max_temp=None, yes=yes, accept_owner_risk=accept), deps,
-                                OutputFormat.TABLE)
+                                "table")
     assert event is None
     return code, text
 
@@ -89,7 +88,7 @@ def test_the_refusal_as_json() -> None:
     facts = load_snapshot(standins.SNAPSHOTS / "laptop-3070-on-battery.json")
     deps = Deps(collect=lambda: facts, nvml=None, driver=lambda: None, kernel_lines=lambda since: [],
                 confirm=lambda q: True, progress=lambda line: None)
-    code, text, _ = execute(Request(minutes=1, max_temp=None, yes=True, accept_owner_risk=False), deps, OutputFormat.JSON)
+    code, text, _ = execute(Request(minutes=1, max_temp=None, yes=True, accept_owner_risk=False), deps, "json")
     doc = json.loads(text)
     assert code == EXIT_NOT_FEASIBLE and len(doc["refused"]) == 2 and doc["preflight"]["owner_risk"] == "high"
 
@@ -111,7 +110,7 @@ def test_a_container_that_does_not_start_says_dockers_words(monkeypatch: pytest.
                 kernel_lines=lambda since: [], confirm=lambda q: True, progress=lambda line: None,
                 docker_run=lambda image: (asked.append(image), (125, said))[1])
     code, text, _ = execute(Request(minutes=1, max_temp=None, yes=True, accept_owner_risk=False,
-                                    in_container="vastai/test:self-test-v2-cuda-12.8"), deps, OutputFormat.JSON)
+                                    in_container="vastai/test:self-test-v2-cuda-12.8"), deps, "json")
     doc = json.loads(text)
     assert asked == ["vastai/test:self-test-v2-cuda-12.8"] and code == EXIT_NOT_FEASIBLE
     assert doc["answer"]["headline"].startswith(f"The container did not start through Docker with --gpus all: {said}")

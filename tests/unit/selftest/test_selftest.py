@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from hostcheck.commands.common import OutputFormat
 from hostcheck.commands.selftest import Deps, Request, execute
 from hostcheck.exit_codes import EXIT_INTERRUPTED, EXIT_NOT_FEASIBLE, EXIT_OK
 from hostcheck.facts import load_snapshot
@@ -40,7 +39,7 @@ def deps(library: Path, snapshot: str, nvml: Any, kernel: list[str] | str | None
 def run(library: Path, monkeypatch: pytest.MonkeyPatch, scenario: str, d: Deps, **request: Any) -> tuple[int, dict[str, Any]]:
     monkeypatch.setenv("HC_FAKE_CUDA", scenario)
     code, text, _ = execute(Request(minutes=MINUTES, max_temp=None, yes=True, accept_owner_risk=False, **request), d,
-                            OutputFormat.JSON)
+                            "json")
     return code, json.loads(text)
 
 
@@ -207,7 +206,7 @@ def test_the_terminal_answer_fits_80_columns(libcuda: Path, monkeypatch: pytest.
     monkeypatch.setenv("HC_FAKE_CUDA", "total_mib=12288;free_mib=12100;h2d_gbps=0.8;d2h_gbps=0.85")
     code, text, _ = execute(Request(minutes=MINUTES, max_temp=None, yes=True, accept_owner_risk=False),
                             deps(libcuda, "rtx3060-x1-riser.json", RecordedNvml([standins.riser_3060()])),
-                            OutputFormat.TABLE)
+                            "table")
     lines = text.splitlines()
     assert lines[0].startswith("Vast's self-test would likely fail at the host-device link stage:")
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
@@ -223,7 +222,7 @@ def test_the_run_is_stored_beside_the_recorders_samples(libcuda: Path, monkeypat
     monkeypatch.setenv("HC_FAKE_CUDA", "total_mib=12288;free_mib=12100;h2d_gbps=0.8;d2h_gbps=0.85")
     _, _, event = execute(Request(minutes=MINUTES, max_temp=None, yes=True, accept_owner_risk=False),
                           deps(libcuda, "rtx3060-x1-riser.json", RecordedNvml([standins.riser_3060()])),
-                          OutputFormat.JSON)
+                          "json")
     assert event is not None
     import time
 

@@ -29,6 +29,11 @@ def _value(measured: Any, unit: str) -> str:
     return f"{text} {unit}" if unit in ("of total", "of max") and measured is not None else text
 
 
+def render_refusal(reasons: list[str]) -> str:
+    """Why the self-test did not start, one reason a line."""
+    return "hostcheck selftest did not start:\n" + "".join(f"- {r}\n" for r in reasons)
+
+
 def render_text(run: Run, verdict: Verdict) -> str:
     lines: list[str] = []
     for sentence in verdict.headline:
