@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
+from typer.completion import completion_init
 from typer.core import TyperGroup
 
 from hostcheck import __version__
@@ -214,6 +215,10 @@ def main_options(
 
 
 def main() -> None:
+    # Shell completion through the environment, with no option of its own on the root:
+    # `_HOSTCHECK_COMPLETE=source_bash hostcheck` prints the bash script (README, "Shell
+    # completion"), which then asks `hostcheck` for the words. Typer registers its shells here.
+    completion_init()
     try:
         app()
     except KeyboardInterrupt:

@@ -99,15 +99,31 @@ def ansible_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def project_env(project: Path) -> dict[str, str]:
+    """:func:`ansible_env` for an operator's own Ansible directory: its ansible.cfg, and nothing
+    of this repository's Ansible settings left in the environment."""
+    env = {k: v for k, v in ansible_env().items()
+           if not k.startswith(("ANSIBLE_ROLES", "ANSIBLE_LIBRARY", "ANSIBLE_MODULE_UTILS", "ANSIBLE_COLLECTIONS",
+                                "ANSIBLE_ACTION_PLUGINS"))}
+    env["ANSIBLE_CONFIG"] = str(project / "ansible.cfg")
+    return env
+
+
 def run_playbook(inventory: Path | str, playbook: str | Path, *, extra_vars: dict[str, Any] | None = None,
                  check: bool = False, diff: bool = False, timeout: float = 900,
-                 args: list[str] | None = None) -> PlayResult:
-    """ansible-playbook from the repository root (ansible.cfg applies); never raises on a failed
-    play: the caller asserts on rc, recap and output."""
+                 args: list[str] | None = None, project: Path | None = None) -> PlayResult:
+    """ansible-playbook from the repository root (ansible.cfg applies), or from ``project``, an
+    operator's own Ansible directory with its own ansible.cfg (the playbook is then taken as
+    written: a path in that directory or a collection playbook's full name); never raises on a
+    failed play: the caller asserts on rc, recap and output."""
     path = Path(playbook)
-    if not path.is_absolute():
-        path = PLAYBOOKS / path if (PLAYBOOKS / path).exists() else REPO / path
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(path)]
+    if project is not None:
+        target = str(playbook)
+    else:
+        if not path.is_absolute():
+            path = PLAYBOOKS / path if (PLAYBOOKS / path).exists() else REPO / path
+        target = str(path)
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), target]
     if extra_vars:
         argv += ["-e", json.dumps(extra_vars)]
     if check:
@@ -117,7 +133,8 @@ def run_playbook(inventory: Path | str, playbook: str | Path, *, extra_vars: dic
     argv += args or []
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), capture_output=True, text=True,
+        env = ansible_env() if project is None else project_env(project)
+        proc = subprocess.run(argv, cwd=project or REPO, env=env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
         rc, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:

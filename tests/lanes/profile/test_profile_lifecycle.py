@@ -42,7 +42,7 @@ from tests.lab.nspawn import LabHost
 from tests.lab.rootfs import SUITES as SUITES_VERSION
 from tests.lab.rootfs import UBUNTU_DEFAULT_PACKAGES, ensure_rootfs
 from tests.lab.steps import Steps
-from tests.lanes.profile import play
+from tests.lanes.profile import collection, play
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.ansible, pytest.mark.root, pytest.mark.lab_cost(700)]
 
@@ -163,7 +163,7 @@ def build_test_image(host: LabHost) -> None:
 # empty lab cache; the figures are in README's Tests section). A step over budget fails with
 # its name, its time and the last lines of its output (tests/lab/steps.py).
 BUDGET = {"rootfs": 1200, "boot": 180, "install hostcheck": 300, "prepare": 300, "check": 600, "converge": 1200, "rerun": 600,
-          "probes": 1200, "play": 600, "rollback": 900, "reboot": 180}
+          "probes": 1200, "play": 600, "rollback": 900, "reboot": 180, "collection": 300}
 
 
 @pytest.fixture(scope="module", params=SUITES, ids=[f"debian{SUITES_VERSION[s]}" for s in SUITES])
@@ -365,6 +365,28 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     p["runtime_after_rollback"] = play.runtime_snapshot(host)
     p["manifest_dir_after_rollback"] = host.sudo("test -e /var/lib/hostcheck-profile && echo present || echo gone").stdout.strip()
     life.audits["rolled_back"] = audit_statuses(host)
+    if life.suite == FULL_SUITE:
+        as_an_operator_calls_it(P, steps, host, life, tmp, test_vars)
+
+
+def as_an_operator_calls_it(P: Any, steps: Steps, host: LabHost, life: Lifecycle, tmp: Path,
+                            test_vars: dict[str, Any]) -> None:
+    """The same host, rolled back to its snapshot, profiled again the way an operator with an
+    Ansible repository of their own takes the roles: the collection built from this repository,
+    installed from its tarball by a requirements.yml into that directory's own collections
+    path, the roles called by their full names from the operator's playbook and inventory
+    (tests/lanes/profile/collection.py), and the collection's rollback playbook (FULL_SUITE
+    only: the roles are the same files as above, what differs is how Ansible finds them)."""
+    with steps.step("collection build and install", BUDGET["collection"]):
+        tarball = collection.build(tmp / "dist")
+        project = collection.user_project(tmp / "operator", tarball, host.inventory_line(), test_vars)
+    inventory = project / "inventory.ini"
+    for name, playbook, check in (("user_check", "profile.yml", True), ("user_converge", "profile.yml", False),
+                                  ("user_rerun", "profile.yml", False),
+                                  ("user_rollback", f"{collection.FQCN}.rollback", False)):
+        budget = BUDGET[name.removeprefix("user_")]
+        life.plays[name] = P(name, budget, inventory, playbook, check=check, project=project)
+    life.snaps["user_rolled_back"] = play.snapshot(host)
 
 
 def gate_and_refusals(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp: Path,
@@ -805,6 +827,36 @@ def test_rollback_is_idempotent(life: Lifecycle) -> None:
     result = life.plays["rollback_again"]
     assert result.rc == 0, result.describe()
     assert result.stats(life.host.name)["changed"] == 0, result.changed_tasks
+
+
+# ---- the collection, called the way an operator calls it ------------------------------------------
+
+@on_full_suite_only
+def test_collection_profile_from_an_operator_s_own_directory(life: Lifecycle) -> None:
+    """Dry run, converge and a rerun that changes nothing, by the roles' full names from the
+    installed tarball (a role from the clone would print without the collection's prefix)."""
+    name = life.host.name
+    check, converge, rerun = (life.plays[k] for k in ("user_check", "user_converge", "user_rerun"))
+    assert check.rc == 0, check.describe()
+    assert check.stats(name)["changed"] > 10, "the rolled-back host needs changes; the dry run must show them"
+    assert converge.rc == 0, converge.describe()
+    for role in ("host_baseline", "ssh_hardening", "firewall", "docker_host", "isolation", "provider_vast"):
+        assert f"TASK [{collection.FQCN}.{role} : " in converge.output, role
+    assert "TASK [host_baseline : " not in converge.output
+    assert rerun.rc == 0, rerun.describe()
+    assert rerun.stats(name)["changed"] == 0, f"changed on rerun: {rerun.changed_tasks}"
+
+
+@on_full_suite_only
+def test_collection_rollback_playbook_restores_the_snapshot(life: Lifecycle) -> None:
+    """hostcheck.host_profile.rollback brings the host back exactly, as playbooks/rollback.yml does."""
+    result = life.plays["user_rollback"]
+    assert result.rc == 0, result.describe()
+    before, after = life.snaps["before"], life.snaps["user_rolled_back"]
+    assert play.file_diff(before, after, ignore=IDLE_NOISE + PACKAGE_MANAGER_STATE) == {}
+    assert before.packages == after.packages
+    assert (before.users, before.groups, before.holds) == (after.users, after.groups, after.holds)
+    assert play.unit_diff(before, after, ignore_active=IDLE_UNITS + REACHED_TARGETS) == {}
 
 
 # ---- the audit's view ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from hostcheck.checks import load_registry
-from tests.lanes.profile import play
+from tests.lanes.profile import collection, play
 
 pytestmark = [pytest.mark.ansible]
 
@@ -30,6 +30,44 @@ def load(path: Path) -> object:
 def test_ansible_lint_production_profile_is_clean() -> None:
     proc = subprocess.run([str(play.VENV_BIN / "ansible-lint"), "--nocolor", "-f", "pep8"], cwd=play.REPO,
                           env=play.ansible_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
+    assert "Profile 'production' was required, and it passed" in proc.stderr + proc.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return collection.build(tmp_path_factory.mktemp("collection"))
+
+
+def test_collection_build_holds_the_profile_and_nothing_else(built: Path) -> None:
+    """`ansible-galaxy collection build` takes the roles, playbooks, plugins, runtime metadata,
+    the collection's README and changelog and docs/roles.md; not the CLI, tests or bench, and
+    not rollback_manifest's links for runs from a clone (a collection's roles use plugins/)."""
+    names = collection.members(built)
+    assert {n.split("/")[0] for n in names} == {"MANIFEST.json", "FILES.json", "COLLECTION.md", "CHANGELOG.md",
+                                                "docs", "meta", "playbooks", "plugins", "roles"}
+    assert [n for n in names if n.startswith("docs/")] == ["docs/roles.md"]
+    assert {n.split("/")[1] for n in names if n.startswith("roles/")} == {
+        p.name for p in ROLE_DIR.iterdir() if p.is_dir()}
+    assert {n for n in names if n.startswith("plugins/") and n.endswith(".py")} == {
+        p.relative_to(play.REPO).as_posix() for p in (play.REPO / "plugins").rglob("*.py")}
+    assert [n for n in names if n.startswith("roles/rollback_manifest/")
+            and n.split("/")[2] in ("library", "module_utils", "action_plugins")] == []
+    # a collection playbook's full name is a Python identifier: provider_enable, watch_report
+    for name in ("site", "rollback", "provider_enable", "audit", "watch_report"):
+        assert f"playbooks/{name}.yml" in names
+
+
+def test_ansible_lint_production_profile_passes_on_the_installed_collection(built: Path, tmp_path: Path) -> None:
+    """What a user installs, linted where it lands (no galaxy.yml there: the built MANIFEST.json)."""
+    galaxy = play.VENV_BIN / "ansible-galaxy"
+    install = subprocess.run([str(galaxy), "collection", "install", str(built), "-p", str(tmp_path)], cwd=tmp_path,
+                             env=play.ansible_env(), capture_output=True, text=True, timeout=120)
+    assert install.returncode == 0, install.stdout + install.stderr
+    where = tmp_path / "ansible_collections" / collection.NAMESPACE / collection.NAME
+    proc = subprocess.run([str(play.VENV_BIN / "ansible-lint"), "--nocolor", "-f", "pep8", "--profile", "production",
+                           "--offline"], cwd=where, env={**play.ansible_env(), "ANSIBLE_COLLECTIONS_PATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     assert "Profile 'production' was required, and it passed" in proc.stderr + proc.stdout
 
