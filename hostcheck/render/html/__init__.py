@@ -11,8 +11,6 @@ forbids scripts and loads even if something slipped through.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from hostcheck import __version__
 from hostcheck.fleet.reports import FleetRow
 from hostcheck.measure.offer import Offer
@@ -31,7 +29,10 @@ __all__ = ["render_audit", "render_combined", "render_fleet", "render_watch"]
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    """When the page is made: the clock, or ``HOSTCHECK_NOW`` as for the audit's ``generated_at``."""
+    from hostcheck.rules_age import now
+
+    return now().replace(microsecond=0).isoformat()
 
 
 def render_audit(report: Report, *, command: str = "", earnings_lines: list[str] | None = None) -> str:
