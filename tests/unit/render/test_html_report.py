@@ -168,9 +168,14 @@ def test_redact_applies_to_the_html_report(tmp_path: Path) -> None:
 
 
 def test_commands_without_an_html_layout_say_so() -> None:
-    for args in (["offer", "--facts", str(SNAPSHOTS / "reference-laptop.json")], ["fleet", "watch", "."]):
+    """The html format declines these kinds (hostcheck/render/formats/html.py): --format refuses
+    it before any work, naming the formats that do render the command's report."""
+    cases = {"offer": ["offer", "--facts", str(SNAPSHOTS / "reference-laptop.json")],
+             "fleet drift": ["fleet", "diff", ".", "."], "fleet's rehearsals": ["fleet", "watch", "."]}
+    for kind, args in cases.items():
         proc = run_cli(*args, "-f", "html")
-        assert proc.returncode == 2 and "Invalid value for '--format'" in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert f"the html format does not render the {kind}; use table or json or markdown" in proc.stderr
 
 
 def test_the_uptime_strip_draws_the_terminal_timeline(tmp_path: Path) -> None:
