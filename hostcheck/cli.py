@@ -1,4 +1,4 @@
-"""Command line: `hostcheck audit | facts | policies | explain | offer | earnings | market | fleet | watch | selftest ...`.
+"""Command line: `hostcheck audit | facts | policies | explain | offer | earnings | market | report | fleet | watch | selftest ...`.
 
 The root of the command tree only. Each command lives in a module of its own (COMMANDS says
 which), imported when the command runs or its help is asked for: `hostcheck --help` stays fast
@@ -74,6 +74,10 @@ COMMANDS: dict[str, CommandSpec] = {
     "market": CommandSpec(
         "hostcheck.commands.market:market_app",
         "What Vast's market pays for this GPU: share rented, price percentiles, your price's place.",
+    ),
+    "report": CommandSpec(
+        "hostcheck.commands.report:report",
+        "One self-contained HTML file: the audit of --facts, with earnings and the watch report when given.",
     ),
     "watch": CommandSpec(
         "hostcheck.commands.watch:watch_app",

@@ -13,6 +13,13 @@ COLUMNS=80, its standard output pasted under a ``$ CMD`` line)::
     .venv/bin/python scripts/gen_examples.py          # rewrite the examples in place
     .venv/bin/python scripts/gen_examples.py --check  # exit 1 naming each example that differs
 
+An HTML report is shown by its outline, its headings indented by level (the page itself is
+opened by a browser in tests/unit/render/test_html_browser.py)::
+
+    <!-- outline: hostcheck audit --facts tests/snapshots/reference-laptop.json --format html -->
+    ...
+    <!-- /outline -->
+
 ``scripts/regen`` runs this with the other generators.
 """
 
@@ -24,10 +31,12 @@ import shlex
 import subprocess
 import sys
 from functools import cache
+from html.parser import HTMLParser
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = re.compile(r"(<!-- example: (?P<command>.+?) -->\n)(?P<body>.*?)(<!-- /example -->)", re.DOTALL)
+EXAMPLE = re.compile(r"(<!-- (?P<kind>example|outline): (?P<command>.+?) -->\n)(?P<body>.*?)(<!-- /(?P=kind) -->)",
+                     re.DOTALL)
 TIMEOUT_S = 120
 COLUMNS = "80"
 NOW_ENV = "HOSTCHECK_NOW"
@@ -59,19 +68,48 @@ def release_day() -> str:
     return newest_read(load_shipped(name) for name in shipped_policy_names()) or ""
 
 
-def block(command: str) -> str:
-    output = run(command)
+class Outline(HTMLParser):
+    """The headings of an HTML page (h1 to h3), each indented by its level."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.level = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("h1", "h2", "h3"):
+            self.level = int(tag[1])
+            self.lines.append("  " * (self.level - 1))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("h1", "h2", "h3"):
+            self.level = 0
+
+    def handle_data(self, data: str) -> None:
+        if self.level:
+            self.lines[-1] += data
+
+
+def outline(html: str) -> str:
+    parser = Outline()
+    parser.feed(html)
+    return "".join(line.rstrip() + "\n" for line in parser.lines)
+
+
+def block(command: str, kind: str = "example") -> str:
+    output = run(command) if kind == "example" else outline(run(command))
     return f"```text\n$ {command}\n{output}{'' if output.endswith(chr(10)) or not output else chr(10)}```\n"
 
 
 def regenerate(text: str) -> str:
-    return EXAMPLE.sub(lambda m: m.group(1) + block(m.group("command")) + m.group(4), text)
+    return EXAMPLE.sub(lambda m: m.group(1) + block(m.group("command"), m.group("kind")) + m.group(5), text)
 
 
 def differences(path: Path) -> list[str]:
     """The commands whose example in ``path`` is not what the tool prints now."""
     text = path.read_text()
-    return [m.group("command") for m in EXAMPLE.finditer(text) if m.group("body") != block(m.group("command"))]
+    return [m.group("command") for m in EXAMPLE.finditer(text)
+            if m.group("body") != block(m.group("command"), m.group("kind"))]
 
 
 def main(argv: list[str]) -> int:

@@ -163,3 +163,41 @@ def render_watch(analysis: Any, scores: list[Any], db: str, fmt: str) -> str:
     from hostcheck.render.views import WatchView
 
     return render(Kind.WATCH, WatchView(analysis, scores, db), fmt)
+
+
+WEEK_START = 1_795_392_000.0  # 2026-11-23 00:00 UTC, a Monday
+WEEK_INTERVAL_S = 300.0
+
+
+def write_week(db: Path, start: float = WEEK_START, gpu_error: str = "GPU is lost",
+               evidence: tuple[str, str] = ("Journal stopped: a clean shutdown",
+                                            "the journal has no shutdown record for the boot")) -> list[tuple[str, float, float]]:
+    """A week of `hostcheck watch` samples written through the recorder's own writer, fast
+    enough for a unit test (bench/watch_week.py drives the whole recorder and takes minutes):
+    three boots, each outage kind the report names once, and what was injected as
+    (cause, start, seconds). ``gpu_error`` and ``evidence`` are what NVML and the journal said:
+    the outages' evidence in the report."""
+    from hostcheck.recording.store import Boot, Sample, WatchWriter
+
+    day = 86400.0
+    network = (start + 1 * day + 3 * 3600 + 600, 25 * 60.0)  # the ISP's nightly reset
+    driver = (start + 3 * day + 20 * 3600 + 1800, 45 * 60.0)  # NVML lost the GPU
+    boots = [("boot-a", start, start + 2 * day + 14 * 3600, True, evidence[0]),
+             ("boot-b", start + 2 * day + 14 * 3600 + 300, start + 5 * day + 9 * 3600 + 900, False, evidence[1]),
+             ("boot-c", start + 5 * day + 9 * 3600 + 900 + 2400, start + 7 * day, None, "")]
+    with WatchWriter(db) as writer:
+        writer.conn.execute("PRAGMA synchronous=OFF")  # a throwaway file: no fsync per sample
+        for boot_id, first, last, clean, evidence in boots:
+            t = first
+            while t < last:
+                down_net = network[0] <= t < network[0] + network[1]
+                down_gpu = driver[0] <= t < driver[0] + driver[1]
+                writer.add_sample(Sample(t=t, mono=t - first, boottime=t - first, boot_id=boot_id,
+                                         interval_s=WEEK_INTERVAL_S, net_ok=0 if down_net else 3, net_total=3,
+                                         gpu_ok=not down_gpu,
+                                         detail={"nvml": gpu_error} if down_gpu else {}))
+                t += WEEK_INTERVAL_S
+            if clean is not None:
+                writer.put_boot(Boot(boot_id, first, t - WEEK_INTERVAL_S + 1, clean, evidence))
+    return [("network", *network), ("reboot", boots[0][2], 300.0), ("driver", *driver),
+            ("power", boots[1][2], 2400.0)]

@@ -16,6 +16,7 @@ from hostcheck.commands.common import (
     OutputOpt,
     check_output,
     collect_live,
+    command_text,
     die,
     emit,
     format_option,
@@ -121,7 +122,7 @@ def audit(
                        "judge the unredacted facts for the real verdicts", err=True)
     color = terminal and output is None and sys.stdout.isatty()
     tail = None if earnings is None else _earnings_lines(report, facts, earnings)
-    text = render(Kind.AUDIT, AuditView(report, tail), fmt, Options(details=verbose, color=color))
+    text = render(Kind.AUDIT, AuditView(report, tail), fmt, Options(details=verbose, color=color, command=command_text(redact_output)))
     emit(text, output, private=not redact_output)
     raise typer.Exit(code)
 

@@ -47,6 +47,35 @@ def format_option(kind: Kind, help: str = "How to print the report.") -> Any:
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout ('-': stdout). A regular file is replaced atomically; a device or FIFO is written through; anything else is refused.")]
 
 
+def command_text(redact: bool = False) -> str:
+    """The command line as given, for a report's header: the command, then each option set to
+    other than its default (with --redact, file and directory names are left out)."""
+    import importlib
+
+    try:  # typer carries its own click; its context is where the options as parsed are
+        ctx = importlib.import_module("typer._click.globals").get_current_context(silent=True)
+    except (ImportError, AttributeError):
+        ctx = None
+    if ctx is None:
+        return "hostcheck"
+    names = []
+    link = ctx
+    while link.parent is not None:  # the root's own name is however Python was started
+        names.append(link.info_name or "")
+        link = link.parent
+    words = ["hostcheck", *reversed(names)]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if value is None or value == param.default or value in ([], (), False):
+            continue
+        name = param.opts[0] if param.param_type_name == "option" else ""
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for one in values:
+            shown = "…" if redact and isinstance(one, Path) else str(one)
+            words += [name] if one is True else ([name, shown] if name else [shown])
+    return " ".join(words)
+
+
 def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Each line of ``message`` (a policy's errors are one per line) as its own error line, escaped."""
     from hostcheck.render.escape import escape_text

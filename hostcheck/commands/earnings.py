@@ -21,6 +21,7 @@ from hostcheck.commands.common import (
     check_output,
     check_timeout,
     collect_live,
+    command_text,
     die,
     emit,
     format_option,
@@ -171,9 +172,9 @@ def earnings(
             mark(report, *snapshot, values)
     except EconomicsDataError as exc:  # a shipped data file that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
-    from hostcheck.render.formats import render
+    from hostcheck.render.formats import Options, render
 
-    emit(render(Kind.EARNINGS, report, fmt), output)
+    emit(render(Kind.EARNINGS, report, fmt, Options(command=command_text())), output)
     sys.stdout.flush()
     raise typer.Exit(code)
 

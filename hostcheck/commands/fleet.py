@@ -12,7 +12,15 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, check_output, emit, format_option
+from hostcheck.commands.common import (
+    DEFAULT_FORMAT,
+    FormatName,
+    OutputOpt,
+    check_output,
+    command_text,
+    emit,
+    format_option,
+)
 from hostcheck.errors import FleetError
 from hostcheck.fleet.reports import (
     HostEntry,
@@ -24,7 +32,7 @@ from hostcheck.fleet.reports import (
     redact_entries,
     sort_rows,
 )
-from hostcheck.render.formats import Kind, render
+from hostcheck.render.formats import Kind, Options, render
 from hostcheck.render.views import FleetDriftView, FleetView, FleetWatchView
 
 TABLE_COMMAND = "table"
@@ -85,7 +93,7 @@ def table(
     fleet = read_table(source, list(policy), redactor)
     ids = fleet.policy_ids
     rows = sort_rows(fleet.rows, ids[0] if policy else None, sort)
-    emit(render(Kind.FLEET, FleetView(rows, ids), fmt), output, private=not redact_output)
+    emit(render(Kind.FLEET, FleetView(rows, ids), fmt, Options(command=command_text(redact_output))), output, private=not redact_output)
     _refuse(fleet.problems)
 
 

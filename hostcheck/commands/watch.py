@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, emit, format_option
+from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, OutputOpt, command_text, emit, format_option
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_OK
 from hostcheck.recording.store import (
@@ -183,7 +183,7 @@ def report(
     """Uptime, outages with causes, a timeline, and each platform's published rule applied."""
     from hostcheck.recording.analysis import analyse
     from hostcheck.recording.store import read_recording
-    from hostcheck.render.formats import render
+    from hostcheck.render.formats import Options, render
     from hostcheck.render.views import WatchView
     from hostcheck.watch.rules import score_all
 
@@ -192,5 +192,5 @@ def report(
     db = db if db is not None else default_report_db()
     recording = read_recording(db, since=None if days is None else time.time() - days * 86400)
     analysis = analyse(recording, now=time.time())
-    text = render(Kind.WATCH, WatchView(analysis, score_all(analysis), str(db)), fmt)
+    text = render(Kind.WATCH, WatchView(analysis, score_all(analysis), str(db)), fmt, Options(command=command_text()))
     emit(text, output)

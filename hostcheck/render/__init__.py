@@ -1,4 +1,4 @@
-"""Renderers: each kind of report as terminal text, Markdown or JSON.
+"""Renderers: each kind of report as terminal text, Markdown, HTML or JSON.
 
 The formats and the one entry point are :mod:`hostcheck.render.formats`; the modules here lay out
 each kind of report. :func:`render` is the audit's, for callers that hold a report alone.

@@ -1,4 +1,5 @@
-"""Values from facts, policies and config never become Markdown or HTML markup.
+"""Values from facts, policies and config never become Markdown or HTML markup: the one
+escaping layer of the Markdown and HTML reports.
 
 A Markdown report is pasted where it is rendered (a forum post, a ticket), and Markdown
 carries inline HTML: a host name or a reason holding ``<script>``, ``<img onerror=...>``,
@@ -7,7 +8,9 @@ there. Every string of the report is escaped once, before the layout (in the sam
 :func:`hostcheck.render.escape.escape_tree`'s control characters): HTML's special characters become
 entities (no renderer reads ``&lt;script&gt;`` as a tag), the table delimiter ``|`` an entity
 (rows are split before entities are read), and what starts Markdown markup is escaped with a
-backslash, which CommonMark reads as the character itself.
+backslash, which CommonMark reads as the character itself. The HTML report
+(:mod:`hostcheck.render.html`) takes the same first step, :func:`html_text`, for text and quoted
+attribute values, and lets a value become a link only through :func:`https_url`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import html
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from hostcheck.render.escape import escape_text, map_strings
 
@@ -29,9 +33,36 @@ _LINE_START = re.compile(r"^(?:[#+=-]|\d{1,9}(?=[.)]))")
 _AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])://|\bwww\.")
 
 
+# What a link's address may hold: printable ASCII but the characters that end an attribute or
+# a Markdown link destination, or start markup.
+_URL_CHARS = re.compile(r"[!#$%&()*+,\-./0-9:;=?@A-Z_a-z~]+")
+
+
+def html_text(text: str) -> str:
+    """``text`` as HTML character data or a quoted attribute value that shows exactly this text:
+    control characters and bidirectional marks written visibly first
+    (:func:`hostcheck.render.escape.escape_text`), then ``& < > " '`` as entities."""
+    return html.escape(escape_text(text), quote=True)
+
+
+def https_url(url: str) -> str | None:
+    """``url`` when a report may make it a link: an ``https:`` address with a host, of plain
+    characters only (no ``javascript:``, ``data:``, relative or protocol-relative address, no
+    quote, space or angle bracket); None otherwise, and the caller shows it as text."""
+    if len(url) > 2000 or not _URL_CHARS.fullmatch(url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
+        return None
+    return url
+
+
 def markdown_text(text: str) -> str:
     """``text`` as Markdown that renders as exactly this text, and as nothing else."""
-    out = html.escape(text).replace("|", "&#124;")  # HTML's specials, and the table delimiter
+    out = html_text(text).replace("|", "&#124;")  # HTML's specials, and the table delimiter
     out = _INLINE.sub(lambda m: "\\" + m.group(), out)
     out = _AUTOLINK.sub(lambda m: m.group().replace(":", "&#58;").replace(".", "&#46;"), out)
     stripped = out.lstrip(" ")
@@ -45,5 +76,5 @@ def markdown_text(text: str) -> str:
 
 def markdown_tree(value: Any) -> Any:
     """A copy of a model, dataclass or JSON-like tree with every string (keys too) escaped for
-    Markdown, control characters first (:func:`hostcheck.render.escape.escape_text`)."""
-    return map_strings(value, lambda text: markdown_text(escape_text(text)))
+    Markdown (control characters first, in :func:`html_text`)."""
+    return map_strings(value, markdown_text)

@@ -40,11 +40,11 @@ def _share(seconds: float, share: float | None) -> str:
     return f"{_dur(seconds)} ({_pct(share)})"
 
 
-def timeline(a: Analysis) -> list[str]:
-    """One line per UTC day of 48 half-hour cells; under a day of window, one line per hour of
-    60 one-minute cells. A cell shows the worst state in it."""
+def timeline_rows(a: Analysis) -> tuple[bool, list[tuple[float, list[str]]]]:
+    """Whether rows are days (else hours), and each row's start with its cells: the worst state
+    in each cell ("" outside the window). The terminal's timeline and the HTML strip draw these."""
     if a.window_start is None or a.window_end is None:
-        return []
+        return False, []
     daily = a.window_end - a.window_start >= 86400
     row_s, cells_n = (86400.0, CELLS_PER_DAY) if daily else (3600.0, 60)
     cell_s = row_s / cells_n
@@ -53,14 +53,26 @@ def timeline(a: Analysis) -> list[str]:
         t = seg.start
         while t < seg.end:
             row = t - t % row_s
-            cells, worst = rows.setdefault(row, ([" "] * cells_n, [-1] * cells_n))
+            cells, worst = rows.setdefault(row, ([""] * cells_n, [-1] * cells_n))
             i = int((t - row) // cell_s)
             if SEVERITY[seg.state] > worst[i]:
-                worst[i], cells[i] = SEVERITY[seg.state], SYMBOLS[seg.state]
+                worst[i], cells[i] = SEVERITY[seg.state], seg.state
             t = min(seg.end, row + (i + 1) * cell_s)
-    fmt = "%Y-%m-%d" if daily else "%Y-%m-%d %H:00"
-    lines = [f"{dt.datetime.fromtimestamp(row, dt.UTC).strftime(fmt)} |{''.join(cells)}|" for row, (cells, _) in sorted(rows.items())]
-    width = len(fmt.replace("%Y", "0000").replace("%m", "00").replace("%d", "00").replace("%H", "00"))
+    return daily, [(row, cells) for row, (cells, _) in sorted(rows.items())]
+
+
+def row_label(row: float, daily: bool) -> str:
+    return dt.datetime.fromtimestamp(row, dt.UTC).strftime("%Y-%m-%d" if daily else "%Y-%m-%d %H:00")
+
+
+def timeline(a: Analysis) -> list[str]:
+    """One line per UTC day of 48 half-hour cells; under a day of window, one line per hour of
+    60 one-minute cells. A cell shows the worst state in it."""
+    if a.window_start is None or a.window_end is None:
+        return []
+    daily, rows = timeline_rows(a)
+    lines = [f"{row_label(row, daily)} |{''.join(SYMBOLS[c] if c else ' ' for c in cells)}|" for row, cells in rows]
+    width = len("0000-00-00" if daily else "0000-00-00 00:00")
     ticks = "".join(f"{h:02d}".ljust(12) for h in (0, 6, 12, 18)) if daily else "".join(f":{m:02d}".ljust(15) for m in (0, 15, 30, 45))
     return [f"{'UTC':{width}} |{ticks}|", *lines]
 

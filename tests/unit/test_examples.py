@@ -40,3 +40,15 @@ def test_an_example_that_differs_is_found(tmp_path: Path) -> None:
     assert gen_examples.differences(page) == ["hostcheck policies"]
     page.write_text(gen_examples.regenerate(page.read_text()))
     assert gen_examples.differences(page) == []
+
+
+def test_an_html_report_is_shown_by_its_outline(tmp_path: Path) -> None:
+    command = "hostcheck audit --facts tests/snapshots/reference-laptop.json --format html"
+    page = tmp_path / "page.md"
+    page.write_text(f"<!-- outline: {command} -->\n```text\n$ {command}\nnot this\n```\n<!-- /outline -->\n")
+    assert gen_examples.differences(page) == [command]
+    page.write_text(gen_examples.regenerate(page.read_text()))
+    text = page.read_text()
+    shown = text.split("```text")[1].split("```")[0]  # the outline: headings, no markup
+    assert "\nhostcheck report — alex-laptop\n  Summary by platform\n" in shown and "<" not in shown
+    assert gen_examples.differences(page) == []

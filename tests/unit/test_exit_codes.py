@@ -98,6 +98,7 @@ BAD_INPUT: dict[str, list[str]] = {
     "probe-server": ["--port", "70000"],
     "speedtest": ["--probe", "https://127.0.0.1:1", "--streams", "9"],
     "offer": ["--facts", str(SNAPSHOTS / "dedicated-4090.json"), "--disk-size-mib", "5"],
+    "report": ["--facts", "/nonexistent.json", "-o", "-"],
     "fleet": ["/nonexistent"],
     "fleet table": ["/nonexistent"],
     "fleet diff": ["/nonexistent/a.json", "/nonexistent/b.json"],

@@ -38,6 +38,9 @@ class Options:
     """``--details``: after the first screen, everything (the audit's every finding once)."""
     color: bool = False
     """Colour is wanted (stdout is a terminal); only a format made for a terminal uses it."""
+    command: str = ""
+    """The command line as given (``--redact``: without file names), for a format whose report
+    has a header that says how it was made (HTML's); "" when not known."""
 
 
 Renderer = Callable[[Any, Options], str]

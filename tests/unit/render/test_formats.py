@@ -46,8 +46,8 @@ def test_format_help_names_the_formats_that_render_the_kind() -> None:
 
 
 def test_the_shipped_formats_are_registered_default_first() -> None:
-    assert list(formats()) == ["table", "json", "markdown"] and DEFAULT == "table"
-    assert formats()["table"].terminal and not formats()["json"].terminal and not formats()["markdown"].terminal
+    assert list(formats()) == ["table", "json", "markdown", "html"] and DEFAULT == "table"
+    assert formats()["table"].terminal and not any(formats()[name].terminal for name in ("json", "markdown", "html"))
 
 
 @pytest.mark.parametrize("path", list(REPORTING), ids=[" ".join(p) for p in REPORTING])
@@ -76,6 +76,14 @@ def test_the_text_format_renders_every_kind_and_json_all_but_explanations() -> N
     assert names(Kind.POLICIES) == ["table", "json"]
 
 
+def test_the_html_format_renders_the_reports_worth_a_page_and_declines_the_rest() -> None:
+    """An HTML page for the audit, the earnings, the watch report and the fleet table; the
+    others read as well as text."""
+    rendered = {kind for kind in Kind if formats()["html"].renders(kind)}
+    assert rendered == {Kind.AUDIT, Kind.EARNINGS, Kind.WATCH, Kind.FLEET}
+    assert "html" not in names(Kind.OFFER) and "html" in names(Kind.AUDIT)
+
+
 def test_a_declined_kind_names_the_formats_that_render_it() -> None:
     with pytest.raises(FormatDeclined) as caught:
         render(Kind.EXPLAIN_CHECK, CheckExplanation(meta=None, uses=[]), "markdown")
@@ -90,26 +98,24 @@ def test_a_declined_format_on_the_command_line_is_one_line_and_exit_2() -> None:
                      "the markdown format does not render the policy list; use table or json"]
 
 
-HTML = '''
-from html import escape
-
+VERDICTS = '''
+from hostcheck.render.escape import escape_text
 from hostcheck.render.formats import Format, register
 from hostcheck.render.views import Kind
 
 
 def _audit(view, options):
-    policies = "".join(f"<li>{escape(p.id)}: {escape(str(p.verdict))}</li>" for p in view.report.policies)
-    return f"<ul>{policies}</ul>\\n"
+    return "".join(f"{escape_text(p.id)}: {escape_text(str(p.verdict))}\\n" for p in view.report.policies)
 
 
-register(Format(name="html", help="a web page", order=30, renderers={Kind.AUDIT: _audit}))
+register(Format(name="verdicts", help="a line per policy", order=40, renderers={Kind.AUDIT: _audit}))
 '''
 
 
 def test_a_new_format_is_one_module_in_the_package(tmp_path: Path) -> None:
     """docs/CONTRIBUTING.md's "Add an output format": the module alone, in a copy of the package."""
     shutil.copytree(REPO / "hostcheck", tmp_path / "hostcheck", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "hostcheck" / "render" / "formats" / "html.py").write_text(HTML, encoding="utf-8")
+    (tmp_path / "hostcheck" / "render" / "formats" / "verdicts.py").write_text(VERDICTS, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "COLUMNS": "80"}
 
     def hostcheck(*args: str) -> subprocess.CompletedProcess[str]:
@@ -117,16 +123,17 @@ def test_a_new_format_is_one_module_in_the_package(tmp_path: Path) -> None:
                               env=env, cwd=tmp_path, timeout=120)
 
     facts = str(SNAPSHOTS / "dedicated-4090.json")
-    audit = hostcheck("audit", "--facts", facts, "-p", "vast", "--format", "html")
+    audit = hostcheck("audit", "--facts", facts, "-p", "vast", "--format", "verdicts")
     assert audit.returncode in (0, 3, 4), audit.stderr
-    assert audit.stdout.startswith("<ul><li>vast: ") and audit.stdout.endswith("</li></ul>\n")
-    offer = hostcheck("offer", "--facts", facts, "--format", "html")
+    assert audit.stdout.startswith("vast: ") and audit.stdout.count("\n") == 1
+    offer = hostcheck("offer", "--facts", facts, "--format", "verdicts")
     assert offer.returncode == 2 and offer.stdout == ""
-    assert "the html format does not render the offer; use table or json or markdown" in offer.stderr
+    assert "the verdicts format does not render the offer; use table or json or markdown" in offer.stderr
     offer_help, audit_help = (" ".join(hostcheck(cmd, "--help").stdout.split()) for cmd in ("offer", "audit"))
-    assert "table|json|markdown|html" in offer_help and "table|json|markdown|html" in audit_help
+    choices = "table|json|markdown|html|verdicts"
+    assert choices in offer_help and choices in audit_help
     # --format's help says what each format that renders the command's report is for
-    assert "html (a web page)" in audit_help and "html" not in offer_help.replace("table|json|markdown|html", "")
+    assert "verdicts (a line per policy)" in audit_help and "verdicts" not in offer_help.replace(choices, "")
 
 
 def test_loading_the_registry_for_help_loads_no_renderer_or_model() -> None:
