@@ -18,6 +18,8 @@ _ROOT = "storage.root"
 def _docker_or_root(facts: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Where container data lands: Docker's data root if it exists, else the root filesystem."""
     docker = lookup(facts, _DOCKER_ROOT)
+    if isinstance(docker, Unknown):  # not read: the root filesystem is no stand-in
+        need(facts, _DOCKER_ROOT)
     if isinstance(docker, dict):
         exists = need(facts, f"{_DOCKER_ROOT}.exists")  # not known: the root filesystem is no stand-in
         if exists is True:

@@ -23,7 +23,7 @@ def test_the_help_names_every_stage_its_source_and_time() -> None:
     (["--minutes", "0.5"], "--minutes must be from 1 to 60, not 0.5"),
     (["--minutes", "nan"], "--minutes must be from 1 to 60"),
     (["--max-temp", "200"], "--max-temp must be from 30 to 110 °C, not 200"),
-    (["--format", "markdown"], "--format markdown is not offered by selftest"),
+    (["--format", "markdown"], "the markdown format does not render the self-test result"),
 ])
 def test_bad_options(args: list[str], message: str) -> None:
     done = run_cli("selftest", *args)

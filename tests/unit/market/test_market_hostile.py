@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from hostcheck.market.client import MarketError
 from hostcheck.market.parse import parse_metrics_current, parse_metrics_history, parse_offers
-from hostcheck.render.market import render_snapshot
 from hostcheck.market.summary import summarise
 from hostcheck.market.vast import Snapshot
+from hostcheck.render.market import render_snapshot
 from tests.market_standin import metrics_row, offer
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30),
