@@ -479,6 +479,8 @@ class Answer(_Out):
     plan: list[PlanStep]
     plan_note: str = Field(description="why the plan holds what it holds (e.g. no hosting steps while owner risk is "
                            "high), or ''")
+    later: list[PlanStep] = Field(default_factory=list, description="the steps held back while owner risk stops "
+                                  "hosting, in the order to make them once it is lower")
     unknowns: list[UnknownGroup]
 
 

@@ -23,6 +23,7 @@ from hostcheck.checks.base import (
 from hostcheck.checks.isolation import display_manager, graphical_session
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+from hostcheck.wording import plural
 
 SYS = family("SYS", "System", order=20)
 PWR = family("PWR", "Power and uptime", order=30)
@@ -65,7 +66,7 @@ def _ram_mib(facts: dict[str, Any]) -> float:
 def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     cores = int(need(facts, "system.cpu_physical_cores"))
     gpus = gpu_count(facts)
-    return compare(round(cores / gpus, 2), threshold, f"{cores} cores, {gpus} GPU(s)")
+    return compare(round(cores / gpus, 2), threshold, f"{plural(cores, 'core')}, {plural(gpus, 'GPU')}")
 
 
 @check(
@@ -80,7 +81,7 @@ def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
 def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     ram = _ram_mib(facts) / 1024
     gpus = gpu_count(facts)
-    return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
+    return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {plural(gpus, 'GPU')}")
 
 
 @check(

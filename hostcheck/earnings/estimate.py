@@ -17,6 +17,7 @@ from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut
 from hostcheck.errors import EarningsInputError, EarningsMissingError
 from hostcheck.exit_codes import earnings_exit
 from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
+from hostcheck.wording import plural
 
 if TYPE_CHECKING:
     from hostcheck.collectors.power_draw import PowerReadings
@@ -52,7 +53,7 @@ def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple
     if isinstance(devices, list) and devices:
         names = {str(d["name"]) for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)}
         if given.gpus is not None and given.gpus != len(devices):
-            notes.append(f"--gpus {given.gpus} used; the facts list {len(devices)} GPU(s)")
+            notes.append(f"--gpus {given.gpus} used; the facts list {plural(len(devices), 'GPU')}")
             return given.gpus, None
         return len(devices), ", ".join(sorted(names)) or None
     if given.gpus is None:

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "hostcheck.exit_codes": FOUNDATION,
     "hostcheck.models": FOUNDATION,
     "hostcheck.facts": FOUNDATION,
+    "hostcheck.wording": FOUNDATION,
     "hostcheck.fact_paths": FOUNDATION,
     "hostcheck.fact_validation": FOUNDATION,
     "hostcheck.upgrade": FOUNDATION,

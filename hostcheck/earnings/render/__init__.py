@@ -12,6 +12,7 @@ from hostcheck.earnings.render.platform import Line, platform_lines
 from hostcheck.earnings.report import ACCEPTS, audit_feasible
 from hostcheck.render.escape import escape_tree
 from hostcheck.render.terminal import terminal_width, wrap
+from hostcheck.wording import plural
 
 POWER_NAMES = {"wall_idle": "whole machine, idle (listed)", "wall_load": "whole machine, under load (rented)",
                "gpu_idle": "GPU idle", "gpu_load": "GPU under load", "cpu_package": "CPU package",
@@ -45,7 +46,7 @@ def render_earnings(report: dict[str, Any], *, markdown: bool = False, width: in
         tariff = ", ".join(f"{p['from_hour']:02d}-{p['to_hour']:02d} h {p['price_per_kwh']:g}" for p in e["periods"])
         tariff += f" {currency}/kWh (hour-weighted mean {e['mean_per_kwh']:.4f}: rentals assumed spread over the day)"
     out.append((f"{'## ' if md else ''}Inputs", 0))
-    out.append((f"electricity {tariff}; occupancy {i['occupancy_pct']:g} %; {report['machine']['gpus']} GPU(s)"
+    out.append((f"electricity {tariff}; occupancy {i['occupancy_pct']:g} %; {plural(report['machine']['gpus'], 'GPU')}"
                 + (f" ({report['machine']['gpu_name']})" if report["machine"].get("gpu_name") else ""), 0))
     heat = i["heating"]
     if heat["kind"] != "none":
