@@ -107,3 +107,22 @@ def test_fleet_refuses_other_report_versions(tmp_path: Path) -> None:
 def test_fleet_without_reports_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("fleet", str(tmp_path))
     assert proc.returncode == 2 and "no reports" in proc.stderr
+
+
+def test_fleet_diff_matches_the_same_host_under_any_file_names(tmp_path: Path) -> None:
+    """before.json and after.json of one machine are one host that drifted, not a host removed
+    and another added: reports are matched by the host that wrote them."""
+    write_report(tmp_path, "before", "dedicated-4090")
+    facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    facts["network"]["listening"].append({"proto": "tcp", "address": "0.0.0.0", "port": 8080, "process": "python3",
+                                          "exposure": "all"})
+    drifted = tmp_path / "drifted-facts.json"
+    drifted.write_text(json.dumps(facts))
+    write_report(tmp_path, "after", drifted)
+    proc = run_cli("fleet", "diff", str(tmp_path / "before.json"), str(tmp_path / "after.json"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    drift = json.loads(proc.stdout)
+    assert [item["host"] for item in drift] == [facts["meta"]["hostname"]]
+    kinds = {(c["kind"], c.get("detail")) for c in drift[0]["changes"]}
+    assert ("new_listening", "tcp/8080 on 0.0.0.0") in kinds
+    assert not {k for k, _ in kinds} & {"host_added", "host_removed"}
