@@ -103,6 +103,7 @@ def earnings(
     fmt: FormatOpt = OutputFormat.TABLE,
     output: OutputOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Time budget for collecting this machine's facts, seconds.")] = DEFAULT_BUDGET_S,
+    details: Annotated[bool, typer.Option("--details", help="Also how each figure was derived: power, constants, each season, the sensitivity table, the chart, payout terms and sources.")] = False,
 ) -> None:
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.estimate import merged_values, run
@@ -160,7 +161,7 @@ def earnings(
     else:
         from hostcheck.earnings.render import render_earnings
 
-        text = render_earnings(report, markdown=fmt is OutputFormat.MARKDOWN)
+        text = render_earnings(report, markdown=fmt is OutputFormat.MARKDOWN, details=details)
     emit(text, output)
     sys.stdout.flush()
     raise typer.Exit(code)
