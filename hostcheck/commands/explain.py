@@ -13,6 +13,7 @@ from hostcheck.commands.common import OutputFormat, die
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.render.terminal import terminal_width, wrap
+from hostcheck.wording import plural
 
 
 class ListFormat(StrEnum):
@@ -24,6 +25,7 @@ class ListFormat(StrEnum):
 
 def policies(
     fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="How to print the list.")] = ListFormat.TABLE,
+    details: Annotated[bool, typer.Option("--details", help="Also each policy's sources and the sentences they are cited for.")] = False,
 ) -> None:
     """List the shipped policies with their sources."""
     from hostcheck.errors import PolicyError
@@ -47,16 +49,25 @@ def policies(
         return
     width = terminal_width()
     for p in loaded:
-        _say(f"{p.id}: {p.title} [{len(p.requirements)} requirements, {p.kind}]", width)
         quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
             quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
+        dates = sorted({r.source.checked for r in p.requirements})
+        read = f"read {dates[0]}" if len(dates) == 1 else f"read {dates[0]} to {dates[-1]}"
+        _say(f"{p.id}: {p.title} [{plural(len(p.requirements), 'requirement')}, {p.kind}; "
+             f"{plural(len(quoted), 'source')}, {read}]", width)
+        if not details:
+            continue
         for url, by_key in quoted.items():
             first = next(iter(by_key.values()))
-            _say(f"    source: {first.title} <{url}> (checked {first.checked})", width)
+            _say(f"    source: {first.title}", width)
+            _say(f"      <{url}>", width)
             for source in by_key.values():
-                for line in _source_lines(source, "", "      ", width):
+                for line in _source_lines(source, "", "      ", width, checked=len(dates) > 1):
                     typer.echo(line)
+    if not details:
+        _say("\nEach policy's sources, with the sentence each is cited for: `hostcheck policies --details`; one "
+             "check's: `hostcheck explain ID`.", width)
 
 
 def _say(text: str, width: int) -> None:
@@ -70,12 +81,13 @@ def _say(text: str, width: int) -> None:
             typer.echo(line)
 
 
-def _source_lines(source: Any, own_choice: str, indent: str, width: int) -> list[str]:
-    """A source's status and the sentence it is cited for (and, where hostcheck chose the
-    threshold itself, why), escaped and wrapped to the terminal."""
+def _source_lines(source: Any, own_choice: str, indent: str, width: int, checked: bool = False) -> list[str]:
+    """A source's status (with ``checked``, the date it was read) and the sentence it is cited
+    for (and, where hostcheck chose the threshold itself, why), escaped and wrapped to the terminal."""
     from hostcheck.render.escape import escape_text
 
-    lines = wrap(escape_text(f'{source.status_text}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
+    status = f"{source.status_text}, read {source.checked}" if checked else source.status_text
+    lines = wrap(escape_text(f'{status}: "{source.quote}"'), width, indent=indent + "  ", first=indent)
     if own_choice:
         lines += wrap(escape_text(f"threshold: hostcheck's own choice. {own_choice}"), width,
                       indent=indent + "  ", first=indent)
@@ -147,21 +159,32 @@ def explain(check_id: Annotated[str, typer.Argument(
         raise UsageError(f"unknown check id {check_id!r}; ids look like GPU-1050 (see `hostcheck explain --help`)")
     width = terminal_width()
     _say(f"{meta.id}  {meta.title}  ({meta.family})", width)
-    _say(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}", width)
+    _say(f"Why it matters: {meta.why}\nHow to fix: {meta.fix}", width)
     if meta.fix_role:
-        _say(f"  Ansible profile: {meta.fix_role}", width)
-    typer.echo("\nUsed by:")
+        role, _, variable = meta.fix_role.partition(":")
+        _say(f"The Ansible host profile fixes it: role {role.strip()}, variable {variable.strip()}.", width)
+    # Grouped by the sentence cited: policies that rest on the same quote share its source lines.
+    groups: dict[tuple[str, str], list[tuple[str, Any]]] = {}
     for name in shipped_policy_names():
         for req in load_shipped(name).requirements:
             if req.check == meta.id:
-                need = f"{meta.op} {req.threshold} {meta.unit}".strip() + ", " if req.threshold is not None else ""
-                weight = f"{req.level} risk" if req.level else req.severity
-                _say(f"  {name:16} {weight:11} {need}{req.source.title} ({req.source.checked})", width)
-                _say(f"    <{req.source.url}>", width)
-                if req.note:
-                    _say(f"    {req.note}", width)
-                for line in _source_lines(req.source, req.own_choice, "    ", width):
-                    typer.echo(line)
+                groups.setdefault((req.source.url, req.source.quote), []).append((name, req))
+    if groups:
+        typer.echo("Used by (policy: weight, threshold; its note), under the source each rests on:")
+    for (url, _), uses in groups.items():
+        said: dict[str, list[str]] = {}  # policies that hold the check alike are named together
+        for name, req in uses:
+            need = f", {meta.op} {req.threshold} {meta.unit}".rstrip() if req.threshold is not None else ""
+            weight = f"{req.level} risk" if req.level else req.severity
+            said.setdefault(f"{weight}{need}" + (f"; {req.note}" if req.note else ""), []).append(name)
+        for text, names in said.items():
+            _say(f"  - {', '.join(names)}: {text}", width)
+        source = uses[0][1].source
+        _say(f"    source: {source.title}", width)
+        _say(f"      <{url}>", width)
+        own = "; ".join(dict.fromkeys(req.own_choice for _, req in uses if req.own_choice))
+        for line in _source_lines(source, own, "      ", width, checked=True):
+            typer.echo(line)
 
 
 def _agent_checks() -> list[Any]:

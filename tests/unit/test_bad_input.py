@@ -125,7 +125,7 @@ def test_owner_risk_cannot_be_requested_as_a_platform_policy() -> None:
 
 def test_explain_shows_owner_risk_level_and_new_checks_with_sources() -> None:
     own = run_cli("explain", "OWN-1010").stdout
-    assert "owner-risk       high risk" in own
+    assert "- owner-risk: high risk" in own
     gen = " ".join(run_cli("explain", "GPU-1120").stdout.split())  # lines wrap at the terminal's width
     assert "ionet" in gen and "['nvidia ampere+', 'apple m1', 'apple m2', 'apple m3']" in gen
     assert "<https://web.archive.org/web/20261129000000/https://docs.io.net/docs/device-onboarding>" in gen
