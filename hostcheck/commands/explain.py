@@ -13,7 +13,7 @@ from hostcheck.commands.common import OutputFormat, die
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL
 from hostcheck.render.terminal import terminal_width, wrap
-from hostcheck.wording import plural
+from hostcheck.wording import plural, unit_for
 
 
 class ListFormat(StrEnum):
@@ -171,17 +171,21 @@ def explain(check_id: Annotated[str, typer.Argument(
                 groups.setdefault((req.source.url, req.source.quote), []).append((name, req))
     if groups:
         typer.echo("Used by (policy: weight, threshold; its note), under the source each rests on:")
+    shown_urls: set[str] = set()
     for (url, _), uses in groups.items():
         said: dict[str, list[str]] = {}  # policies that hold the check alike are named together
         for name, req in uses:
-            need = f", {meta.op} {req.threshold} {meta.unit}".rstrip() if req.threshold is not None else ""
+            need = f", {meta.op} {req.threshold} {unit_for(req.threshold, meta.unit)}".rstrip() \
+                if req.threshold is not None else ""
             weight = f"{req.level} risk" if req.level else req.severity
             said.setdefault(f"{weight}{need}" + (f"; {req.note}" if req.note else ""), []).append(name)
         for text, names in said.items():
             _say(f"  - {', '.join(names)}: {text}", width)
         source = uses[0][1].source
-        _say(f"    source: {source.title}", width)
-        _say(f"      <{url}>", width)
+        _say(f"    source: {source.title}" + (" (the page above)" if url in shown_urls else ""), width)
+        if url not in shown_urls:
+            _say(f"      <{url}>", width)
+        shown_urls.add(url)
         own = "; ".join(dict.fromkeys(req.own_choice for _, req in uses if req.own_choice))
         for line in _source_lines(source, own, "      ", width, checked=True):
             typer.echo(line)

@@ -183,6 +183,7 @@ def report(
     fmt: FormatOpt = OutputFormat.TABLE,
     days: Annotated[float | None, typer.Option("--days", help="Only the last N days.")] = None,
     output: OutputOpt = None,
+    details: Annotated[bool, typer.Option("--details", help="Also each rule's text and sources, every day, the timeline, every outage, GPU health and the events.")] = False,
 ) -> None:
     """Uptime, outages with causes, a timeline, and each platform's published rule applied."""
     from hostcheck.recording.analysis import analyse
@@ -195,5 +196,5 @@ def report(
     db = db if db is not None else default_report_db()
     recording = read_recording(db, since=None if days is None else time.time() - days * 86400)
     analysis = analyse(recording, now=time.time())
-    text = render(analysis, score_all(analysis), str(db), fmt)
+    text = render(analysis, score_all(analysis), str(db), fmt, details=details)
     emit(text, output)

@@ -253,7 +253,7 @@ def details(report: Report, width: int) -> list[str]:
     for row in risk.findings:
         label = row.level.upper() if row.status.value == "warn" else STATUS_LABEL[row.status]
         if row.id in shown or row.id in unseen_rows:
-            lines += wrap(f"{label} {row.id} {row.title} (above)", width, first="", indent="    ")
+            lines += wrap(f"{label} {row.id} (above): {row.title}", width, first="", indent="    ")
         else:
             lines += wrap(f"{label} {risk_row_text(row)}", width, first="", indent="    ")
     return lines

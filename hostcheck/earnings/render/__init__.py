@@ -56,8 +56,6 @@ def _money_line(p: dict[str, Any], currency: str) -> str:
             f"{span_text(year['break_even_price'], currency, 3, none='no price')} per GPU-hour or "
             f"{span_text(year['break_even_occupancy_pct'], currency, 1, ' %', none='not reached')} occupancy; "
             f"fee {fee}")
-    if audit_feasible(p.get("audit_verdict")) is False:
-        said += f"; {p['audit_verdict'].rsplit(': ', 1)[-1]} for this machine as it is (for comparison only)"
     return said
 
 
@@ -69,7 +67,10 @@ def _summary(report: dict[str, Any], md: bool) -> list[Line]:
                        (report["headline"], 0), ("", 0), (_inputs_line(report), 0)]
     groups: dict[str, list[str]] = {}
     for p in report["platforms"]:
-        groups.setdefault(_money_line(p, currency), []).append(p["title"])
+        # A platform the audit does not find feasible says so by its name: its figures are for comparison.
+        shut = audit_feasible(p.get("audit_verdict")) is False
+        title = f"{p['title']} ({p['audit_verdict'].rsplit(': ', 1)[-1]} as it is)" if shut else p["title"]
+        groups.setdefault(_money_line(p, currency), []).append(title)
     if groups:
         out.append(("", 0))
         out += [(f"{' and '.join(titles) if len(titles) == 2 else ', '.join(titles)}: {line}", 0)
