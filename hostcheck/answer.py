@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from hostcheck.checks import load_registry
-from hostcheck.checks.gpu import no_nvidia_hardware
+from hostcheck.checks.base import id_of
+from hostcheck.checks.gpu import gpu_present, no_nvidia_hardware
 from hostcheck.headline import agent_root_rows, next_commands
 from hostcheck.models import (
     FEASIBLE,
@@ -40,7 +41,7 @@ _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
 SUDO_AUDIT = 'sudo "$(command -v hostcheck)" audit'
 """The audit as root wherever hostcheck was installed: sudo's own PATH lacks ~/.local/bin, where
 the README's install puts it, so a bare `sudo hostcheck` is "command not found" there."""
-NO_GPU = "no NVIDIA GPU on this machine (GPU-1010), so nothing for the NVIDIA driver to read"
+NO_GPU = "no NVIDIA GPU on this machine, so nothing for the NVIDIA driver to read"
 CAUSES = (
     (("needs root", "without root"), "reading them needs root", f"run `{SUDO_AUDIT}`"),
     (("not recorded in format",), "the snapshot was saved before hostcheck recorded these facts",
@@ -205,7 +206,8 @@ def _short_fix(text: str) -> str:
 
 def _no_nvidia(policies: list[PolicyResult]) -> bool:
     """GPU-1010 found no NVIDIA GPU that could work here (a GPU-less machine, a Mac)."""
-    return any(f.id == "GPU-1010" and f.status == Status.FAIL and no_nvidia_hardware(f.detail)
+    present = id_of(gpu_present)
+    return any(f.id == present and f.status == Status.FAIL and no_nvidia_hardware(f.detail)
                for p in policies for f in p.findings)
 
 

@@ -49,10 +49,14 @@ def _power(facts: dict[str, Any] | None, given: Given, sampler: PowerSampler | N
 
 
 def _audit_gpus(report: Report | None) -> Any:
-    """The GPUs the audit counted (GPU-1010's measure), or None where it did not count them."""
+    """The GPUs the audit counted (its working-NVIDIA-GPU check's measure), or None where it did not count them."""
+    from hostcheck.checks.base import id_of
+    from hostcheck.checks.gpu import gpu_present
+
+    present = id_of(gpu_present)
     for policy in report.policies if report is not None else []:
         for finding in policy.findings:
-            if finding.id == "GPU-1010" and finding.status in (Status.PASS, Status.FAIL):
+            if finding.id == present and finding.status in (Status.PASS, Status.FAIL):
                 return finding.measured
     return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.measure.offer import Label, Offer
+from hostcheck.models import Status
 from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
 from hostcheck.render.markdown_escape import markdown_tree
@@ -93,9 +94,9 @@ def _summary(offer: Offer, width: int) -> list[str]:
         by: dict[str, list[str]] = {}
         for c in offer.self_test:
             by.setdefault(c.status, []).append(c.field)
-        verdict = "fails" if by.get("fail") else "cannot be told yet" if by.get("unknown") else "passes"
+        verdict = "fails" if by.get(Status.FAIL) else "cannot be told yet" if by.get(Status.UNKNOWN) else "passes"
         said = "; ".join(f"{status}: {', '.join(names)}" for status, names in
-                         ((s, by[s]) for s in ("fail", "unknown", "pass") if s in by))
+                         ((s, by[s]) for s in (Status.FAIL, Status.UNKNOWN, Status.PASS) if s in by))
         lines += wrap(f"Vast's self-test preflight {verdict} on this offer ({said}).", width)
     known = [f for f in offer.fields if f.value is not None]
     lines += ["", *wrap("What a Vast renter would see, read here before listing: " + "; ".join(

@@ -37,7 +37,8 @@ def test_no_driver_advice_where_there_is_no_nvidia_gpu() -> None:
         answer = report(name)["answer"]
         said = flat(json.dumps(answer))
         assert "install the driver" not in said, name
-        assert any(g["cause"].startswith("no NVIDIA GPU on this machine") and not g["then"] for g in answer["unknowns"]), name
+        assert any(g["cause"].startswith("no NVIDIA GPU on this machine") and not g["then"]
+                   for g in answer["unknowns"]), name
         # No step claims to clear a GPU check: no role or setting installs a GPU.
         assert not [s for s in answer["plan"] + answer["later"] if any(c.startswith("GPU-") for c in s["clears"])], name
     # A machine with an NVIDIA GPU keeps the driver's own advice where NVML is missing.
