@@ -64,11 +64,16 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     for args in (["-p", "vast", "--format", "json", str(new)], ["table", str(new), "--policy", "vast", "-f", "json"]):
         result = CliRunner().invoke(app, ["fleet", *args])
         assert (result.exit_code, result.output) == (0, proc.stdout), args
-    table = run_cli("fleet", str(new), "-p", "vast").stdout
+    table = run_cli("fleet", str(new), "-p", "vast", env={"COLUMNS": "200"}).stdout  # the full table
     # The table shows each host's score as its report gives it (the score's rule: test_checks).
     box_a = data["hosts"][2]["policies"]["vast"]["score"]
     assert "UNREACHABLE" in table and f"NO {laptop['policies']['vast']['score']} [ISO-1010]" in table
     assert f"ok {box_a}" in table
+    # At 80 columns, one line per host: its owner risk and the policies that would take it.
+    narrow = run_cli("fleet", str(new), "-p", "vast", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert narrow[1].startswith("box-b") and "UNREACHABLE" in narrow[1]
+    assert narrow[2].split() == ["laptop", "high", "none"]
+    assert narrow[3].split() == ["box-a", data["hosts"][2]["owner_risk"], "vast"]
 
 
 def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> None:
