@@ -120,7 +120,7 @@ def _settle(undetermined: list[PolicyResult]) -> str:
     steps: dict[str, list[str]] = {}
     for policy in undetermined:
         commands = next_commands([policy])
-        step = f"run `{commands[0]}`" if commands else "see what could not be judged below"
+        step = f"run `{commands[0]}`" if commands else "see what could not be judged, by cause, in `hostcheck audit --details`"
         steps.setdefault(step, []).append(policy.id)
     said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
     return f"Undetermined until unknown blockers are settled: {said}."

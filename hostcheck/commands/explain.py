@@ -47,15 +47,27 @@ def policies(
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
+    from hostcheck.render.escape import escape_text
+
     width = terminal_width()
+    seen: set[str] = set()
     for p in loaded:
         quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
             quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
         dates = sorted({r.source.checked for r in p.requirements})
         read = f"read {dates[0]}" if len(dates) == 1 else f"read {dates[0]} to {dates[-1]}"
-        _say(f"{p.id}: {p.title} [{plural(len(p.requirements), 'requirement')}, {p.kind}; "
-             f"{plural(len(quoted), 'source')}, {read}]", width)
+        text = escape_text(f"{p.id}: {p.title} [{plural(len(p.requirements), 'requirement')}, {p.kind}; "
+                           f"{plural(len(quoted), 'source')}, {read}]")
+        # Two policies' lines may wrap to the same last line ("read 2026-12-03]"): a little
+        # narrower where they would, so nothing on the screen reads twice.
+        for narrower in range(width, width - 16, -1):
+            lines = wrap(text, narrower, first="", indent="  ")
+            if not seen.intersection(lines):
+                break
+        seen.update(lines)
+        for line in lines:
+            typer.echo(line)
         if not details:
             continue
         for url, by_key in quoted.items():

@@ -194,7 +194,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
             first = steps[0]
             shown_steps = first + wrap(f"... and {plural(len(steps) - 1, 'more step')}", width, first="    ",
                                        indent="    ")
-        elif squeeze == 3 and risk:
+        elif squeeze == 3 and risk and report.owner_risk.rating == Rating.HIGH:  # the headline says HIGH, and why
             fixed = fixed[: len(fixed) - len(risk) - 1]
         lines = fixed + plan + shown_steps + note + unknown + tail
         if len(lines) <= limit:

@@ -254,7 +254,7 @@ def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
     assert "quickpod: run `hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N`" in report["headline"]
     _, unnamed = audit_json("--facts", snapshot("unnamed-gpu-no-generation"), "-p", "vast")
     assert unnamed["headline"].startswith("Not yet known")
-    assert "vast: see what could not be judged below" in unnamed["headline"]
+    assert "vast: see what could not be judged, by cause, in `hostcheck audit --details`" in unnamed["headline"]
 
 
 def test_platforms_that_cannot_apply_are_one_line() -> None:
