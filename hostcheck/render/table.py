@@ -112,7 +112,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     host = report.host.hostname or "this host"
     # The version and host name head the details; the first screen starts with the answer.
     top = wrap(f"hostcheck {report.tool.version} — {host}", width)[:1] if limit is None else []
-    headline, _ = _sentences(answer.headline, width, MAX_HEADLINE_LINES)
+    headline, _ = _sentences(answer.headline, width, MAX_HEADLINE_LINES if limit is not None else 10**6)
     said = " ".join(answer.headline)
     risk = wrap(answer.owner_risk, width)
     if len(risk) > MAX_RISK_LINES:
