@@ -185,7 +185,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     # forms' extras, then the steps after the first, never the answer.
     short = [f"Not judged: {plural(count, 'check')}, for {plural(len(answer.unknowns), 'cause')}."] \
         if answer.unknowns else []
-    for squeeze in range(4):
+    for squeeze in range(7):
         if squeeze == 0:
             unknown = short
         elif squeeze == 1:
@@ -196,9 +196,21 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
                                        indent="    ")
         elif squeeze == 3 and risk and report.owner_risk.rating == Rating.HIGH:  # the headline says HIGH, and why
             fixed = fixed[: len(fixed) - len(risk) - 1]
+            risk = []
+        elif squeeze == 4 and len(risk) > 1:  # the rating, its causes in the details
+            cut = wrap(answer.owner_risk.split(";")[0].split(": ", 1)[0] + f" (its causes: `{DETAILS}`).", width)
+            if len(cut) < len(risk):
+                fixed = fixed[: len(fixed) - len(risk)] + cut
+                risk = cut
+        elif squeeze == 5 and plan[:1] == [""]:
+            plan = plan[1:]
+        elif squeeze == 6:
+            note = []
         lines = fixed + plan + shown_steps + note + unknown + tail
         if len(lines) <= limit:
             break
+    if len(lines) > limit:  # never reached by a shipped shape; the answer (the top) is what stays
+        lines = lines[:limit]
     return lines
 
 
