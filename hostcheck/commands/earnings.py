@@ -66,7 +66,7 @@ A dedicated RTX 3090 box, gas boiler heating, 800 of hardware over 3 years:
 
 Defaults (heat-pump SPF 2.80, boiler 84 %, cooling COP 3.9 [inference], heat share 70 %
 [inference], heating months 10-4 [inference]) come from policies/economics/constants.yaml,
-each with its source; the output lists those it used. Options can also be set in
+each with its source; --details lists those it used. Options can also be set in
 {CONFIG_SHOWN} (keys: the option names with _ for -)."""
 
 
