@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from hostcheck.checks import load_registry
+from hostcheck.checks.base import id_of
+from hostcheck.checks.gpu import gpu_present, no_nvidia_hardware
 from hostcheck.headline import agent_root_rows, next_commands
 from hostcheck.models import (
     FEASIBLE,
@@ -20,6 +22,7 @@ from hostcheck.models import (
     Finding,
     Level,
     OwnerRisk,
+    OwnerRiskFinding,
     PlanStep,
     PolicyKind,
     PolicyResult,
@@ -29,13 +32,18 @@ from hostcheck.models import (
     UnknownGroup,
     Verdict,
 )
+from hostcheck.wording import counted
 
 LEVEL_RANK = {level: rank for rank, level in enumerate(Level)}
 NEEDS_FIX = (Status.FAIL, Status.WARN)
 _PATH_PREFIX = re.compile(r"^[a-z_][a-z0-9_.*\[\]]*: ")
 _COMMAND = re.compile(r"`((?:sudo )?hostcheck [^`]+)`")
+SUDO_AUDIT = 'sudo "$(command -v hostcheck)" audit'
+"""The audit as root wherever hostcheck was installed: sudo's own PATH lacks ~/.local/bin, where
+the README's install puts it, so a bare `sudo hostcheck` is "command not found" there."""
+NO_GPU = "no NVIDIA GPU on this machine, so nothing for the NVIDIA driver to read"
 CAUSES = (
-    (("needs root", "without root"), "reading them needs root", "run `sudo hostcheck audit`"),
+    (("needs root", "without root"), "reading them needs root", f"run `{SUDO_AUDIT}`"),
     (("not recorded in format",), "the snapshot was saved before hostcheck recorded these facts",
      "collect again with `hostcheck facts`"),
     (("NVML library",), "no NVIDIA driver (NVML library not found)", "install the driver, then run again"),
@@ -54,16 +62,29 @@ def _causes(notes: list[str]) -> str:
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
+SHORT_EVIDENCE = 40
+"""An owner-risk item's evidence this short is said beside its note ("...: display manager gdm3
+installed"), so a rating that rests on one small fact says which."""
+
+
+def _said(row: OwnerRiskFinding) -> str:
+    note = row.note or row.title
+    short = row.status == Status.WARN and row.detail and len(row.detail) <= SHORT_EVIDENCE and ";" not in row.detail
+    return f"{note}: {row.detail}" if short else note
+
+
 def _risk_notes(risk: OwnerRisk, level: Level, statuses: tuple[Status, ...]) -> list[str]:
-    return list(dict.fromkeys(r.note or r.title for r in risk.findings if r.level == level and r.status in statuses))
+    return list(dict.fromkeys(_said(r) for r in risk.findings if r.level == level and r.status in statuses))
 
 
 def owner_risk_line(risk: OwnerRisk) -> str:
     """'Owner risk HIGH: personal credentials on the host; ...' in one sentence."""
     if risk.rating == Rating.UNKNOWN and risk.possibly is not None:
-        # The titles: an unseen item's note says what failing would mean, the title what was not seen.
-        unseen = list(dict.fromkeys(r.title for r in risk.findings if r.level == risk.possibly and r.status in UNDECIDED))
-        return f"Owner risk unknown, possibly {risk.possibly.upper()}; not seen: {_causes(unseen)}."
+        # The notes: an unseen item's note says what failing would mean, which is what could not
+        # be ruled out (its title is the requirement, "No ...", and would read as a double negative).
+        unseen = list(dict.fromkeys(r.note or r.title for r in risk.findings
+                                    if r.level == risk.possibly and r.status in UNDECIDED))
+        return f"Owner risk unknown, possibly {risk.possibly.upper()}; could not rule out: {_causes(unseen)}."
     if risk.rating == Rating.LOW:
         return "Owner risk LOW: nothing personal found exposed; a container escape stays possible, so keep " \
                "nothing you value on this machine."
@@ -87,8 +108,9 @@ def _first_obstacle(platforms: list[PolicyResult]) -> str:
     finding = findings[top]
     line = registry[top].line(finding.measured, finding.threshold)
     stopped = counts[top]
-    whom = "every platform" if len(stopped) == len(platforms) else f"{len(stopped)} of {len(platforms)} platforms"
-    return f"First obstacle, for {whom}: {line}."
+    # Named, not counted: the table below also holds policies that are no platform (dedicated-host).
+    whom = "every platform that can apply" if len(stopped) == len(platforms) else _names(stopped)
+    return f"First obstacle ({whom}): {line.replace('required: ', 'required ', 1)}."
 
 
 def _settle(undetermined: list[PolicyResult]) -> str:
@@ -98,7 +120,7 @@ def _settle(undetermined: list[PolicyResult]) -> str:
     steps: dict[str, list[str]] = {}
     for policy in undetermined:
         commands = next_commands([policy])
-        step = f"run `{commands[0]}`" if commands else "see what could not be judged below"
+        step = f"run `{commands[0]}`" if commands else "see what could not be judged, by cause, in `hostcheck audit --details`"
         steps.setdefault(step, []).append(policy.id)
     said = "; ".join(f"{', '.join(ids)}: {step}" for step, ids in steps.items())
     return f"Undetermined until unknown blockers are settled: {said}."
@@ -184,16 +206,29 @@ def _short_fix(text: str) -> str:
     return text.rstrip(".;")
 
 
+def _no_nvidia(policies: list[PolicyResult]) -> bool:
+    """GPU-1010 found no NVIDIA GPU that could work here (a GPU-less machine, a Mac)."""
+    present = id_of(gpu_present)
+    return any(f.id == present and f.status == Status.FAIL and no_nvidia_hardware(f.detail)
+               for p in policies for f in p.findings)
+
+
 def _fixes(policies: list[PolicyResult], risk: OwnerRisk) -> dict[str, _Fix]:
     registry = load_registry()
     fixes: dict[str, _Fix] = {}
+    # No role or setting installs a GPU: a machine without one gets no step that claims to clear
+    # a GPU check (GPU-1010's "install the driver", GPU-1120's "use a newer GPU").
+    no_gpu = _no_nvidia(policies)
 
     def add(check_id: str, level: Level | None) -> None:
         meta = registry[check_id]
         role, _, variable = (part.strip() for part in meta.fix_role.partition(":"))
         key = meta.fix_role or check_id
         if key not in fixes:
-            action = f"set {variable} (role {role})" if role else f"by hand: {_short_fix(meta.fix)}"
+            # A role is applied by the Ansible host profile (playbooks/site.yml), where most of
+            # these variables are on by default: "set X" alone would send the owner looking for
+            # X. The plan's heading says where roles come from (PLAN_HEAD in render/table.py).
+            action = f"role {role} ({variable})" if role else f"by hand: {_short_fix(meta.fix)}"
             fixes[key] = _Fix(role, variable, action)
         fix = fixes[key]
         fix.clears.add(check_id)
@@ -204,7 +239,7 @@ def _fixes(policies: list[PolicyResult], risk: OwnerRisk) -> dict[str, _Fix]:
     for policy in policies:
         if policy.applicable:
             for finding in policy.findings:
-                if finding.status in NEEDS_FIX:
+                if finding.status in NEEDS_FIX and not (no_gpu and finding.id.startswith("GPU-")):
                     add(finding.id, None)
     for row in risk.findings:
         if row.status == Status.WARN:
@@ -217,23 +252,14 @@ def _feasible_after(policy: PolicyResult, cleared: set[str] | frozenset[str]) ->
     return all(f.status not in UNDECIDED and (f.status != Status.FAIL or f.id in cleared) for f in blockers)
 
 
-def _plan(policies: list[PolicyResult], risk: OwnerRisk) -> tuple[list[PlanStep], str]:
-    """Fixes in the order to make them: greedily, the step that unlocks most platforms (with
-    those before it) and risks least; while owner risk stops hosting, only steps that lower it."""
-    fixes = _fixes(policies, risk)
-    note = ""
-    if risk.rating in OWNER_RISK_STOPS:
-        hosting = [key for key, fix in fixes.items() if fix.lowers is None]
-        for key in hosting:
-            del fixes[key]
-        if hosting:
-            note = (f"{len(hosting)} more step(s) would make platforms accept this machine; they come once owner risk "
-                    "is lower (run the audit again then).")
-    locked = [p for p in policies if p.kind == PolicyKind.PLATFORM and p.applicable and p.verdict not in FEASIBLE]
-    cleared: set[str] = set()
-    unlocked: set[str] = set()
+def _order(fixes: dict[str, _Fix], locked: list[PolicyResult], stops: bool,
+           cleared: set[str] | None = None, unlocked: set[str] | None = None) -> list[PlanStep]:
+    """``fixes`` in the order to make them: greedily, the step that unlocks most platforms (with
+    those before it) and risks least; while owner risk stops hosting, the riskiest first."""
+    fixes = dict(fixes)
+    cleared = set() if cleared is None else cleared
+    unlocked = set() if unlocked is None else unlocked
     steps: list[PlanStep] = []
-    stops = risk.rating in OWNER_RISK_STOPS
     while fixes:
         def gain(key: str, done: frozenset[str] = frozenset(cleared)) -> tuple[int, ...]:
             fix = fixes[key]
@@ -249,7 +275,33 @@ def _plan(policies: list[PolicyResult], risk: OwnerRisk) -> tuple[list[PlanStep]
         unlocked.update(opens)
         steps.append(PlanStep(action=fix.action, role=fix.role, variable=fix.variable, clears=sorted(fix.clears),
                               unlocks=opens, lowers=fix.lowers, dedicated_only=fix.dedicated_only))
-    return steps, note
+    return steps
+
+
+def _plan(policies: list[PolicyResult], risk: OwnerRisk) -> tuple[list[PlanStep], str, list[PlanStep]]:
+    """The steps to take now, a note on those held back, and the held-back steps: while owner
+    risk stops hosting, only steps that lower it come now; the rest are listed for later (in
+    ``--details`` and the JSON), and the note claims they would win platforms only where they would."""
+    fixes = _fixes(policies, risk)
+    locked = [p for p in policies if p.kind == PolicyKind.PLATFORM and p.applicable and p.verdict not in FEASIBLE]
+    stops = risk.rating in OWNER_RISK_STOPS
+    held = {key: fix for key, fix in fixes.items() if stops and fix.lowers is None}
+    cleared: set[str] = set()
+    unlocked: set[str] = set()
+    steps = _order({k: f for k, f in fixes.items() if k not in held}, locked, stops, cleared, unlocked)
+    later = _order(held, locked, False, cleared, unlocked)
+    note = ""
+    if later:
+        won = [p for step in later for p in step.unlocks]
+        count = counted(len(later), "more step")
+        accepting = any(p.kind == PolicyKind.PLATFORM and p.applicable and p.verdict in FEASIBLE for p in policies)
+        if won:
+            note = f"{count} would then make {', '.join(won)} accept this machine; they come once owner risk is lower."
+        elif accepting:
+            note = f"{count} come once owner risk is lower."
+        else:
+            note = f"{count} come once owner risk is lower; no platform accepts this machine even then."
+    return steps, note, later
 
 
 def _cause(detail: str) -> tuple[str, str]:
@@ -264,6 +316,7 @@ def _cause(detail: str) -> tuple[str, str]:
 
 def _unknowns(policies: list[PolicyResult], risk: OwnerRisk) -> list[UnknownGroup]:
     registry = load_registry()
+    no_gpu = _no_nvidia(policies)
     seen: dict[str, str] = {}
     for policy in policies:
         for finding in policy.findings:
@@ -275,6 +328,8 @@ def _unknowns(policies: list[PolicyResult], risk: OwnerRisk) -> list[UnknownGrou
     groups: dict[str, tuple[list[str], str]] = {}
     for check_id, detail in seen.items():
         cause, then = _cause(detail)
+        if no_gpu and "NVML library" in detail:  # no driver to install: there is no GPU for it
+            cause, then = NO_GPU, ""
         if not then:
             command = _COMMAND.search(registry[check_id].fix)
             then = f"run `{command.group(1)}`" if command and "hostcheck watch" in command.group(1) else ""
@@ -287,6 +342,6 @@ def _unknowns(policies: list[PolicyResult], risk: OwnerRisk) -> list[UnknownGrou
 
 
 def build_answer(policies: list[PolicyResult], risk: OwnerRisk) -> Answer:
-    plan, note = _plan(policies, risk)
+    plan, note, later = _plan(policies, risk)
     return Answer(headline=_headline(policies, risk), owner_risk=owner_risk_line(risk), plan=plan, plan_note=note,
-                  unknowns=_unknowns(policies, risk))
+                  later=later, unknowns=_unknowns(policies, risk))

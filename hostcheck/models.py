@@ -382,7 +382,8 @@ class Source(_Strict):
     def status_text(self) -> str:
         """The status as a reader needs it: a draft names its pull request, a withdrawn page its date."""
         if self.status == SourceStatus.DRAFT:
-            return f"draft, not published (pull request {self.pull})"
+            number = str(self.pull).rstrip("/").rsplit("/", 1)[-1]
+            return f"draft, not published (pull request #{number}, {self.pull})"
         if self.status == SourceStatus.WITHDRAWN:
             return f"withdrawn {self.withdrawn}"
         if self.status == SourceStatus.MERGED_PR:
@@ -510,6 +511,8 @@ class Answer(_Out):
     plan: list[PlanStep]
     plan_note: str = Field(description="why the plan holds what it holds (e.g. no hosting steps while owner risk is "
                            "high), or ''")
+    later: list[PlanStep] = Field(default_factory=list, description="the steps held back while owner risk stops "
+                                  "hosting, in the order to make them once it is lower")
     unknowns: list[UnknownGroup]
 
 

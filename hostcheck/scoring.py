@@ -96,8 +96,9 @@ def owner_risk(facts: dict[str, Any], policy: Policy | None = None) -> OwnerRisk
     else:
         rating = Rating.LOW
     statements = {
-        Rating.HIGH: "Hosting here would expose your own data or network: strangers' code would run "
-        "next to your personal accounts and credentials. Do not host on this machine as it is.",
+        # The items named before it say what is exposed; this sentence claims nothing more.
+        Rating.HIGH: "Hosting here would expose your own data or network to strangers' code. Do not host on "
+        "this machine as it is.",
         Rating.MEDIUM: "Hosting here would leave parts of this machine open to the workloads you run "
         "and to the internet; fix the items below before you host.",
         Rating.LOW: "Nothing personal was found exposed; hosting strangers' workloads still carries "

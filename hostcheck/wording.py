@@ -7,6 +7,8 @@ No imports: the foundation layer, usable from checks to renderers.
 
 from __future__ import annotations
 
+from typing import Any
+
 IRREGULAR = {"is": "are", "was": "were", "has": "have", "does": "do", "accepts": "accept", "this": "these"}
 """Words whose plural is not the word and an s (``plural`` looks here first)."""
 
@@ -50,3 +52,13 @@ def money(x: float | None, currency: str, digits: int = 2) -> str:
         return "n/a"
     sign = "-" if x < 0 else ""
     return f"{sign}{abs(x):,.{digits}f} {currency}"
+
+
+def unit_for(count: Any, unit: str) -> str:
+    """``unit`` as it reads after ``count``: "1 GPU", "1 port/GPU", "2 GPUs"; units that are no
+    plural noun ("ms", "TFLOPS/lane", "%") as they are."""
+    word, slash, rest = unit.partition("/")
+    if count == 1 and len(word) >= 4 and word.endswith("s") and not word.endswith("ss") and word[-2].isalpha() \
+            and not word.isupper():
+        return word[:-1] + slash + rest
+    return unit

@@ -157,12 +157,13 @@ class CountingNvml(FakeNvml):
         return super()._answer(handle, name, args)
 
 
-def render_watch(analysis: Any, scores: list[Any], db: str, fmt: str) -> str:
-    """`hostcheck watch report`'s output in the format ``fmt``, from an analysis in hand."""
-    from hostcheck.render.formats import Kind, render
+def render_watch(analysis: Any, scores: list[Any], db: str, fmt: str, details: bool = True) -> str:
+    """`hostcheck watch report`'s output in the format ``fmt``, from an analysis in hand (by
+    default as `--details` prints it: everything)."""
+    from hostcheck.render.formats import Kind, Options, render
     from hostcheck.render.views import WatchView
 
-    return render(Kind.WATCH, WatchView(analysis, scores, db), fmt)
+    return render(Kind.WATCH, WatchView(analysis, scores, db), fmt, Options(details=details))
 
 
 WEEK_START = 1_795_392_000.0  # 2026-11-23 00:00 UTC, a Monday

@@ -246,13 +246,9 @@ def remote_update_channel(facts: dict[str, Any], _threshold: Any) -> Outcome:
     op="==",
     unit="agents",
     threshold="string",
-    why="Agents expect the machine, and its Docker daemon or GPUs, to themselves: Salad's Linux "
-    "node needs its own containerd and allows no other docker or containerd; io.net's setup "
-    "rewrites /etc/docker/daemon.json (runtime, cgroup driver) and restarts Docker, under "
-    "another platform's running containers; TensorDock's installer binds the GPUs to vfio-pci "
-    "for its VMs. Installing a second agent beside one that conflicts with it breaks one of them, "
-    "and rentals fail: this is judged before the second agent is installed. The threshold is "
-    "the agent of the platform being judged (policies/agents/agents.yaml).",
+    why="Agents expect the machine, and its Docker daemon or GPUs, to themselves (each policy's "
+    "note says how). A second agent beside one that conflicts with it breaks one of them and "
+    "rentals fail: this is judged before the second agent is installed.",
     fix="Keep one provider per machine: host this platform on another machine, or uninstall the "
     "other agent first (its own uninstaller); `hostcheck explain agents` says what each takes.",
 )

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
 from hostcheck.models import CHECK_ID_SHAPE, Operator, Status, ThresholdKind
+from hostcheck.wording import unit_for
 
 ID_PATTERN = re.compile(CHECK_ID_SHAPE)
 
@@ -122,7 +123,7 @@ class CheckMeta:
         found = "" if measured is None or isinstance(measured, dict) else self.says(measured)
         if found and isinstance(measured, (int, float)) and not isinstance(measured, bool) and self.unit \
                 and self.shown is None:
-            found = f"{found} {self.unit}"
+            found = f"{found} {unit_for(measured, self.unit)}"
         if found and detail:
             found = f"{found} ({detail})"
         found = found or detail
@@ -135,7 +136,8 @@ class CheckMeta:
             return ""  # a statement (e.g. why a platform is closed), not a bar to clear
         if isinstance(threshold, list):
             return f"one of {', '.join(map(str, threshold))}"
-        unit = f" {self.unit}" if self.unit and isinstance(threshold, (int, float)) and not isinstance(threshold, bool) else ""
+        numeric = isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+        unit = f" {unit_for(threshold, self.unit)}" if self.unit and numeric else ""
         return f"{self.op} {threshold}{unit}"
 
     def says(self, measured: Any) -> str:

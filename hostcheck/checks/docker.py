@@ -21,7 +21,9 @@ from hostcheck.knowledge.docker_settings import (
 DOC = family("DOC", "Docker daemon", order=60)
 
 
-DOCKER_ABSENT = "Docker is not installed: its daemon settings are judged once it is; the docker_host role sets them"
+# "absent" is no daemon socket: the docker client may well be installed, the daemon is not there.
+DOCKER_ABSENT = ("no Docker daemon runs here (no socket at /var/run/docker.sock): its settings are judged once one "
+                 "does; the docker_host role installs and sets it")
 
 
 def _docker_setting(facts: dict[str, Any], setting: DaemonSetting) -> tuple[Any, str]:

@@ -59,6 +59,13 @@ MACOS_NO_NVIDIA = (
     "macOS: NVIDIA ships no driver for it (the CUDA 10.2 release notes: 10.2 is the last release "
     "to support macOS; NVIDIA's last macOS driver was for 10.13 High Sierra), so no NVIDIA GPU can work here"
 )
+NO_NVIDIA_ON_BUS = "no NVIDIA display device on the PCI bus"
+
+
+def no_nvidia_hardware(detail: str) -> bool:
+    """GPU-1010's detail says this machine has no NVIDIA GPU that could work (none on the bus, or
+    a Mac): no driver or setting fixes that, only other hardware."""
+    return detail.startswith((NO_NVIDIA_ON_BUS, MACOS_NO_NVIDIA))
 """Why a Mac never has a working NVIDIA GPU: NVIDIA CUDA Toolkit 10.2 release notes, General CUDA,
 https://docs.nvidia.com/cuda/archive/10.2/cuda-toolkit-release-notes/index.html ("CUDA 10.2
 (Toolkit and NVIDIA driver) is the last release to support macOS for developing and running CUDA
@@ -97,7 +104,7 @@ def gpu_present(facts: dict[str, Any], threshold: Any) -> CheckResult:
     if on_bus is None:
         return unknown(f"NVML unusable ({why_not}) and the PCI bus could not be read")
     if on_bus == 0:
-        return failed(0, f"no NVIDIA display device on the PCI bus; NVML: {why_not}")
+        return failed(0, f"{NO_NVIDIA_ON_BUS}; NVML: {why_not}")
     return failed(0, f"{on_bus} NVIDIA device(s) on the PCI bus but the driver is not usable: {why_not}")
 
 

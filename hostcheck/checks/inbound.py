@@ -11,6 +11,7 @@ from hostcheck.errors import Missing
 from hostcheck.knowledge.netaddr import parse_address
 from hostcheck.models import InboundResult
 from hostcheck.netprobe.port_range import PortRange, judge_range, name_ports
+from hostcheck.wording import counted
 
 INBOUND = "network.inbound"
 PORT_RANGE = "network.port_range"
@@ -186,5 +187,5 @@ def range_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     port_range = configured_range(facts)
     gpus = _gpu_count(facts)
     where = "the agent's range file" if port_range.source == "agent" else "--port-range"
-    detail = f"{port_range.count} ports ({port_range.first}-{port_range.last}, from {where}) for {gpus} GPU(s)"
+    detail = f"{port_range.count} ports ({port_range.first}-{port_range.last}, from {where}) for {counted(gpus, 'GPU')}"
     return compare(round(port_range.count / gpus, 2), threshold, detail)

@@ -22,6 +22,7 @@ from hostcheck.firewall.egress import loopback_walk
 from hostcheck.knowledge.sudoers.includes import Loaded
 from hostcheck.knowledge.sudoers.recorded import account_grants, replayed
 from hostcheck.models import EgressVerdict
+from hostcheck.wording import counted
 
 ISO = family("ISO", "Isolation", order=50)
 OWN = family("OWN", "Owner risk", order=100)
@@ -114,13 +115,13 @@ def no_credentials(facts: dict[str, Any], _threshold: Any) -> Outcome:
 def personal_data_encrypted(facts: dict[str, Any], _threshold: Any) -> Outcome:
     personal = _credentials(facts)
     if not personal:
-        return passed("no personal data found")
+        return passed("no personal data")
     home = lookup(facts, "storage.home.encrypted")
     root = lookup(facts, "storage.root.encrypted")
     value = home if not isinstance(home, Unknown) and home is not None else root
     if isinstance(value, Unknown) or value is None:
         return unknown("encryption of the home filesystem unknown")
-    return passed("encrypted") if value else failed("unencrypted", f"{len(personal)} personal item(s) on it")
+    return passed("encrypted") if value else failed("unencrypted", f"{counted(len(personal), 'personal item')} on it")
 
 
 @check(
@@ -315,7 +316,7 @@ def container_host_access(facts: dict[str, Any], _threshold: Any) -> Outcome:
         return failed(len(risky), "; ".join(f"{name}: {', '.join(what)}" for name, what in risky) + also)
     if unsure:
         return unknown("; ".join(unsure), len(unsure))
-    return passed(0, f"{len(containers)} running container(s), none with host-level access")
+    return passed(0, f"{counted(len(containers), 'running container')}, none with host-level access")
 
 
 def _routing_loopback(localnet: dict[str, Any], every: Any) -> dict[str, str]:

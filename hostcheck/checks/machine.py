@@ -24,6 +24,7 @@ from hostcheck.checks.readers import APPLE_ARCHES, cpu_arch, display_manager, gp
 from hostcheck.checks.readers import CHASSIS as _CHASSIS
 from hostcheck.errors import Missing
 from hostcheck.facts import Unknown, lookup
+from hostcheck.wording import counted
 
 SYS = family("SYS", "System", order=20)
 PWR = family("PWR", "Power and uptime", order=30)
@@ -47,7 +48,7 @@ def _ram_mib(facts: dict[str, Any]) -> float:
 def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     cores = int(need(facts, "system.cpu_physical_cores"))
     gpus = gpu_count(facts)
-    return compare(round(cores / gpus, 2), threshold, f"{cores} cores, {gpus} GPU(s)")
+    return compare(round(cores / gpus, 2), threshold, f"{counted(cores, 'core')}, {counted(gpus, 'GPU')}")
 
 
 @check(
@@ -62,7 +63,7 @@ def cores_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
 def ram_per_gpu(facts: dict[str, Any], threshold: Any) -> CheckResult:
     ram = _ram_mib(facts) / 1024
     gpus = gpu_count(facts)
-    return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {gpus} GPU(s)")
+    return compare(round(ram / gpus, 1), threshold, f"{ram:.1f} GiB RAM, {counted(gpus, 'GPU')}")
 
 
 @check(

@@ -205,8 +205,12 @@ def personal_use(facts: dict[str, Any]) -> Outcome:
     personal = sorted({c.get("user", "?") for c in credentials(facts) if c.get("kind") in PERSONAL_KINDS})
     if personal:
         evidence.append(f"personal browser/password data for {', '.join(personal)}")
+    if evidence == [f"display manager {manager}"]:
+        # Only the login screen says "personal": an owner who dedicated a desktop install must
+        # hear that removing it is all this check asks.
+        return failed("a desktop install", f"display manager {manager} installed")
     if evidence:
         return failed("personal use", "; ".join(evidence))
     if manager_unknown is not None:
         return unknown(f"display manager state unknown: {manager_unknown}")
-    return passed("no desktop, no personal data found" + unreadable_note(facts))
+    return passed("no desktop, no personal data" + unreadable_note(facts))

@@ -71,7 +71,7 @@ A dedicated RTX 3090 box, gas boiler heating, 800 of hardware over 3 years:
 
 Defaults (heat-pump SPF 2.80, boiler 84 %, cooling COP 3.9 [inference], heat share 70 %
 [inference], heating months 10-4 [inference]) come from policies/economics/constants.yaml,
-each with its source; the output lists those it used. Options can also be set in
+each with its source; --details lists those it used. Options can also be set in
 {CONFIG_SHOWN} (keys: the option names with _ for -)."""
 
 
@@ -111,6 +111,7 @@ def earnings(
     market: Annotated[bool, typer.Option("--market", help="Read Vast's market (online, your Vast API key) for the price and occupancy you did not give.")] = False,
     key_file: KeyFileOpt = None,
     market_url: MarketUrlOpt = None,
+    details: Annotated[bool, typer.Option("--details", help="Also how each figure was derived: power, constants, each season, the sensitivity table, the chart, payout terms and sources.")] = False,
 ) -> None:
     from hostcheck.earnings.data import load_constants
     from hostcheck.earnings.estimate import merged_values, run
@@ -174,7 +175,7 @@ def earnings(
         die(str(exc), EXIT_INTERNAL)
     from hostcheck.render.formats import Options, render
 
-    emit(render(Kind.EARNINGS, report, fmt, Options(command=command_text())), output)
+    emit(render(Kind.EARNINGS, report, fmt, Options(details=details, command=command_text())), output)
     sys.stdout.flush()
     raise typer.Exit(code)
 

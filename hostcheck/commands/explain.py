@@ -9,7 +9,7 @@ import typer
 from hostcheck.commands.common import DEFAULT_FORMAT, FormatName, die, format_option
 from hostcheck.errors import UsageError
 from hostcheck.exit_codes import EXIT_INTERNAL, EXIT_STALE_SOURCES
-from hostcheck.render.formats import Kind, render
+from hostcheck.render.formats import Kind, Options, render
 
 
 def policies(
@@ -18,6 +18,7 @@ def policies(
         "--stale", metavar="DAYS", min=0, max=MAX_STALE_DAYS,
         help="Only the sources not re-read within the last DAYS days (0: every source); exit 3 when there are any.",
     )] = None,
+    details: Annotated[bool, typer.Option("--details", help="Also each policy's sources and the sentences they are cited for.")] = False,
 ) -> None:
     """List the shipped policies with their sources."""
     from hostcheck.errors import PolicyError
@@ -30,7 +31,7 @@ def policies(
         die(str(exc), EXIT_INTERNAL)
     if stale is not None:
         _stale(loaded, stale, str(fmt))
-    typer.echo(render(Kind.POLICIES, PolicyList(loaded), fmt), nl=False)
+    typer.echo(render(Kind.POLICIES, PolicyList(loaded), fmt, Options(details=details)), nl=False)
 
 
 MAX_STALE_DAYS = 100_000

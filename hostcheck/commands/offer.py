@@ -49,6 +49,7 @@ def offer(
     speedtest: Annotated[bool, typer.Option("--speedtest", help="Also measure inet_down/inet_up against the --probe server (bulk traffic, capped).")] = False,
     speedtest_seconds: SpeedSecondsOpt = DEFAULT_SPEED_SECONDS,
     speedtest_max_mb: SpeedMaxMbOpt = DEFAULT_SPEED_MAX_MB,
+    details: Annotated[bool, typer.Option("--details", help="Also each field's label and how it was read, Vast's definitions, the power's derivation and the sources.")] = False,
 ) -> None:
     """The offer a Vast renter would see: Vast's fields, each labelled measured, from the system, or
     not measurable before listing, with Vast's definition and source; and the power hosting draws.
@@ -60,7 +61,7 @@ def offer(
     from hostcheck.facts import load_snapshot
     from hostcheck.measure.offer import build_offer
     from hostcheck.measure.power_estimate import estimate_power
-    from hostcheck.render.formats import render
+    from hostcheck.render.formats import Options, render
 
     check_output(output)
     check_wall_reading(wall_idle_w, "--wall-idle-w")
@@ -91,7 +92,7 @@ def offer(
     if measured_here and not no_disk_bw:
         disk = _measure_disk_bw(facts, disk_dir, disk_size_mib)
     hint = "judging a snapshot (--facts); run `hostcheck offer` on the machine" if not measured_here else "--no-disk-bw"
-    emit(render(Kind.OFFER, build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt), output)
+    emit(render(Kind.OFFER, build_offer(facts, disk=disk, power=power, disk_hint=hint), fmt, Options(details=details)), output)
 
 
 def _measure_disk_bw(facts: dict[str, Any], disk_dir: Path | None, size_mib: int) -> Any:

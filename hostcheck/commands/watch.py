@@ -33,6 +33,7 @@ from hostcheck.watch.recorder import (
     Recorder,
     WatchConfig,
 )
+from hostcheck.wording import counted
 
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>[smhd]?)$")
 UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -127,6 +128,10 @@ def record(
         raise UsageError(f"--probe-timeout must be {MIN_PROBE_TIMEOUT_S:g}-{MAX_PROBE_TIMEOUT_S:g} seconds")
     if not (math.isfinite(max_age_days) and max_age_days > 0 and math.isfinite(max_mb) and max_mb >= 1):
         raise UsageError("--max-age-days must be above 0 and --max-mb at least 1")
+    if seconds is not None and seconds < interval:
+        # One sample says nothing about uptime: a watch shorter than its interval would write one and stop.
+        raise UsageError(f"--for {duration} is shorter than the interval ({interval:g} s), so it would record one "
+                         f"sample only: give --for at least {interval:g}s or a shorter --interval")
     said = None
     if db is None:
         db, said = default_record_db()
@@ -157,7 +162,7 @@ def record(
     typer.echo(f"hostcheck watch: recording into {db} every {interval:g}s (about {per_minute / 1024:.1f} KiB a minute "
                "on the network); stop with Ctrl-C", err=True)
     written = recorder.run()
-    typer.echo(f"hostcheck watch: {written} samples written ({recorder.stop_reason})", err=True)
+    typer.echo(f"hostcheck watch: {counted(written, 'sample')} written ({recorder.stop_reason})", err=True)
     raise typer.Exit(EXIT_OK)
 
 
@@ -179,6 +184,7 @@ def report(
     fmt: Annotated[FormatName, format_option(Kind.WATCH)] = DEFAULT_FORMAT,
     days: Annotated[float | None, typer.Option("--days", help="Only the last N days.")] = None,
     output: OutputOpt = None,
+    details: Annotated[bool, typer.Option("--details", help="Also each rule's text and sources, every day, the timeline, every outage, GPU health and the events.")] = False,
 ) -> None:
     """Uptime, outages with causes, a timeline, and each platform's published rule applied."""
     from hostcheck.recording.analysis import analyse
@@ -192,5 +198,5 @@ def report(
     db = db if db is not None else default_report_db()
     recording = read_recording(db, since=None if days is None else time.time() - days * 86400)
     analysis = analyse(recording, now=time.time())
-    text = render(Kind.WATCH, WatchView(analysis, score_all(analysis), str(db)), fmt, Options(command=command_text()))
+    text = render(Kind.WATCH, WatchView(analysis, score_all(analysis), str(db)), fmt, Options(details=details, command=command_text()))
     emit(text, output)

@@ -16,7 +16,8 @@ from hostcheck.earnings.inputs import Given, build, config_path
 from hostcheck.earnings.report import ACCEPTS, Machine, PowerOut
 from hostcheck.errors import EarningsInputError, EarningsMissingError
 from hostcheck.exit_codes import earnings_exit
-from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report
+from hostcheck.models import OWNER_RISK_STOPS, VERDICT_RANK, Report, Status
+from hostcheck.wording import counted
 
 if TYPE_CHECKING:
     from hostcheck.collectors.power_draw import PowerReadings
@@ -47,12 +48,30 @@ def _power(facts: dict[str, Any] | None, given: Given, sampler: PowerSampler | N
                           wall_idle_w=given.wall_idle_w, wall_load_w=given.wall_load_w)
 
 
-def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str]) -> tuple[int, str | None]:
+def _audit_gpus(report: Report | None) -> Any:
+    """The GPUs the audit counted (its working-NVIDIA-GPU check's measure), or None where it did not count them."""
+    from hostcheck.checks.base import id_of
+    from hostcheck.checks.gpu import gpu_present
+
+    present = id_of(gpu_present)
+    for policy in report.policies if report is not None else []:
+        for finding in policy.findings:
+            if finding.id == present and finding.status in (Status.PASS, Status.FAIL):
+                return finding.measured
+    return None
+
+
+def _gpus(facts: dict[str, Any] | None, given: Given, notes: list[str],
+          report: Report | None = None) -> tuple[int, str | None]:
+    if given.gpus is None and _audit_gpus(report) == 0:
+        notes.append("the audit counts no working NVIDIA GPU on this machine: nothing to rent by the GPU-hour, so "
+                     "no platform is priced (give --gpus N to price a machine with N)")
+        return 0, None
     devices = (facts or {}).get("gpu", {}).get("devices") if isinstance((facts or {}).get("gpu"), dict) else None
     if isinstance(devices, list) and devices:
         names = {str(d["name"]) for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)}
         if given.gpus is not None and given.gpus != len(devices):
-            notes.append(f"--gpus {given.gpus} used; the facts list {len(devices)} GPU(s)")
+            notes.append(f"--gpus {given.gpus} used; the facts list {counted(len(devices), 'GPU')}")
             return given.gpus, None
         return len(devices), ", ".join(sorted(names)) or None
     if given.gpus is None:
@@ -101,6 +120,8 @@ def _verdicts(report: Report | None, docs: list[PlatformDocument], notes: list[s
         if judged and not asked and not any(p.applicable for p in judged):
             skipped.append(f"{doc.platform} ({judged[0].precondition})")
             continue
+        # The verdict quoted is one of a policy that applies (salad-linux, not Windows-only salad).
+        judged = [p for p in judged if p.applicable] or judged
         best = min(judged, key=lambda p: VERDICT_RANK[p.verdict]) if judged else None
         out.append((doc, f"{best.id}: {best.verdict}" if best else None))
     if skipped:
@@ -130,7 +151,7 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
 
         audit_report = build_report(facts, resolve_policies([]))
     estimate = _power(facts, given, power_sampler)
-    gpus, gpu_name = _gpus(facts, given, notes)
+    gpus, gpu_name = _gpus(facts, given, notes, audit_report)
     # The parts (GPU, CPU, the rest) only explain a whole-machine figure that is estimated from
     # them: beside two wall readings the owner gave they would be guesses at what was measured.
     both_given = given.wall_idle_w is not None and given.wall_load_w is not None
@@ -181,7 +202,9 @@ def run(values: dict[str, Any], *, facts: dict[str, Any] | None, source: str, pl
     else:
         machine = Machine.model_validate({"from": source, "gpus": gpus, "gpu_name": gpu_name,
                                           "audit_headline": None, "owner_risk": None})
-    shown = [(doc, verdict, accepts(doc)) for doc, verdict in _verdicts(audit_report, docs, notes, asked=bool(platforms))]
+    # No GPU to rent: no platform is priced (the note above says why and how to price one anyway).
+    shown = [(doc, verdict, accepts(doc)) for doc, verdict in _verdicts(audit_report, docs, notes, asked=bool(platforms))
+             if gpus > 0]
     report = build_earnings(given=given, constants=constants, platforms=shown, power=power, powers=powers,
                             machine=machine, notes=notes, price_closed=bool(platforms))
     return report, earnings_exit(owner_risk_stops=machine.owner_risk in OWNER_RISK_STOPS, power_known=powers is not None)

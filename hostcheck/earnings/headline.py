@@ -34,6 +34,10 @@ def earnings_headline(machine: Machine, platforms: list[PlatformOut], power_know
     platform is singled out: the best of each group of machines the platforms take is quoted."""
     lead = machine.audit_headline or ("Not audited (no facts): whether a platform takes this machine was not judged, "
                                       "so the platforms are grouped by the machines they take.")
+    if machine.gpus == 0:
+        how = "give --gpus N and --wall-load-w (a smart-plug reading)" if not power_known else "give --gpus N"
+        return f"{lead} No money figure: the audit counts no working NVIDIA GPU here to rent by the GPU-hour ({how} " \
+               "to price a machine with N)."
     if not power_known:
         return f"{lead} Earnings unknown: the machine's draw under load is unknown; give --wall-load-w (a smart-plug reading)."
     eligible = [p for p in platforms if audit_feasible(p.audit_verdict) is not False and p.priced]

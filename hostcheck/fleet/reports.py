@@ -399,14 +399,37 @@ def _listening(report: Report) -> set[str]:
     return {f"{s.get('proto')}/{s.get('port')} on {s.get('address')}" for s in sockets if isinstance(s, dict)}
 
 
+def _by_host(entries: list[HostEntry], other: list[HostEntry]) -> dict[str, HostEntry]:
+    """``entries`` keyed by the host that wrote each report (its hostname), so the same machine
+    matches under any file name (before.json, after.json); by file name where the report names
+    no host, names one that two reports share, or could not be read (then by the name the other
+    side's report of that file gave)."""
+    def named(entry: HostEntry) -> str | None:
+        return entry.report.host.hostname if entry.report is not None and entry.report.host.hostname else None
+
+    def unique(side: list[HostEntry]) -> dict[str, str]:
+        """File name -> host name, for the reports whose host name no other report on that side shares."""
+        names = [named(e) for e in side]
+        return {e.host: n for e, n in zip(side, names, strict=True) if n is not None and names.count(n) == 1}
+
+    own, alias = unique(entries), unique(other)
+    out: dict[str, HostEntry] = {}
+    for entry in sorted(entries, key=lambda e: e.host not in own):  # the named first: they own their key
+        key = own.get(entry.host) or alias.get(entry.host) or entry.host
+        out[key if key not in out else entry.host] = entry
+    return out
+
+
 def diff_fleets(old: list[HostEntry], new: list[HostEntry]) -> list[HostDrift]:
     """Per host: verdicts that flipped, findings that regressed or improved, new listening sockets."""
-    old_by_host = {e.host: e for e in old}
-    new_by_host = {e.host: e for e in new}
+    old_by_host = _by_host(old, new)
+    new_by_host = _by_host(new, old)
     changes = []
     for host in sorted(set(old_by_host) | set(new_by_host)):
         before, after = old_by_host.get(host), new_by_host.get(host)
-        item = HostDrift(host=host, changes=[])
+        # Named as the fleet table names it (its file) where both audits agree on that name.
+        files = {e.host for e in (before, after) if e is not None}
+        item = HostDrift(host=files.pop() if len(files) == 1 else host, changes=[])
         if before is None:
             item.changes.append(Change(kind="host_added", detail="new in this audit"))
         elif after is None:

@@ -240,7 +240,7 @@ def _system_fields(facts: dict[str, Any]) -> list[OfferField]:
                       "host machine cpu architecture (e.g. amd64, arm64)", CLI_DOC),
         _system_field("cpu_cores", _get(facts, "system", "cpu_logical_cores"), "", "logical CPUs the kernel reports",
                       "number of virtual cpus", CLI_DOC),
-        _system_field("cpu_ram", ram, "MiB", "MemTotal from /proc/meminfo (the API's 'MB' values are MiB: 65536)",
+        _system_field("cpu_ram", ram, "MiB", "MemTotal from /proc/meminfo (the API's 'MB' values are MiB: 65536 for 64 GiB)",
                       "system RAM (CLI: in gigabytes; API: in MB)", API_DOC),
         _system_field("has_avx", _get(facts, "system", "cpu_avx"), "", "CPU flags in /proc/cpuinfo",
                       "CPU supports AVX instruction set", CLI_DOC),

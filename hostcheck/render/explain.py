@@ -8,7 +8,7 @@ from typing import Any
 from hostcheck.render.escape import escape_text
 from hostcheck.render.terminal import wrap
 from hostcheck.render.views import AgentExplanation, CheckExplanation, PolicyList
-from hostcheck.wording import counted
+from hostcheck.wording import counted, unit_for
 
 
 def say(text: str, width: int) -> list[str]:
@@ -21,11 +21,13 @@ def say(text: str, width: int) -> list[str]:
     return out
 
 
-def source_lines(source: Any, own_choice: str, indent: str, width: int, what: str = "threshold") -> list[str]:
-    """A source's status and the sentence it is cited for (and, where hostcheck chose the
-    threshold itself, or the requirement when the check takes none, why), escaped and wrapped
-    to the terminal."""
-    lines = wrap(escape_text(f"{source.status_text}: {source.quote_text}"), width, indent=indent + "  ", first=indent)
+def source_lines(source: Any, own_choice: str, indent: str, width: int, what: str = "threshold",
+                 checked: bool = False) -> list[str]:
+    """A source's status (with ``checked``, the date it was read) and the sentence it is cited
+    for (and, where hostcheck chose the threshold itself, or the requirement when the check
+    takes none, why), escaped and wrapped to the terminal."""
+    status = f"{source.status_text}, read {source.checked}" if checked else source.status_text
+    lines = wrap(escape_text(f"{status}: {source.quote_text}"), width, indent=indent + "  ", first=indent)
     if own_choice:
         lines += wrap(escape_text(f"{what}: hostcheck's own choice. {own_choice}"), width,
                       indent=indent + "  ", first=indent)
@@ -36,18 +38,38 @@ def _text(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def policy_list_text(model: PolicyList, width: int) -> str:
+def policy_list_text(model: PolicyList, width: int, details: bool = False) -> str:
+    """A line per policy (its requirements, sources and when they were read); with ``details``,
+    each source and the sentences it is cited for."""
     out: list[str] = []
+    seen: set[str] = set()
     for p in model.policies:
-        out += say(f"{p.id}: {p.title} [{len(p.requirements)} requirements, {p.kind}]", width)
         quoted: dict[str, dict[str, Any]] = {}  # url -> key -> source, in the order first cited
         for r in p.requirements:
             quoted.setdefault(r.source.url, {}).setdefault(r.source.key, r.source)
+        dates = sorted({r.source.checked for r in p.requirements})
+        read = f"read {dates[0]}" if len(dates) == 1 else f"read {dates[0]} to {dates[-1]}"
+        text = escape_text(f"{p.id}: {p.title} [{counted(len(p.requirements), 'requirement')}, {p.kind}; "
+                           f"{counted(len(quoted), 'source')}, {read}]")
+        # Two policies' lines may wrap to the same last line ("read 2026-12-03]"): a little
+        # narrower where they would, so nothing on the screen reads twice.
+        for narrower in range(width, width - 16, -1):
+            lines = wrap(text, narrower, first="", indent="  ")
+            if not seen.intersection(lines):
+                break
+        seen.update(lines)
+        out += lines
+        if not details:
+            continue
         for url, by_key in quoted.items():
             first = next(iter(by_key.values()))
-            out += say(f"    source: {first.title} <{url}> (checked {first.checked})", width)
+            out += say(f"    source: {first.title}", width)
+            out += say(f"      <{url}>", width)
             for source in by_key.values():
-                out += source_lines(source, "", "      ", width)
+                out += source_lines(source, "", "      ", width, checked=len(dates) > 1)
+    if not details:
+        out += say("\nEach policy's sources, with the sentence each is cited for: `hostcheck policies --details`; one "
+                   "check's: `hostcheck explain ID`.", width)
     return _text(out)
 
 
@@ -99,19 +121,34 @@ def agent_text(model: AgentExplanation, width: int) -> str:
 def check_text(model: CheckExplanation, width: int) -> str:
     meta = model.meta
     out = say(f"{meta.id}  {meta.title}  ({meta.family})", width)
-    out += say(f"\nWhy it matters:\n  {meta.why}\n\nHow to fix:\n  {meta.fix}", width)
+    out += say(f"Why it matters: {meta.why}\nHow to fix: {meta.fix}", width)
     if meta.fix_role:
-        out += say(f"  Ansible profile: {meta.fix_role}", width)
-    out += ["", "Used by:"]
+        role, _, variable = meta.fix_role.partition(":")
+        out += say(f"The Ansible host profile fixes it: role {role.strip()}, variable {variable.strip()}.", width)
+    # Grouped by the sentence cited: policies that rest on the same quote share its source lines.
+    groups: dict[tuple[str, str], list[tuple[str, Any]]] = {}
     for name, req in model.uses:
-        need = f"{meta.op} {req.threshold} {meta.unit}".strip() + ", " if req.threshold is not None else ""
-        weight = f"{req.level} risk" if req.level else req.severity
-        out += say(f"  {name:16} {weight:11} {need}{req.source.title} ({req.source.checked})", width)
-        out += say(f"    <{req.source.url}>", width)
-        if req.note:
-            out += say(f"    {req.note}", width)
-        what = "threshold" if req.threshold is not None else "requirement"
-        out += source_lines(req.source, req.own_choice, "    ", width, what)
+        groups.setdefault((req.source.url, req.source.quote), []).append((name, req))
+    if groups:
+        out.append("Used by (policy: weight, threshold; its note), under the source each rests on:")
+    shown_urls: set[str] = set()
+    for (url, _), uses in groups.items():
+        said: dict[str, list[str]] = {}  # policies that hold the check alike are named together
+        for name, req in uses:
+            need = f", {meta.op} {req.threshold} {unit_for(req.threshold, meta.unit)}".rstrip() \
+                if req.threshold is not None else ""
+            weight = f"{req.level} risk" if req.level else req.severity
+            said.setdefault(f"{weight}{need}" + (f"; {req.note}" if req.note else ""), []).append(name)
+        for text, names in said.items():
+            out += say(f"  - {', '.join(names)}: {text}", width)
+        source = uses[0][1].source
+        # The page's address names it (docs/sources.md and `policies --details` have its title);
+        # a page cited again is said once.
+        out += say("    source: the page above" if url in shown_urls else f"    <{url}>", width)
+        shown_urls.add(url)
+        own = "; ".join(dict.fromkeys(req.own_choice for _, req in uses if req.own_choice))
+        what = "threshold" if any(req.threshold is not None for _, req in uses) else "requirement"
+        out += source_lines(source, own, "      ", width, what, checked=True)
     out += _selftest_lines(meta.id, width)
     return _text(out)
 
@@ -124,10 +161,8 @@ def _selftest_lines(check_id: str, width: int) -> list[str]:
     rows = [row for row in selftest.checks if check_id in (row.predicted_by or [])]
     if not rows:
         return []
-    out = say(f"\nPredicts these checks of Vast's self-test (`{selftest.command}`):", width)
-    for row in rows:
-        out += say(f"  {row.id} ({row.stage}): {row.title}", width)
-    return out
+    return say(f"Predicts these checks of Vast's self-test (`{selftest.command}`; docs/audit.md has them all): "
+               + "; ".join(f"{row.id} ({row.stage})" for row in rows) + ".", width)
 
 
 def stale_text(rows: list[Any], total: int, days: int, cutoff: str, width: int) -> str:

@@ -57,10 +57,34 @@ def fleet_table(rows: list[FleetRow], policy_ids: list[str], markdown: bool = Fa
     widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip() for cells in body]
-    if max(map(len, lines)) > width:  # too wide for this terminal: one wrapped paragraph per host
-        lines = [line for cells in body for line in wrap(_host_text(headers, cells), width, first="", indent="    ")]
+    if max(map(len, lines)) > width:  # too wide for this terminal: one line per host, the answer only
+        return "\n".join(_narrow(rows, policy_ids, width)) + "\n"
     legend = "ok = feasible, risks = feasible with risks, NO = not feasible [blockers], ?? = undetermined"
     return "\n".join([*lines, "", *wrap(legend, width)]) + "\n"
+
+
+def _narrow(rows: list[FleetRow], policy_ids: list[str], width: int) -> list[str]:
+    """One line per host, so a fleet of 20 fits a screen: its owner risk and the policies that
+    would take it (as many names as the line holds, then how many more); every column, every
+    blocker: a wider terminal, --format markdown or json."""
+    host_w = max(len("host"), *(len(r.host) for r in rows)) if rows else 4
+    lines = [f"{'host'.ljust(host_w)}  {'owner risk':10}  feasible (with risks) on"]
+    for row in rows:
+        head = f"{row.host.ljust(host_w)}  "
+        if not row.reachable:
+            lines += wrap(("BAD REPORT" if row.report_error else "UNREACHABLE") + f": {row.reason or ''}",
+                          width, first=head, indent=" " * len(head))[:1]
+            continue
+        ok = [pid for pid in policy_ids if (r := row.policies.get(pid)) is not None and r.verdict in SHORT
+              and SHORT[r.verdict] in ("ok", "risks")]
+        head += f"{(row.owner_risk or '?'):10}  "
+        shown = list(ok)
+        while shown and len(head + ", ".join(shown) + f" +{len(ok) - len(shown)}") > width:
+            shown.pop()
+        more = f" +{len(ok) - len(shown)}" if len(shown) < len(ok) else ""
+        lines.append((head + (", ".join(shown) + more if ok else "none")).rstrip())
+    return [*lines, "", *wrap("Every column and each policy's blockers: a wider terminal (COLUMNS=200), "
+                               "--format markdown or --format json.", width)]
 
 
 def _host_text(headers: list[str], cells: list[str]) -> str:

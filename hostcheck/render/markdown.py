@@ -40,10 +40,14 @@ def render_markdown(report: Report, *, verbose: bool = False) -> str:
         lines += ["", cannot]
     lines += ["", answer.owner_risk]
     if answer.plan or answer.plan_note:
-        lines += ["", "## What to do, in order", ""]
+        heading = "What to do, in order" + (" (roles of the Ansible host profile: docs/roles.md)"
+                                            if any(s.role for s in answer.plan + answer.later) else "")
+        lines += ["", f"## {heading}", ""]
         lines += [f"{n}. {step_text(step)}" for n, step in enumerate(answer.plan, 1)]
         if answer.plan_note:
             lines += ["", answer.plan_note]
+        if answer.later:  # a document has room: the steps the note counts, listed
+            lines += [""] + [f"{n}. {step_text(step)}" for n, step in enumerate(answer.later, len(answer.plan) + 1)]
     if answer.unknowns:
         lines += ["", "## Not judged, by cause", ""]
         lines += [f"- {unknown_text(group)}" for group in answer.unknowns]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcheck.measure.offer import Label, Offer
+from hostcheck.models import Status
 from hostcheck.render.columns import columns
 from hostcheck.render.escape import escape_text
 from hostcheck.render.markdown_escape import markdown_tree
@@ -80,9 +81,47 @@ def _self_test_lines(offer: Offer, markdown: bool, width: int) -> list[str]:
     return lines
 
 
-def offer_text(offer: Offer, markdown: bool = False) -> str:
-    """The offer as terminal text, or as Markdown (the formats call this; JSON is the offer's own dict)."""
+def _summary(offer: Offer, width: int) -> list[str]:
+    """The answer: would Vast's self-test pass the offer, the values measured here, what is not
+    measured yet and what only Vast can say, the power at the wall; each field's label, how it
+    was read, Vast's definition and the sources are for --details."""
+    lines: list[str] = []
+    if offer.self_test:
+        by: dict[str, list[str]] = {}
+        for c in offer.self_test:
+            by.setdefault(c.status, []).append(c.field)
+        verdict = "fails" if by.get(Status.FAIL) else "cannot be told yet" if by.get(Status.UNKNOWN) else "passes"
+        said = "; ".join(f"{status}: {', '.join(names)}" for status, names in
+                         ((s, by[s]) for s in (Status.FAIL, Status.UNKNOWN, Status.PASS) if s in by))
+        lines += wrap(f"Vast's self-test preflight {verdict} on this offer ({said}).", width)
+    known = [f for f in offer.fields if f.value is not None]
+    lines += ["", *wrap("What a Vast renter would see, read here before listing: " + "; ".join(
+        f"{f.name} {escape_text(_value(f.value, f.unit))}" for f in known) + ".", width)]
+    missing = [f.name for f in offer.fields if f.value is None and f.label is not Label.NOT_BEFORE_LISTING]
+    if missing:
+        lines += wrap(f"Not measured here: {', '.join(missing)} (how to measure each: --details).", width)
+    later = [f.name for f in offer.fields if f.label is Label.NOT_BEFORE_LISTING]
+    if later:
+        lines += wrap(f"Only Vast can say, once the machine is listed: {', '.join(later)}.", width)
+    if offer.power is not None:
+        data = offer.power.as_dict()
+        idle, load = data["wall_idle"], data["wall_load"]
+
+        def watts(fig: dict[str, Any]) -> str:
+            return "unknown" if fig["watts"] is None else f"{fig['watts']:g} W ({fig['provenance']})"
+
+        lines += ["", *wrap(f"Power at the wall: {watts(idle)} idle, {watts(load)} under load.", width)]
+    lines += ["", *wrap("Each field's label and how it was read, Vast's definitions, the power's derivation and the "
+                        "sources: add --details.", width)]
+    return lines
+
+
+def offer_text(offer: Offer, markdown: bool = False, details: bool = False) -> str:
+    """The offer as terminal text (without ``details``, the answer alone: :func:`_summary`), or
+    as Markdown (the formats call this; JSON is the offer's own dict)."""
     width = terminal_width()
+    if not markdown and not details:
+        return "\n".join(_summary(offer, width)) + "\n"
     if markdown:
         offer = markdown_tree(offer)
     lines: list[str] = []
@@ -97,7 +136,7 @@ def offer_text(offer: Offer, markdown: bool = False) -> str:
             lines.append(f"| `{f.name}` | {value.replace('|', '/')} | {f.label} | {how.replace('|', '/')} |")
         else:  # the whole value, wrapped (JSON has it as it is)
             said = how if how.startswith(str(f.label)) else f"{f.label}: {how}"
-            lines += _entry(f"{f.name}: {value} ({said})", width)
+            lines += wrap(f"{f.name}: {value} ({said})", width, first="  ", indent="      ", whole_urls=True)
     later = [f.name for f in offer.fields if f.label is Label.NOT_BEFORE_LISTING]
     note = ("Not measurable before listing: " + ", ".join(later) + " (Vast computes or observes them once the "
             "machine is listed).")
@@ -114,7 +153,7 @@ def offer_text(offer: Offer, markdown: bool = False) -> str:
     if markdown:
         lines.append("")
     for source in _sources(offer):
-        lines += [f"- {source}"] if markdown else _entry(source, width)
-    notes = [escape_text(n) for n in offer.notes]
+        lines += [f"- {source}"] if markdown else wrap(source, width, first="  ", indent="      ", whole_urls=True)
+    notes = list(dict.fromkeys(escape_text(n) for n in offer.notes))  # one reason said once
     lines += ["", *(notes if markdown else [line for n in notes for line in wrap(n, width)])]
     return "\n".join(lines) + "\n"

@@ -76,16 +76,16 @@ def step_text(step: PlanStep) -> str:
     owner risk (MEDIUM item); unlocks vast'."""
     parts = [f"clears {ids_text(step.clears)}"]
     if step.lowers is not None:
-        parts.append(f"lowers owner risk (a {step.lowers.upper()} item)")
+        parts.append(f"lowers owner risk ({step.lowers.upper()})")
     if step.unlocks:
         parts.append(f"then {', '.join(step.unlocks)} {plural(len(step.unlocks), 'accepts')} it")
     if step.dedicated_only:
-        parts.append("for a machine dedicated to hosting only")
+        parts.append("only on a machine dedicated to hosting")
     return f"{step.action}: {'; '.join(parts)}."
 
 
 def unknown_text(group: UnknownGroup) -> str:
-    """'reading them needs root: 5 checks not judged (ISO-1040, ...); run `sudo hostcheck audit`'."""
+    """'reading them needs root: 5 checks not judged (ISO-1040, ...); run `sudo "$(command -v hostcheck)" audit`'."""
     count = counted(len(group.checks), "check")
     text = f"{group.cause}: {count} not judged ({ids_text(group.checks)})"
     return text + (f"; {group.then}" if group.then else "")

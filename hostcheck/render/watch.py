@@ -196,11 +196,37 @@ def _event_line(e: dict[str, Any]) -> str:
     return f"{kind}: {json.dumps(d, sort_keys=True)[:160]}"
 
 
-def watch_text(a: Analysis, scores: list[RuleScore], db: str, markdown: bool = False) -> str:
-    """The report as terminal text, or as Markdown (the formats call this; JSON is :func:`to_json`)."""
+def _summary(a: Analysis, data: dict[str, Any], db: str, width: int) -> list[str]:
+    """The answer: the window and uptime, each platform's verdict by its published rule, the
+    outages in one line each (the longest first, at most MAX_OUTAGES), and where the rest is."""
+    w = data["window"]
+    out = [f"Reliability rehearsal: {escape_text(db)}", "",
+           f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
+           + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""),
+           f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})", ""]
+    rows = [[s["platform"], s["verdict"], s["summary"]] for s in data["platforms"]]
+    out += _table(["platform", "verdict", "by its published rule"], rows, False)
+    outages = sorted(data["outages"], key=lambda o: -o["seconds"])
+    out += ["", f"Outages: {len(outages)}" + (", the longest first:" if outages else "")]
+    out += [f"- {o['start']} {_dur(o['seconds'])} {o['cause']}: {escape_text(o['note'])}" for o in outages[:MAX_OUTAGES]]
+    if len(outages) > MAX_OUTAGES:
+        out.append(f"- ... and {len(outages) - MAX_OUTAGES} more")
+    out += ["", "Each rule's text and sources, every day, the timeline, every outage, GPU health and the events: "
+                "`hostcheck watch report --details`."]
+    return _fit(out, width)
+
+
+MAX_OUTAGES = 5
+
+
+def watch_text(a: Analysis, scores: list[RuleScore], db: str, markdown: bool = False, details: bool = True) -> str:
+    """The report as terminal text (without ``details``, the answer alone: :func:`_summary`), or
+    as Markdown (the formats call this; JSON is :func:`to_json`)."""
     data = to_json(a, scores, db)
     md = markdown
     width = terminal_width()
+    if not md and not details:
+        return "\n".join(_summary(a, data, db, width)) + "\n"
     out: list[str] = []
     head = "# " if md else ""
     sub = "\n## " if md else "\n"

@@ -14,6 +14,7 @@ from typing import Any
 from hostcheck import yaml_loader
 from hostcheck.models import SourceEntry
 from hostcheck.recording.analysis import DOWN_CAUSES, NOT_RECORDED, UP, Analysis, Segment
+from hostcheck.wording import counted
 
 RULES_PATH = Path(__file__).with_name("platform_rules.yaml")
 
@@ -178,10 +179,19 @@ def score_continuous(rule_id: str, rule: dict[str, Any], a: Analysis) -> RuleSco
         return RuleScore(rule_id, rule["platform"], None, "unknown", "nothing recorded", rule)
     resets = len(a.outages)
     verdict = "meets" if current > need_s else "below"
+    recorded_s = a.window_end - a.window_start if a.window_start is not None else 0.0
+    if verdict == "below" and not resets and recorded_s < need_s:
+        # No outage seen and a recording shorter than the run asked for: the machine may have been
+        # up for longer before it started, so "below" would be a guess.
+        return RuleScore(rule_id, rule["platform"], None, "unknown",
+                         f"not enough data: {_hours(recorded_s)} recorded, no outage; needs a run of more than "
+                         f"{rule['min_hours']:g} h", rule,
+                         {"current_up_h": round(current / 3600, 2), "longest_up_h": round(longest / 3600, 2),
+                          "resets": resets})
     return RuleScore(
         rule_id, rule["platform"], None, verdict,
-        f"up continuously for {current / 3600:.1f} h now (needs more than {rule['min_hours']:g} h); "
-        f"longest run {longest / 3600:.1f} h; {resets} outage(s) reset the count",
+        f"up continuously for {_hours(current)} now (needs more than {rule['min_hours']:g} h); "
+        f"longest run {_hours(longest)}; {counted(resets, 'outage')} reset the count",
         rule, {"current_up_h": round(current / 3600, 2), "longest_up_h": round(longest / 3600, 2), "resets": resets},
     )  # fmt: skip
 

@@ -180,7 +180,7 @@ def test_the_new_check_is_explained_with_its_policy(copy: Path) -> None:
     proc = _run(copy, "-m", "hostcheck.cli", "explain", CHECK_ID)
     assert f"{CHECK_ID}  Widgets on this machine" in proc.stdout
     assert "A throwaway check" in proc.stdout and "Add widgets." in proc.stdout
-    (used,) = [line for line in proc.stdout.splitlines() if line.strip().startswith("vast ")]
+    (used,) = [line for line in proc.stdout.splitlines() if line.strip().startswith("- vast: ")]
     assert f">= {THRESHOLD} widgets" in used and "risk" in used
 
 
@@ -201,7 +201,7 @@ def test_the_new_family_is_judged_under_its_title(family_copy: Path) -> None:
 def test_the_new_family_is_explained_under_its_title(family_copy: Path) -> None:
     proc = _run(family_copy, "-m", "hostcheck.cli", "explain", FAMILY_ID)
     assert f"{FAMILY_ID}  Cores for the widget rack  ({FAMILY_TITLE})" in proc.stdout
-    (used,) = [line for line in proc.stdout.splitlines() if line.strip().startswith("vast ")]
+    (used,) = [line for line in proc.stdout.splitlines() if line.strip().startswith("- vast: ")]
     assert f">= {THRESHOLD} cores" in used and "risk" in used
 
 

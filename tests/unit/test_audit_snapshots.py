@@ -236,7 +236,7 @@ def test_laptop_headline_says_do_not_host_and_exits_non_zero() -> None:
     laptop = snapshot("reference-laptop")
     proc = hostcheck("audit", "--facts", laptop)
     assert proc.returncode == 4, proc.stderr
-    headline = proc.stdout.splitlines()[1]
+    headline = proc.stdout.splitlines()[0]  # the answer is the first line
     assert headline.startswith("Do not host on this machine as it is: owner risk HIGH")
     assert "ionet" in proc.stdout.split("policy")[0]  # where it would qualify once fixed
     assert hostcheck("audit", "--facts", laptop, "--accept-owner-risk").returncode == 0
@@ -266,15 +266,19 @@ def test_headline_names_the_command_that_settles_an_unknown_blocker() -> None:
     assert "quickpod: run `hostcheck audit --probe URL --probe-fingerprint FP --token-file FILE --probe-port N`" in report["headline"]
     _, unnamed = audit_json("--facts", snapshot("unnamed-gpu-no-generation"), "-p", "vast")
     assert unnamed["headline"].startswith("Not yet known")
-    assert "vast: see what could not be judged below" in unnamed["headline"]
+    assert "vast: see what could not be judged, by cause, in `hostcheck audit --details`" in unnamed["headline"]
 
 
 def test_platforms_that_cannot_apply_are_one_line() -> None:
+    """Named on the first screen when their reasons would take more than two lines; the reasons
+    with the policies in --details."""
     proc = run_cli("audit", "--facts", snapshot("dedicated-4090"))
+    assert "Cannot apply: darkbloom, runpod, salad, salad-linux (why: in the details)." in proc.stdout
+    assert "Darkbloom — inference provider" not in proc.stdout
+    details = run_cli("audit", "--facts", snapshot("dedicated-4090"), "--details").stdout
     assert ("Cannot apply to this machine: darkbloom (Apple Silicon Macs only; runs on macos 15+); "
             "runpod (closed to new hosts); salad (runs on windows 10 or windows 11); "
-            "salad-linux (runs on debian 12 or debian 13).") in " ".join(proc.stdout.split())
-    assert "Darkbloom — inference provider" not in proc.stdout
+            "salad-linux (runs on debian 12 or debian 13).") in " ".join(details.split())
     assert "Darkbloom — inference provider" in run_cli("audit", "--facts", snapshot("dedicated-4090"), "-v").stdout
     _, report = audit_json("--facts", snapshot("mac-mini-m2-sequoia"))
     applicable = {p["id"]: p["applicable"] for p in report["policies"]}
@@ -338,8 +342,9 @@ def test_audit_facts_names_the_rule_vast_applies_today_with_its_source(
     # `hostcheck explain` quotes the sentence of the pull request's description the rule rests on.
     (requirement,) = [r for r in _POLICIES[policy].requirements if r.check == check]
     explained = run_cli("explain", check, env={"COLUMNS": "400"}).stdout
-    assert f'published (merged pull request; the quote is from its description): "{requirement.source.quote}"' \
-        in " ".join(explained.split())
+    said = (f"published (merged pull request; the quote is from its description), read {requirement.source.checked}: "
+            f'"{requirement.source.quote}"')
+    assert said in " ".join(explained.split())
 
 
 def test_secure_boot_state_is_reported_and_its_direction_said_to_be_hostchecks() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from hostcheck.facts import Unknown
 from hostcheck.knowledge.sudoers import includes, matching
 
-ROOT_ONLY = "sudo rules are readable only by root; run `sudo hostcheck audit`"
+ROOT_ONLY = 'sudo rules are readable only by root; run `sudo "$(command -v hostcheck)" audit`'
 
 
 def replayed(recorded: Any) -> includes.Loaded | Unknown:

@@ -16,7 +16,7 @@ SEASON_TITLES = {"winter": "winter (heating months)", "summer": "summer (cooling
 Line = tuple[str, int]  # text and its indent level; a level of -1 is laid out already (tables, the chart)
 
 
-def _fee_text(fee: dict[str, Any]) -> str:
+def fee_text(fee: dict[str, Any]) -> str:
     if fee["status"] == "net-rate":
         return "0 % (the rate shown to hosts is already net of the fee)"
     if fee["low_pct"] == fee["high_pct"]:
@@ -48,7 +48,7 @@ def platform_lines(p: dict[str, Any], currency: str, md: bool, width: int, with_
                  "platform accepts it, for comparison only; the headline quotes none of them", 0), ("", 0)]
     price = p["price_per_gpu_hour"]
     out.append((f"price {money(price, currency, 3) if price is not None else 'not given'} per GPU-hour"
-                f" ({p['price_from']}); fee {_fee_text(fee)}", 0))
+                f" ({p['price_from']}); fee {fee_text(fee)}", 0))
     if p.get("price_set_by") == "platform" or price is None:
         out.append((f"pricing: {p['pricing_note']}", 1))
     if fee["status"] != "published":

@@ -23,19 +23,19 @@ def _audit(view: Any, options: Options) -> str:
 def _earnings(report: Any, options: Options) -> str:
     from hostcheck.render.earnings import render_earnings
 
-    return render_earnings(report, markdown=True)
+    return render_earnings(report, markdown=True, details=options.details)
 
 
 def _offer(offer: Any, options: Options) -> str:
     from hostcheck.render.offer import offer_text
 
-    return offer_text(offer, markdown=True)
+    return offer_text(offer, markdown=True, details=options.details)
 
 
 def _watch(view: Any, options: Options) -> str:
     from hostcheck.render.watch import watch_text
 
-    return watch_text(view.analysis, view.scores, view.db, markdown=True)
+    return watch_text(view.analysis, view.scores, view.db, markdown=True, details=options.details)
 
 
 def _fleet(view: Any, options: Options) -> str:

@@ -22,19 +22,19 @@ def _audit(view: Any, options: Options) -> str:
 def _earnings(report: Any, options: Options) -> str:
     from hostcheck.render.earnings import render_earnings
 
-    return render_earnings(report)
+    return render_earnings(report, details=options.details)
 
 
 def _offer(offer: Any, options: Options) -> str:
     from hostcheck.render.offer import offer_text
 
-    return offer_text(offer)
+    return offer_text(offer, details=options.details)
 
 
 def _watch(view: Any, options: Options) -> str:
     from hostcheck.render.watch import watch_text
 
-    return watch_text(view.analysis, view.scores, view.db)
+    return watch_text(view.analysis, view.scores, view.db, details=options.details)
 
 
 def _fleet(view: Any, options: Options) -> str:
@@ -59,7 +59,7 @@ def _policies(view: Any, options: Options) -> str:
     from hostcheck.render.explain import policy_list_text
     from hostcheck.render.terminal import terminal_width
 
-    return policy_list_text(view, terminal_width())
+    return policy_list_text(view, terminal_width(), details=options.details)
 
 
 def _check(view: Any, options: Options) -> str:

@@ -96,7 +96,7 @@ CASES = [
     ("SYS-1130", {"system": {"os_id": "ubuntu", "os_version_id": "20.04"}}, ["ubuntu 22.04", "ubuntu 24.04"], "fail", "ubuntu 20.04"),
     ("SYS-1050", {"system": {"os_id": "debian", "os_version_id": "13"}}, ["debian 12"], "fail", "debian 13"),
     ("PLAT-1010", {}, "closed", "fail", "not accepting"),
-    ("ISO-1010", {"isolation": {"graphical_session": False, "display_manager": None, "credentials": []}}, None, "pass", "no desktop, no personal data found"),
+    ("ISO-1010", {"isolation": {"graphical_session": False, "display_manager": None, "credentials": []}}, None, "pass", "no desktop, no personal data"),
     # GPU generation: NVML first, then compute capability, then the name; Apple chips; unknown.
     ("GPU-1120", gpu(architecture="pascal"), ["nvidia pascal+"], "pass", "pascal"),
     ("GPU-1120", gpu(architecture="turing", name="NVIDIA GeForce RTX 2080"), ["nvidia ampere+"], "fail", "turing"),
@@ -252,7 +252,7 @@ CASES = [
     ("PKG-1020", {"packages": {"nvidia_packages": [], "nvidia_held": []}}, None, "skipped", None),
     ("PKG-1020", {"packages": {"nvidia_packages": ["nvidia-driver-550"], "nvidia_held": []}}, None, "fail", "1 not held"),
     ("OWN-1020", {"isolation": {"credentials": [{"kind": "aws", "user": "a"}]}, "storage": {"home": {"encrypted": False}}}, None, "fail", "unencrypted"),
-    ("OWN-1020", {"isolation": {"credentials": []}}, None, "pass", "no personal data found"),
+    ("OWN-1020", {"isolation": {"credentials": []}}, None, "pass", "no personal data"),
     ("OWN-1030", {"storage": {"swap": [{"device": "/swap.img", "encrypted": False}]}}, None, "fail", "unencrypted"),
     ("OWN-1030", {"storage": {"swap": []}}, None, "pass", "no swap"),
     ("OWN-1040", {"network": {"listening": [{"proto": "udp", "port": 5353, "exposure": "all"}]}, "ssh": {"installed": False}}, 0, "fail", 1),
@@ -368,7 +368,8 @@ def test_ssh_finding_names_the_file_that_sets_the_value_and_socket_activation() 
 CLOUD_FILE = "/etc/sudoers.d/90-cloud-init-users"
 CLOUD = f"{CLOUD_FILE}:3"
 MAIN_SUDOERS = "root ALL=(ALL:ALL) ALL\n%sudo ALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n"
-ROOT_ONLY = "sudo rules are readable only by root; run `sudo hostcheck audit`"
+# sudo's PATH lacks ~/.local/bin, where the README installs hostcheck: the hint names the binary.
+ROOT_ONLY = 'sudo rules are readable only by root; run `sudo "$(command -v hostcheck)" audit`'
 
 
 def sudoers(dropin: str | None = None, listing: Unknown | None = None, main: str | Unknown = MAIN_SUDOERS) -> Any:

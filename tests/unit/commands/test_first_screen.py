@@ -38,7 +38,7 @@ SHAPES = {
     "vm-guest-virtio-4090": "a VM",
     "gpu-less-live": "this GPU-less machine's live facts",
 }
-LIMIT = 40
+LIMIT = 23  # an 80x24 terminal with the prompt
 
 
 @cache

@@ -136,7 +136,7 @@ def test_disk_measurement_labels() -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_text_formats_name_every_field_and_the_later_ones(fmt: str) -> None:
-    proc = run_cli("offer", "--format", fmt, "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
+    proc = run_cli("offer", "--format", fmt, "--details", "--facts", str(SNAPSHOTS / "dedicated-4090.json"))
     assert proc.returncode == 0, proc.stderr
     for name in (*SYSTEM_FIELDS, "disk_bw", "inet_down", "inet_up", "direct_port_count", "pcie_bw", *LATER):
         assert name in proc.stdout, name
@@ -354,11 +354,13 @@ def test_a_long_cpu_name_is_wrapped_whole_with_the_escapes_kept(tmp_path: Path) 
     path = tmp_path / "long.json"
     path.write_text(json.dumps(facts))
     for columns in (40, 80):
-        table = run_cli("offer", "--facts", str(path), env={"COLUMNS": str(columns)}).stdout
+        table = run_cli("offer", "--details", "--facts", str(path), env={"COLUMNS": str(columns)}).stdout
         assert "\x1b" not in table
         lines = table.splitlines()
         assert not [line for line in lines if len(line) > columns and " " in line.strip()]
         assert not [line for line in lines if line != line.rstrip()]
+        short = run_cli("offer", "--facts", str(path), env={"COLUMNS": str(columns)}).stdout
+        assert "\x1b" not in short and "96-Cores\\x1b[2J with a very long model name" in " ".join(short.split())
         # The whole name, escaped, wrapped over lines where it must be: never cut.
         entry = " ".join(table.split("  cpu_name: ", 1)[1].split("\n  cpu_arch:", 1)[0].split())
         assert entry.startswith("AMD Ryzen Threadripper PRO 7995WX 96-Cores\\x1b[2J with a very long model name")

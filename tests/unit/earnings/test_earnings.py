@@ -244,7 +244,7 @@ def test_the_headline_quotes_money_only_for_a_platform_the_audit_finds_feasible(
 
     report, _ = run({"electricity": 0.30, "price": 5.0, "occupancy": 30}, facts=facts, source="x", platforms=["vast"])
     assert "no platform shown is feasible" in report["headline"] and "nets" not in report["headline"]
-    assert "not feasible for this machine as it is (the audit)" in render_earnings(report)
+    assert "not feasible for this machine as it is (the audit)" in render_earnings(report, details=True)
 
 
 def test_multi_gpu_box_counts_every_gpu() -> None:
@@ -270,8 +270,9 @@ def test_unknown_power_is_unknown_never_zero() -> None:
     assert "--wall-load-w" in report["headline"]
     assert all(p["seasons"] is None for p in report["platforms"])
     assert report["power"]["wall_load"]["watts"] is None
-    # Given a wall reading, the same machine is priced.
-    report, code = run({"electricity": 0.30, "price": 0.25, "occupancy": 50, "wall_idle_w": 40, "wall_load_w": 200},
+    # Given a wall reading, the same machine is priced (as one with a GPU: the audit counts none).
+    report, code = run({"electricity": 0.30, "price": 0.25, "occupancy": 50, "wall_idle_w": 40, "wall_load_w": 200,
+                        "gpus": 1},
                        facts=facts, source="x", platforms=["quickpod"])
     assert code == (4 if report["machine"]["owner_risk"] in ("high", "unknown") else 0)
     assert report["power_known"]
@@ -296,7 +297,7 @@ def test_json_output_matches_the_shipped_schema() -> None:
 def test_markdown_has_the_chart_in_a_code_block() -> None:
     from hostcheck.render.earnings import render_earnings
 
-    text = render_earnings(flags_only(heating="resistive", cooling_months="6-8"), markdown=True)
+    text = render_earnings(flags_only(heating="resistive", cooling_months="6-8"), markdown=True, details=True)
     block = text.split("```\n", 2)[1]
     assert "W = winter" in block and "S = summer" in block and "█" in block
 

@@ -70,7 +70,7 @@ def test_without_facts_platforms_are_grouped_and_none_is_singled_out() -> None:
     # A closed platform gets no table, one line instead.
     runpod = by_name["runpod"]
     assert runpod["priced"] is False and runpod["seasons"] is None and runpod["sensitivity"] is None
-    text = render_earnings(report, width=80)
+    text = render_earnings(report, width=80, details=True)
     section = text.split("\nRunpod community cloud\n", 1)[1].split("\n\n", 1)[0]
     assert section.startswith("Closed to new hosts: not priced") and "net" not in section
     assert "Runpod" not in headline
@@ -96,7 +96,7 @@ def test_given_wall_readings_are_not_shown_beside_estimates_of_their_parts() -> 
     report, _ = run(FLAGS, facts=None, source="flags", platforms=["vast"])
     assert set(report["power"]) == {"wall_idle", "wall_load"}
     assert all(report["power"][k]["provenance"] == "given" for k in report["power"])
-    text = render_earnings(report, width=80)
+    text = render_earnings(report, width=80, details=True)
     assert "rest of the system" not in text and "estimated" not in text.split("\nPower\n")[1].split("\n\n")[0]
     # One reading given: the other is estimated from the parts, which are then shown.
     facts = load_snapshot(SNAPSHOTS / "rtx3090-vram-in-use.json")
@@ -109,7 +109,7 @@ def test_not_published_is_said_once_per_payout() -> None:
     payout = report["platforms"][0]["payout"]
     unpublished = [k for k in ("minimum", "form", "currency", "schedule", "expiry") if payout[k] == "not published"]
     assert unpublished  # Quickpod publishes none of them
-    line = next(line for line in render_earnings(report, width=160).splitlines() if line.startswith("payout:"))
+    line = next(line for line in render_earnings(report, width=160, details=True).splitlines() if line.startswith("payout:"))
     assert line.count("not published") == 1 and line.endswith(f"not published: {', '.join(unpublished)}")
 
 

@@ -64,11 +64,16 @@ def test_fleet_table_lists_failing_and_unreachable_hosts_first(fleet_dirs: tuple
     for args in (["-p", "vast", "--format", "json", str(new)], ["table", str(new), "--policy", "vast", "-f", "json"]):
         result = CliRunner().invoke(app, ["fleet", *args])
         assert (result.exit_code, result.output) == (0, proc.stdout), args
-    table = run_cli("fleet", str(new), "-p", "vast").stdout
+    table = run_cli("fleet", str(new), "-p", "vast", env={"COLUMNS": "200"}).stdout  # the full table
     # The table shows each host's score as its report gives it (the score's rule: test_checks).
     box_a = data["hosts"][2]["policies"]["vast"]["score"]
     assert "UNREACHABLE" in table and f"NO {laptop['policies']['vast']['score']} [ISO-1010]" in table
     assert f"ok {box_a}" in table
+    # At 80 columns, one line per host: its owner risk and the policies that would take it.
+    narrow = run_cli("fleet", str(new), "-p", "vast", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert narrow[1].startswith("box-b") and "UNREACHABLE" in narrow[1]
+    assert narrow[2].split() == ["laptop", "high", "none"]
+    assert narrow[3].split() == ["box-a", data["hosts"][2]["owner_risk"], "vast"]
 
 
 def test_fleet_diff_names_exactly_the_drift(fleet_dirs: tuple[Path, Path]) -> None:
@@ -107,3 +112,22 @@ def test_fleet_refuses_other_report_versions(tmp_path: Path) -> None:
 def test_fleet_without_reports_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("fleet", str(tmp_path))
     assert proc.returncode == 2 and "no reports" in proc.stderr
+
+
+def test_fleet_diff_matches_the_same_host_under_any_file_names(tmp_path: Path) -> None:
+    """before.json and after.json of one machine are one host that drifted, not a host removed
+    and another added: reports are matched by the host that wrote them."""
+    write_report(tmp_path, "before", "dedicated-4090")
+    facts = json.loads((SNAPSHOTS / "dedicated-4090.json").read_text())
+    facts["network"]["listening"].append({"proto": "tcp", "address": "0.0.0.0", "port": 8080, "process": "python3",
+                                          "exposure": "all"})
+    drifted = tmp_path / "drifted-facts.json"
+    drifted.write_text(json.dumps(facts))
+    write_report(tmp_path, "after", drifted)
+    proc = run_cli("fleet", "diff", str(tmp_path / "before.json"), str(tmp_path / "after.json"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    drift = json.loads(proc.stdout)
+    assert [item["host"] for item in drift] == [facts["meta"]["hostname"]]
+    kinds = {(c["kind"], c.get("detail")) for c in drift[0]["changes"]}
+    assert ("new_listening", "tcp/8080 on 0.0.0.0") in kinds
+    assert not {k for k, _ in kinds} & {"host_added", "host_removed"}

@@ -60,8 +60,10 @@ def test_market_text_shows_time_query_and_net(market: StandIn, tmp_path: Any) ->
     assert "occupancy 55 % (Vast's 30-day average utilisation)" in flat
     assert "market query: GET /api/v0/metrics/gpu/current/, GET /api/v0/metrics/gpu/history/, " \
            "POST /api/v0/bundles/ (x2)" in flat
-    assert "whole year, per month: net" in flat
+    assert "a month over the year" in flat  # the answer: the net that follows
     assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+    details = earn(market, tmp_path, "--market", "--details").stdout
+    assert "whole year, per month: net" in " ".join(details.split())
     assert HOST_KEY not in proc.stdout + proc.stderr
 
 

@@ -39,6 +39,7 @@ from hostcheck.watch.probes import DEFAULT_TARGETS, NetworkProber, answered, par
 from hostcheck.watch.recorder import Clocks, Recorder, WatchConfig
 from hostcheck.watch.rules import rules, score_all
 from hostcheck.watch.xid import classify_line
+from tests.helpers import run_cli
 from tests.nvml_standin import FakeNvml, laptop_3080ti
 from tests.watch_fixtures import render_watch
 
@@ -606,7 +607,7 @@ def hostcheck(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[st
 def test_cli_refuses_a_foreign_file_with_exit_2(tmp_path: Path) -> None:
     db = tmp_path / "notes.txt"
     db.write_text("not a database")
-    for args in (["watch", "--db", str(db), "--for", "1"], ["watch", "report", "--db", str(db)]):
+    for args in (["watch", "--db", str(db), "--for", "60"], ["watch", "report", "--db", str(db)]):
         proc = hostcheck(*args)
         assert proc.returncode == 2 and "not an SQLite database" in proc.stderr
     assert db.read_text() == "not a database"
@@ -834,3 +835,20 @@ def test_audit_says_why_a_recording_cannot_be_used(tmp_path: Path) -> None:
     assert finding.status == "unknown" and "not an SQLite database" in finding.detail
     assert "give --watch-db a new path" in finding.detail and "--db " not in finding.detail
     assert bad.read_text() == "not a database"
+
+
+def test_ionet_continuous_on_a_recording_shorter_than_its_run_is_not_enough_data() -> None:
+    # 3 minutes up, no outage: io.net's 5 h run may have started before the recording did, so
+    # "below" would be a guess; with an outage inside, the count was reset and "below" is known.
+    short = {s.rule_id: s for s in score_all(analyse(recording_of(minutes(T0, 3))))}
+    assert short["ionet"].verdict == "unknown" and short["ionet"].summary.startswith("not enough data")
+    reset = minutes(T0, 60) + minutes(T0 + 3600, 2, ok=0, mono0=3600) + minutes(T0 + 3720, 60, mono0=3720)
+    after = {s.rule_id: s for s in score_all(analyse(recording_of(reset)))}
+    assert after["ionet"].verdict == "below" and "1 outage reset the count" in after["ionet"].summary
+
+
+def test_cli_refuses_a_watch_shorter_than_its_interval(tmp_path: Path) -> None:
+    """`--for 3` at the default 60 s interval would write one sample and stop: refused, nothing written."""
+    proc = run_cli("watch", "--db", str(tmp_path / "w.db"), "--for", "3")
+    assert proc.returncode == 2 and "shorter than the interval (60 s)" in proc.stderr, proc.stderr
+    assert not (tmp_path / "w.db").exists()

@@ -166,7 +166,7 @@ def test_the_cli_refuses_a_cleartext_url_and_keeps_the_url_off_the_command_line(
     import sys
 
     plain = url_file(tmp_path, "hook", "http://127.0.0.1:9/hook")
-    proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", "watch", "--db", str(tmp_path / "w.db"), "--for", "1",
+    proc = subprocess.run([sys.executable, "-m", "hostcheck.cli", "watch", "--db", str(tmp_path / "w.db"), "--for", "60",
                            "--notify-webhook-file", str(plain)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--insecure-http" in proc.stderr and not (tmp_path / "w.db").exists()
