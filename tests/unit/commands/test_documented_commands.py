@@ -153,6 +153,8 @@ class Fill:
                 tok = str(self.reports)
             elif tok.endswith(".yaml") and not (REPO / tok).exists():
                 tok = str(self.policy)
+            elif prev in ("-o", "--output") and tok != "-" and not tok.startswith("/"):
+                tok = self.output()  # a file the docs name: written in the test's folder, never the checkout
             elif tok in ("FILE", "saved.json"):
                 tok = {
                     "--token-file": str(self.tmp / ".probe-token"),
