@@ -79,24 +79,9 @@ def problems(policy: Policy) -> list[str]:
     return out
 
 
-# Requirements of the Vast policies that break a rule and are being brought to Vast's current
-# pages with the rest of those policies; each must still break it (the test says when one is
-# fixed, so the line goes).
-NOT_YET: dict[str, str] = {
-    "vast-verified GPU-1070": "the quote does not state 2.85",
-    "vast-verified SYS-1010": "the quote does not state 2",
-    "vast-verified SYS-1030": "the quote does not state 0.95",
-}
-
-
 @pytest.mark.parametrize("name", shipped_policy_names())
 def test_every_blocker_quotes_what_it_enforces_or_says_it_is_hostchecks_choice(name: str) -> None:
-    found = problems(load_shipped(name))
-    known = [line for line in found if line.split(":")[0] in NOT_YET]
-    assert [line for line in found if line not in known] == []
-    for key, words in NOT_YET.items():
-        if key.split()[0] == name:
-            assert any(line.startswith(f"{key}: {words}") for line in known), f"{key} is fixed: remove it from NOT_YET"
+    assert problems(load_shipped(name)) == []
 
 
 def _requirement(policy_text: str) -> list[str]:
