@@ -418,7 +418,7 @@ def test_fleet_shows_and_diffs_bandwidth(tmp_path: Path) -> None:
     rows = {r["host"]: r for r in json.loads(run_cli("fleet", str(new), "--format", "json").stdout)["hosts"]}
     assert rows["box"]["bandwidth"] == {"download_mbps": 470.0, "upload_mbps": 40.0}
     assert rows["untested"]["bandwidth"] == {"download_mbps": None, "upload_mbps": None}
-    table = run_cli("fleet", str(new), "-p", "ionet").stdout
+    table = run_cli("fleet", str(new), "-p", "ionet", env={"COLUMNS": "200"}).stdout
     assert "down/up Mbps" in table and "470/40" in table
     changes = json.loads(run_cli("fleet", "diff", str(old), str(new), "--format", "json").stdout)
     box = [c for item in changes if item["host"] == "box" for c in item["changes"]]
