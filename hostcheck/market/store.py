@@ -12,17 +12,15 @@ import fcntl
 import json
 import os
 import sqlite3
-import stat
 import time
 from pathlib import Path
 from typing import Any
 
 from hostcheck.errors import InputError
+from hostcheck.recording.store import BUSY_TIMEOUT_S, inspect_database
 
 APPLICATION_ID = 0x68636D6B  # "hcmk": a hostcheck market database
 SCHEMA_VERSION = 1
-SQLITE_MAGIC = b"SQLite format 3\x00"
-BUSY_TIMEOUT_S = 5.0
 MAX_DETAIL_CHARS = 64_000
 MAX_ROWS_READ = 100_000
 DEFAULT_MAX_AGE_DAYS = 400.0
@@ -57,49 +55,9 @@ class MarketDbError(InputError):
 
 def inspect_file(path: Path) -> bool:
     """False when there is nothing there yet (or an empty file), True for a market database
-    this hostcheck reads; MarketDbError otherwise."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise MarketDbError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise MarketDbError(f"{path} is not a regular file; refusing to use it as the market database")
-    if st.st_size == 0:
-        return False
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise MarketDbError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if head != SQLITE_MAGIC:
-        raise MarketDbError(f"{path} is not an SQLite database; it was left as it is: give --record a new path")
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        raise MarketDbError(f"cannot open {path}: {exc}") from None
-    try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id != APPLICATION_ID:
-            if app_id == 0 and tables == 0:
-                return False
-            raise MarketDbError(f"{path} is an SQLite database of another application (application_id {app_id:#x}), "
-                                "not a hostcheck market database; it was left as it is: give a new path")
-        if version > SCHEMA_VERSION:
-            raise MarketDbError(f"{path} was written by a newer hostcheck (schema {version}, this one reads up to "
-                                f"{SCHEMA_VERSION}); it was left as it is: upgrade hostcheck")
-        check = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-        if check != ["ok"]:
-            raise MarketDbError(f"{path} is damaged (SQLite quick_check: {'; '.join(map(str, check))}); "
-                                "it was left as it is")
-    except sqlite3.DatabaseError as exc:
-        raise MarketDbError(f"{path} is damaged or not a database ({exc}); it was left as it is") from None
-    finally:
-        conn.close()
-    return True
+    this hostcheck reads; MarketDbError otherwise (the watch database's rules)."""
+    return inspect_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION, kind="market",
+                            option="--record", error=MarketDbError)
 
 
 def last_taken(path: Path, gpu_name: str, num_gpus: int) -> float | None:

@@ -179,63 +179,72 @@ def _load(text: str) -> dict[str, Any]:
 
 
 def inspect_file(path: Path, option: str = "--db") -> bool:
-    """Check a database file before anything opens it for writing.
+    """Check a watch database file before anything opens it for writing (:func:`inspect_database`)."""
+    return inspect_database(path, application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION, kind="watch",
+                            option=option, error=WatchDbError)
 
-    Returns False when there is nothing there yet (or an empty file) and True for a watch
-    database of a schema this hostcheck reads; raises :class:`WatchDbError` otherwise, whose
-    message names ``option`` (the option that gave the path) as the way to pick another file.
+
+def inspect_database(path: Path, *, application_id: int, schema_version: int, kind: str, option: str,
+                     error: type[Exception]) -> bool:
+    """Check one of hostcheck's SQLite files (``kind``: watch, market) before anything opens it
+    for writing.
+
+    Returns False when there is nothing there yet (or an empty or blank SQLite file) and True
+    for a database with ``application_id`` of a schema up to ``schema_version``; raises
+    ``error`` otherwise, whose message names ``option`` (the option that gave the path) as
+    the way to pick another file. Nothing is ever written to the file.
     """
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise WatchDbError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise WatchDbError(f"{path} is a directory: {option} takes the database file (e.g. {path / 'watch.db'})")
+        raise error(f"{path} is a directory: {option} takes the database file (e.g. {path / (kind + '.db')})")
     if not stat.S_ISREG(st.st_mode):
-        raise WatchDbError(f"{path} is not a regular file; refusing to use it as the watch database")
+        raise error(f"{path} is not a regular file; refusing to use it as the {kind} database")
     if st.st_size == 0:
         return False
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise WatchDbError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if head != SQLITE_MAGIC:
-        raise WatchDbError(
+        raise error(
             f"{path} is not an SQLite database (it starts with {head[:8]!r}); it was left as it is: "
             f"give {option} a new path"
         )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as exc:
-        raise WatchDbError(f"cannot open {path}: {exc}") from None
+        raise error(f"cannot open {path}: {exc}") from None
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id != APPLICATION_ID:
+        if app_id != application_id:
             if app_id == 0 and tables == 0:
                 return False  # a blank SQLite file: nothing in it to lose
-            raise WatchDbError(
+            raise error(
                 f"{path} is an SQLite database of another application (application_id {app_id:#x}, "
-                f"{tables} schema objects), not a hostcheck watch database; it was left as it is: give {option} a new path"
+                f"{tables} schema objects), not a hostcheck {kind} database; it was left as it is: give {option} a new path"
             )
-        if version > SCHEMA_VERSION:
-            raise WatchDbError(
+        if version > schema_version:
+            raise error(
                 f"{path} was written by a newer hostcheck (schema {version}, this one reads up to "
-                f"{SCHEMA_VERSION}); it was left as it is: upgrade hostcheck"
+                f"{schema_version}); it was left as it is: upgrade hostcheck"
             )
         check = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
         if check != ["ok"]:
-            raise WatchDbError(
+            raise error(
                 f"{path} is damaged (SQLite quick_check: {'; '.join(map(str, check))}); it was left as it is: "
-                f"move it aside and start a new recording, or salvage it with `sqlite3 {path} .recover`"
+                f"move it aside and start a new one, or salvage it with `sqlite3 {path} .recover`"
             )
     except sqlite3.DatabaseError as exc:
-        raise WatchDbError(
-            f"{path} is damaged or not a database ({exc}); it was left as it is: move it aside and start a new recording"
+        raise error(
+            f"{path} is damaged or not a database ({exc}); it was left as it is: move it aside and start a new one"
         ) from None
     finally:
         conn.close()
