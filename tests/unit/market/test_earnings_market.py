@@ -4,26 +4,13 @@ the market's price and occupancy, with their time and query, and the net they gi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from tests.helpers import SNAPSHOTS, run_cli
-from tests.market_standin import CLIENT_KEY, HOST_KEY, StandIn, market_of, serve
+from tests.market_standin import CLIENT_KEY, HOST_KEY, StandIn
 
 BOX_3090 = str(SNAPSHOTS / "rtx3090-vram-in-use.json")
 BASE = ["earnings", "--no-config", "--facts", BOX_3090, "--electricity", "0.30"]
-
-
-@pytest.fixture
-def market() -> Iterator[StandIn]:
-    state = market_of()
-    server, thread = serve(state)
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
 
 
 def earn(state: StandIn, tmp_path: Any, *args: str, key: str | None = HOST_KEY) -> Any:

@@ -9,7 +9,6 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +21,9 @@ from hostcheck.market.store import APPLICATION_ID, read_rows, record
 from hostcheck.market.summary import percentile, quantiles
 from hostcheck.market.trend import trend
 from tests.helpers import SNAPSHOTS, run_cli
-from tests.market_standin import CLIENT_KEY, HOST_KEY, StandIn, market_of, offer, serve
+from tests.market_standin import CLIENT_KEY, HOST_KEY, StandIn, offer, serve
 
 BOX_3090 = str(SNAPSHOTS / "rtx3090-vram-in-use.json")
-
-
-@pytest.fixture
-def market() -> Iterator[StandIn]:
-    state = market_of()
-    server, thread = serve(state)
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
 
 
 @pytest.fixture
