@@ -123,15 +123,21 @@ def devsec_kernel_keys(collection: Path) -> list[str]:
     return sorted(keys)
 
 
+def devsec_playbook(collection: Path, folder: Path) -> tuple[Path, dict[str, Any]]:
+    """dev-sec's collection laid out under ``folder`` (put ``folder`` on ANSIBLE_COLLECTIONS_PATH)
+    and a playbook calling its two roles; the playbook and the variables it runs with here."""
+    tree = folder / "ansible_collections" / "devsec" / "hardening"
+    shutil.copytree(collection, tree, ignore=shutil.ignore_patterns(".git"))
+    playbook = folder / "devsec.yml"
+    playbook.write_text(json.dumps(DEVSEC_PLAY))
+    # auditd cannot run in a container either (no kernel audit of its own).
+    return playbook, {"sysctl_unsupported_entries": devsec_kernel_keys(collection), "os_auditd_enabled": False}
+
+
 def devsec_column(host: Any, collection: Path, ansible_collections: Path) -> dict[str, Any]:
     col: dict[str, Any] = {"before": lynis_index(host)}
-    # auditd cannot run in a container either (no kernel audit of its own).
-    extra = {"sysctl_unsupported_entries": devsec_kernel_keys(collection), "os_auditd_enabled": False}
     with tempfile.TemporaryDirectory(prefix="hostcheck-devsec-") as folder:
-        tree = Path(folder) / "ansible_collections" / "devsec" / "hardening"
-        shutil.copytree(collection, tree, ignore=shutil.ignore_patterns(".git"))
-        playbook = Path(folder) / "devsec.yml"
-        playbook.write_text(json.dumps(DEVSEC_PLAY))
+        playbook, extra = devsec_playbook(collection, Path(folder))
         os.environ["ANSIBLE_COLLECTIONS_PATH"] = f"{folder}:{ansible_collections}"
         try:
             first = play.run_playbook(host.inventory_path, playbook, extra_vars=extra)

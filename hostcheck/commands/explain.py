@@ -29,8 +29,10 @@ def policies(
         loaded = [load_shipped(name) for name in shipped_policy_names()]
     except PolicyError as exc:  # a shipped policy that does not load is a bug, not the user's input
         die(str(exc), EXIT_INTERNAL)
-    if stale is not None:
-        _stale(loaded, stale, str(fmt))
+    if stale is not None:  # exit 3 when there is a source to re-read
+        view = _stale(loaded, stale)
+        typer.echo(render(Kind.STALE_SOURCES, view, fmt), nl=False)
+        raise typer.Exit(EXIT_STALE_SOURCES if view.rows else 0)
     typer.echo(render(Kind.POLICIES, PolicyList(loaded), fmt, Options(details=details)), nl=False)
 
 
@@ -38,29 +40,16 @@ MAX_STALE_DAYS = 100_000
 """--stale's upper bound: some 270 years, beyond any date a source can carry."""
 
 
-def _stale(loaded: list[Any], days: int, fmt: str) -> None:
-    """The sources read ``days`` or more days ago (``hostcheck policies --stale DAYS``), oldest
-    first; exit 3 when there is one, 0 when there is none."""
+def _stale(loaded: list[Any], days: int) -> Any:
+    """The sources read ``days`` or more days ago, oldest first (``hostcheck policies --stale``)."""
     import datetime as dt
-    import json
 
-    from hostcheck.render.explain import stale_text
-    from hostcheck.render.terminal import terminal_width
+    from hostcheck.render.views import StaleSources
     from hostcheck.rules_age import now, sources_of, stale_sources
 
     today = now().date()
-    rows = stale_sources(loaded, today, days)
-    total = len(sources_of(loaded))
-    cutoff = (today - dt.timedelta(days=days)).isoformat()
-    if fmt == "json":
-        typer.echo(json.dumps({
-            "today": today.isoformat(), "days": days, "sources": total,
-            "stale": [{"policy": r.policy, "key": r.key, "checked": r.checked, "days": r.days, "url": r.url,
-                       "title": r.title} for r in rows],
-        }, indent=2))
-    else:
-        typer.echo(stale_text(rows, total, days, cutoff, terminal_width()), nl=False)
-    raise typer.Exit(EXIT_STALE_SOURCES if rows else 0)
+    return StaleSources(stale_sources(loaded, today, days), len(sources_of(loaded)), days, today.isoformat(),
+                        (today - dt.timedelta(days=days)).isoformat())
 
 
 def _explain_agents(agent_ids: list[str]) -> None:

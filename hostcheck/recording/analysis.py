@@ -249,6 +249,8 @@ def segments_of(recording: Recording, now: float | None = None) -> list[Segment]
     """The window as segments. ``now`` (calendar time): a recording still running covers no time
     after it."""
     placed = place(recording.samples)
+    if not placed:  # a database created by a recorder that stopped before its first sample
+        return []
     boots = {b.boot_id: b for b in recording.boots}
     out: list[Segment] = []
     shift = 0.0  # how far later boots move when two boots' wall clocks disagree

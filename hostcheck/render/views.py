@@ -31,6 +31,7 @@ class Kind(StrEnum):
     MARKET = "market snapshot"
     MARKET_TREND = "market trend"
     SELFTEST = "self-test result"
+    STALE_SOURCES = "list of sources not re-read"
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,18 @@ class SelftestView:
     run: Any  # hostcheck.selftest.results.Run
     verdict: Any = None  # hostcheck.selftest.verdict.Verdict; None when refused
     refused: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class StaleSources:
+    """`hostcheck policies --stale DAYS`: the sources read ``days`` or more days before ``today``
+    (oldest first), out of ``total``."""
+
+    rows: list[Any]  # hostcheck.rules_age.StaleSource
+    total: int
+    days: int
+    today: str
+    cutoff: str
 
 
 @dataclass(frozen=True)

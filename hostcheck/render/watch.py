@@ -196,14 +196,20 @@ def _event_line(e: dict[str, Any]) -> str:
     return f"{kind}: {json.dumps(d, sort_keys=True)[:160]}"
 
 
+def _window(a: Analysis, w: dict[str, Any]) -> list[str]:
+    if a.window_start is None:
+        return ["Window: no sample recorded yet (the recorder stopped before its first sample, or has only "
+                "just started)", "Uptime: unknown until the first sample"]
+    return [f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
+            + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""),
+            f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})"]
+
+
 def _summary(a: Analysis, data: dict[str, Any], db: str, width: int) -> list[str]:
     """The answer: the window and uptime, each platform's verdict by its published rule, the
     outages in one line each (the longest first, at most MAX_OUTAGES), and where the rest is."""
     w = data["window"]
-    out = [f"Reliability rehearsal: {escape_text(db)}", "",
-           f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
-           + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""),
-           f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})", ""]
+    out = [f"Reliability rehearsal: {escape_text(db)}", "", *_window(a, w), ""]
     rows = [[s["platform"], s["verdict"], s["summary"]] for s in data["platforms"]]
     out += _table(["platform", "verdict", "by its published rule"], rows, False)
     outages = sorted(data["outages"], key=lambda o: -o["seconds"])
@@ -233,9 +239,7 @@ def watch_text(a: Analysis, scores: list[RuleScore], db: str, markdown: bool = F
     out.append(f"{head}Reliability rehearsal: {escape_text(db)}")
     w = data["window"]
     out.append("")
-    out.append(f"Window: {w['start']} to {w['end']} UTC, {_dur(a.observed_s)} observed"
-               + (f", {_dur(a.not_recorded_s)} not recorded (left out)" if a.not_recorded_s else ""))
-    out.append(f"Uptime: {_pct(a.uptime)} (up {_dur(a.up_s)}, down {_dur(a.down_s)})")
+    out += _window(a, w)
     out.append(f"{sub}Per platform\n" if md else f"{sub}Per platform")
     rows = [[s["platform"], s["verdict"], s["summary"]] for s in data["platforms"]]
     out += [*_table(["platform", "verdict", "by its published rule"], rows, md), ""]

@@ -465,6 +465,9 @@ class PackagesKind(Kind):
         rec.absent_packages = absent
         key = self.key(values)
         pending = rec.manifest.find(self.NAME, key, rec.role)
+        # finalize_packages has work only then: an install to record now, or one a killed run
+        # left unrecorded.
+        rec.packages_pending = bool(absent) or (pending is not None and not pending.get("finalized"))
         if absent and (pending is None or pending.get("finalized")):
             if pending is not None:
                 # Finalized before and yet absent again (removed by hand): record anew.
@@ -688,7 +691,7 @@ BY_NAME[HOLD.NAME] = HOLD
 def record(module, manifest, role):
     """action=record: returns the Recording (entries added, absent packages)."""
     rec = Recording(module, manifest, role)
-    rec.absent_packages = []
+    rec.absent_packages, rec.packages_pending = [], False
     for argument, kind in RECORD_ORDER:
         kind.record(rec, module.params[argument])
     return rec

@@ -213,6 +213,11 @@ absent_packages:
   description: For record with I(packages), those not installed now (the caller installs them).
   type: list
   returned: always
+packages_pending:
+  description: For record with I(packages), whether C(finalize_packages) has an install to record (one
+    about to happen, or one a run that was stopped left unrecorded); false, it may be left out.
+  type: bool
+  returned: always
 held:
   description: For hold, the packages put on hold.
   type: list
@@ -269,6 +274,7 @@ def dispatch(module, manifest, action, role, result):
     if action == "record":
         rec = record(module, manifest, role)
         result["recorded"], result["absent_packages"] = rec.recorded, rec.absent_packages
+        result["packages_pending"] = rec.packages_pending
         if rec.recorded and not module.check_mode:
             manifest.save()
     elif action == "finalize_packages":
@@ -317,7 +323,7 @@ def main():
     action, role = module.params["action"], module.params["role"]
     manifest = Manifest(module.params["path"])
     result = dict(changed=False, recorded=[], undone=[], kept=[], errors=[], held=[], entries={},
-                  absent_packages=[], keys={})
+                  absent_packages=[], packages_pending=False, keys={})
     manifest.lock()
     try:
         manifest.load()

@@ -66,6 +66,12 @@ def _market_trend(view: Any, options: Options) -> str:
     return _json({"db": view.db, "models": view.models})
 
 
+def _stale(view: Any, options: Options) -> str:
+    return _json({"today": view.today, "days": view.days, "sources": view.total,
+                  "stale": [{"policy": r.policy, "key": r.key, "checked": r.checked, "days": r.days, "url": r.url,
+                             "title": r.title} for r in view.rows]})
+
+
 def _selftest(view: Any, options: Options) -> str:
     from hostcheck.render.selftest import render_json
 
@@ -81,6 +87,6 @@ JSON = register(Format(
     renderers={
         Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
         Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
-        Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend, Kind.SELFTEST: _selftest,
+        Kind.STALE_SOURCES: _stale, Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend, Kind.SELFTEST: _selftest,
     },
 ))  # fmt: skip

@@ -62,6 +62,13 @@ def _policies(view: Any, options: Options) -> str:
     return policy_list_text(view, terminal_width(), details=options.details)
 
 
+def _stale(view: Any, options: Options) -> str:
+    from hostcheck.render.explain import stale_text
+    from hostcheck.render.terminal import terminal_width
+
+    return stale_text(view.rows, view.total, view.days, view.cutoff, terminal_width())
+
+
 def _check(view: Any, options: Options) -> str:
     from hostcheck.render.explain import check_text
     from hostcheck.render.terminal import terminal_width
@@ -104,7 +111,7 @@ TEXT = register(Format(
     renderers={
         Kind.AUDIT: _audit, Kind.EARNINGS: _earnings, Kind.OFFER: _offer, Kind.WATCH: _watch, Kind.FLEET: _fleet,
         Kind.FLEET_DRIFT: _fleet_drift, Kind.FLEET_WATCH: _fleet_watch, Kind.POLICIES: _policies,
-        Kind.EXPLAIN_CHECK: _check, Kind.EXPLAIN_AGENT: _agents,
+        Kind.STALE_SOURCES: _stale, Kind.EXPLAIN_CHECK: _check, Kind.EXPLAIN_AGENT: _agents,
         Kind.MARKET: _market, Kind.MARKET_TREND: _market_trend, Kind.SELFTEST: _selftest,
     },
 ))  # fmt: skip

@@ -45,8 +45,10 @@ def strip(a: Analysis) -> Markup:
 
 def watch_body(a: Analysis, scores: list[RuleScore], db: str) -> list[Markup]:
     data = to_json(a, scores, db)
-    out = [el("p", f"Uptime {_pct(a.uptime)}: up {_dur(a.up_s)}, down {_dur(a.down_s)}, over {_dur(a.observed_s)} "
-                   "observed" + (f" ({_dur(a.not_recorded_s)} not recorded, left out)" if a.not_recorded_s else "") + ".",
+    answer = ("No sample recorded yet: the uptime is unknown until the first sample." if a.window_start is None else
+              f"Uptime {_pct(a.uptime)}: up {_dur(a.up_s)}, down {_dur(a.down_s)}, over {_dur(a.observed_s)} "
+              "observed" + (f" ({_dur(a.not_recorded_s)} not recorded, left out)" if a.not_recorded_s else "") + ".")
+    out = [el("p", answer,
                 class_="answer" if any(s.verdict == "below" for s in scores) or a.uptime is None else "answer good")]
     rows = [[s["platform"], tag(str(s["verdict"])), s["summary"]] for s in data["platforms"]]
     rules = [fold(f"{s['platform']}: its rule", el("p", s["rule_text"]),

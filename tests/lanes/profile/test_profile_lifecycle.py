@@ -82,6 +82,11 @@ REACHED_TARGETS = ("network-pre.target", "network-online.target")
 AGENT_UNITS = ("vastai.service", "vast_metrics.service", "crisper.service", "spinner.service")
 AUDIT = f"{HOSTCHECK} audit --policy dedicated-host --offline --format json --timeout 60"
 CLOUD_SUDOERS = "/etc/sudoers.d/90-cloud-init-users"
+PROVIDER_ACCOUNT = ("getent passwd gpuprovider; id -nG gpuprovider; stat -c '%a %U %G' /srv/gpuprovider; "
+                    "getent shadow gpuprovider | cut -d: -f2")
+RENTAL_CONTAINER = "C.4242"
+"""Named as Vast's agent names a rental's container (hostcheck/selftest/safety.py)."""
+SELFTEST = f"{HOSTCHECK} selftest --yes --minutes 1 --format json"
 LAB_ADMIN_SUDOERS = "/etc/sudoers.d/90-lab-admin"
 """The lab admin's own NOPASSWD rule (tests/lab/rootfs.py): Ansible connects as that account."""
 OPENED_PORT = 8082
@@ -251,8 +256,7 @@ def probe_converged(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp
     p["provider_stage"] = host.sudo("stat -c '%n %a %U' /opt/hostcheck-provider /opt/hostcheck-provider/vast "
                                     "/opt/hostcheck-provider/vast/install.sh").stdout
     p["install_script"] = host.sudo("cat /opt/hostcheck-provider/vast/install.sh").stdout
-    p["provider_user"] = host.sudo("getent passwd gpuprovider; id -nG gpuprovider; "
-                                   "stat -c '%a %U %G' /srv/gpuprovider").stdout
+    p["provider_user"] = host.sudo(PROVIDER_ACCOUNT).stdout
     p["docker_group_converged"] = host.sudo("getent group docker").stdout.strip()
 
 
@@ -294,28 +298,63 @@ def prepare(host: LabHost, life: Lifecycle) -> None:
     life.snaps["before"] = play.snapshot(host)
 
 
+@dataclass
+class Profile:
+    """How this suite's lifecycle calls the profile: its playbook, its rollback playbook, and
+    where they run from."""
+    inventory: Path
+    playbook: str
+    rollback: str
+    project: Path | None = None
+    extra_vars: dict[str, Any] | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"project": self.project} if self.project else {"extra_vars": self.extra_vars}
+
+
+def how_the_profile_is_called(steps: Steps, host: LabHost, suite: str, tmp: Path,
+                              test_vars: dict[str, Any]) -> Profile:
+    """Debian 12 (FULL_SUITE) takes the roles the way an operator with an Ansible repository of
+    their own does: the collection built from this repository, installed from its tarball by a
+    requirements.yml into that directory's own collections path, the roles called by their full
+    names from the operator's playbook, inventory and group_vars (tests/lanes/profile/
+    collection.py), and the collection's rollback playbook. Debian 13 runs site.yml and
+    rollback.yml from the clone. Both run the same role files; on Debian 12 the clone's site.yml
+    in check mode on the converged host and its rollback.yml run after the collection's
+    rollback show the two ways agree."""
+    if suite != FULL_SUITE:
+        return Profile(host.inventory_path, "site.yml", "rollback.yml", extra_vars=test_vars)
+    with steps.step("collection build and install", BUDGET["collection"]):
+        tarball = collection.build(tmp / "dist")
+        project = collection.user_project(tmp / "operator", tarball, host.inventory_line(), test_vars)
+    return Profile(project / "inventory.ini", "profile.yml", f"{collection.FQCN}.rollback", project=project)
+
+
 def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inventory: Path, tmp: Path,
                        test_vars: dict[str, Any]) -> None:
     """Dry run, converge, rerun, what the converged host looks like, the provider gate and
     the refusals (FULL_SUITE), and the rollback, each play a budgeted step."""
+    profile = how_the_profile_is_called(steps, host, life.suite, tmp, test_vars)
     # ---- dry run on the fresh host ----------------------------------------------------
-    life.plays["check"] = P("check", BUDGET["check"], inventory, "site.yml", extra_vars=test_vars, check=True,
-                            diff=True)
+    life.plays["check"] = P("check", BUDGET["check"], profile.inventory, profile.playbook, check=True, diff=True,
+                            **profile.kwargs())
     life.snaps["after_check"] = play.snapshot(host)
     before = audit_findings(host)
     life.audits["before"] = {i: f["status"] for i, f in before.items()}
     life.probes["audit_before"] = before
 
     # ---- converge, then rerun ---------------------------------------------------------
-    life.plays["converge"] = P("converge", BUDGET["converge"], inventory, "site.yml", extra_vars=test_vars)
+    life.plays["converge"] = P("converge", BUDGET["converge"], profile.inventory, profile.playbook,
+                               **profile.kwargs())
     assert life.plays["converge"].rc == 0, life.plays["converge"].describe()
     # ufw's reload (what its start at boot does too) must change nothing now; the rerun shows it
     life.probes["sysctls_before_ufw_reload"] = host.sudo(f"sysctl {UFW_SYSCTLS}").stdout
     life.probes["ufw_reload"] = host.sudo("ufw reload")
     life.probes["sysctls_after_ufw_reload"] = host.sudo(f"sysctl {UFW_SYSCTLS}").stdout
-    life.plays["rerun"] = P("rerun", BUDGET["rerun"], inventory, "site.yml", extra_vars=test_vars)
+    life.plays["rerun"] = P("rerun", BUDGET["rerun"], profile.inventory, profile.playbook, **profile.kwargs())
     life.snaps["converged"] = play.snapshot(host)
     if life.suite == FULL_SUITE:
+        # the clone's site.yml on the host the collection converged
         life.plays["check_converged"] = P("check_converged", BUDGET["check"], inventory, "site.yml",
                                           extra_vars=test_vars, check=True)
     converged = audit_findings(host)
@@ -355,9 +394,11 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     life.plays["rollback_check"] = P("rollback_check", BUDGET["rollback"], inventory, "rollback.yml", check=True,
                                      diff=True)
     life.snaps["after_rollback_check"] = play.snapshot(host)
-    life.plays["rollback"] = P("rollback", BUDGET["rollback"], inventory, "rollback.yml")
+    life.plays["rollback"] = P("rollback", BUDGET["rollback"], profile.inventory, profile.rollback,
+                               **({"project": profile.project} if profile.project else {}))
     life.snaps["rolled_back"] = play.snapshot(host)
     if life.suite == FULL_SUITE:
+        # the clone's rollback.yml after the collection's: nothing is left to undo
         life.plays["rollback_again"] = P("rollback_again", BUDGET["rollback"], inventory, "rollback.yml")
     host.close_ssh_masters()
     p["password_login_after_rollback"] = host.password_login(host.admin_password)
@@ -365,28 +406,6 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     p["runtime_after_rollback"] = play.runtime_snapshot(host)
     p["manifest_dir_after_rollback"] = host.sudo("test -e /var/lib/hostcheck-profile && echo present || echo gone").stdout.strip()
     life.audits["rolled_back"] = audit_statuses(host)
-    if life.suite == FULL_SUITE:
-        as_an_operator_calls_it(P, steps, host, life, tmp, test_vars)
-
-
-def as_an_operator_calls_it(P: Any, steps: Steps, host: LabHost, life: Lifecycle, tmp: Path,
-                            test_vars: dict[str, Any]) -> None:
-    """The same host, rolled back to its snapshot, profiled again the way an operator with an
-    Ansible repository of their own takes the roles: the collection built from this repository,
-    installed from its tarball by a requirements.yml into that directory's own collections
-    path, the roles called by their full names from the operator's playbook and inventory
-    (tests/lanes/profile/collection.py), and the collection's rollback playbook (FULL_SUITE
-    only: the roles are the same files as above, what differs is how Ansible finds them)."""
-    with steps.step("collection build and install", BUDGET["collection"]):
-        tarball = collection.build(tmp / "dist")
-        project = collection.user_project(tmp / "operator", tarball, host.inventory_line(), test_vars)
-    inventory = project / "inventory.ini"
-    for name, playbook, check in (("user_check", "profile.yml", True), ("user_converge", "profile.yml", False),
-                                  ("user_rerun", "profile.yml", False),
-                                  ("user_rollback", f"{collection.FQCN}.rollback", False)):
-        budget = BUDGET[name.removeprefix("user_")]
-        life.plays[name] = P(name, budget, inventory, playbook, check=check, project=project)
-    life.snaps["user_rolled_back"] = play.snapshot(host)
 
 
 def gate_and_refusals(P: Any, host: LabHost, life: Lifecycle, inventory: Path, tmp: Path,
@@ -415,10 +434,19 @@ def gate_and_refusals(P: Any, host: LabHost, life: Lifecycle, inventory: Path, t
     life.plays["cloud_sudo_own_account"] = P("cloud_sudo_own_account", BUDGET["play"], inventory, refuse)
     p["lab_admin_sudoers_after_refusal"] = host.sudo(f"test -e {LAB_ADMIN_SUDOERS} && echo present").stdout.strip()
 
-    # ---- isolation, told to remove humans from the docker group -----------------------
+    # ---- isolation, told to remove humans from the docker group, with the provider account
+    # changed behind the profile's back (shell, a supplementary group, password field) -----
+    host.sudo("usermod -s /bin/bash -a -G users -p '*' gpuprovider", check=True)
     iso = play.write_playbook(tmp, "isolation.yml", ["isolation"], vars_={"isolation_remove_docker_members": True})
     life.plays["isolation_remove"] = P("isolation_remove", BUDGET["play"], inventory, iso)
     p["docker_group_after_removal"] = host.sudo("getent group docker").stdout.strip()
+    p["provider_account_after_drift"] = host.sudo(PROVIDER_ACCOUNT).stdout
+
+    # ---- hostcheck selftest beside a rental's container, through the real Docker daemon ----
+    host.sudo(f"docker run -d --name {RENTAL_CONTAINER} labpy -m http.server 81", check=True)
+    p["selftest_beside_rental"] = host.sudo(SELFTEST, timeout=180)
+    host.sudo(f"docker rm -f {RENTAL_CONTAINER}", check=True)
+    p["selftest_without_rental"] = host.sudo(f"{SELFTEST} --accept-owner-risk --in-container labpy", timeout=180)
 
     # ---- rollback while a container exists ----------------------------------------------
     p["manifest_before_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
@@ -459,7 +487,9 @@ def test_check_mode_changes_nothing(life: Lifecycle) -> None:
 
 @on_full_suite_only
 def test_check_mode_on_the_converged_host_reports_no_change(life: Lifecycle) -> None:
+    """The clone's site.yml, on the host the installed collection converged: the two agree."""
     result = life.plays["check_converged"]
+    assert result.argv[3].endswith("playbooks/site.yml")
     assert result.rc == 0, result.describe()
     assert result.stats(life.host.name)["changed"] == 0, result.changed_tasks
 
@@ -509,7 +539,8 @@ def test_sshd_stays_socket_activated(life: Lifecycle) -> None:
     assert before["ssh.socket"] == ("enabled", "active") and before["ssh.service"][0] == "disabled", before
     assert after["ssh.socket"] == ("enabled", "active"), after
     assert after["ssh.service"] == ("disabled", "active"), "started by the socket for this run's connections"
-    assert "ssh_hardening : Restart the socket-started sshd" in life.plays["converge"].changed_tasks
+    assert any(task.endswith("ssh_hardening : Restart the socket-started sshd")
+               for task in life.plays["converge"].changed_tasks)
 
 
 def test_sshd_drop_in_is_root_only_and_first(life: Lifecycle) -> None:
@@ -687,6 +718,17 @@ def test_provider_account_is_unprivileged_and_its_data_closed(life: Lifecycle) -
     assert out[0].endswith(":/srv/gpuprovider:/usr/sbin/nologin"), out
     assert out[1].split() == ["gpuprovider"], "no docker, no sudo"
     assert out[2] == "750 gpuprovider gpuprovider"
+    assert out[3] == "!", "locked password"
+
+
+@on_full_suite_only
+def test_provider_account_changed_by_hand_is_put_back(life: Lifecycle) -> None:
+    """The role skips the user module when the databases show the account as wanted; a
+    changed shell, group or password field is not as wanted."""
+    result = life.plays["isolation_remove"]
+    assert any(t.endswith("isolation : Provider account (no shell, no password, no extra groups)")
+               for t in result.changed_tasks), result.changed_tasks
+    assert life.probes["provider_account_after_drift"] == life.probes["provider_user"]
 
 
 @on_full_suite_only
@@ -695,6 +737,30 @@ def test_docker_members_reported_then_removed_only_when_told(life: Lifecycle) ->
     assert life.probes["docker_group_converged"].endswith(":alice"), "reported, not removed by default"
     assert life.plays["isolation_remove"].rc == 0
     assert life.probes["docker_group_after_removal"].endswith(":"), life.probes["docker_group_after_removal"]
+
+
+# ---- hostcheck selftest ------------------------------------------------------------------------
+
+@on_full_suite_only
+def test_selftest_refuses_beside_a_rentals_container(life: Lifecycle) -> None:
+    """The refusal reads the running containers from the real Docker daemon; without the
+    rental's container that reason is gone."""
+    beside, without = life.probes["selftest_beside_rental"], life.probes["selftest_without_rental"]
+    assert beside.rc == 3, beside.stderr[-2000:]
+    reasons = json.loads(beside.stdout)["refused"]
+    assert any(r.startswith(f"a rental or provider container is running ({RENTAL_CONTAINER} (labpy))")
+               for r in reasons), reasons
+    assert "a rental or provider container" not in without.stdout, without.stdout[-2000:]
+
+
+@on_full_suite_only
+def test_selftest_reports_dockers_own_error_when_a_gpu_container_cannot_start(life: Lifecycle) -> None:
+    """--in-container through the real daemon, which has no NVIDIA runtime here: `--gpus all`
+    fails as it would for a renter, and the answer carries Docker's own words."""
+    run = json.loads(life.probes["selftest_without_rental"].stdout)
+    container = run["preflight"]["container"]
+    assert container["image"] == "labpy" and container["started"] is False, container
+    assert "could not select device driver" in container["error"], container
 
 
 # ---- provider: never auto-enabled -------------------------------------------------------------
@@ -832,31 +898,16 @@ def test_rollback_is_idempotent(life: Lifecycle) -> None:
 # ---- the collection, called the way an operator calls it ------------------------------------------
 
 @on_full_suite_only
-def test_collection_profile_from_an_operator_s_own_directory(life: Lifecycle) -> None:
-    """Dry run, converge and a rerun that changes nothing, by the roles' full names from the
-    installed tarball (a role from the clone would print without the collection's prefix)."""
-    name = life.host.name
-    check, converge, rerun = (life.plays[k] for k in ("user_check", "user_converge", "user_rerun"))
-    assert check.rc == 0, check.describe()
-    assert check.stats(name)["changed"] > 10, "the rolled-back host needs changes; the dry run must show them"
-    assert converge.rc == 0, converge.describe()
-    for role in ("host_baseline", "ssh_hardening", "firewall", "docker_host", "isolation", "provider_vast"):
-        assert f"TASK [{collection.FQCN}.{role} : " in converge.output, role
-    assert "TASK [host_baseline : " not in converge.output
-    assert rerun.rc == 0, rerun.describe()
-    assert rerun.stats(name)["changed"] == 0, f"changed on rerun: {rerun.changed_tasks}"
-
-
-@on_full_suite_only
-def test_collection_rollback_playbook_restores_the_snapshot(life: Lifecycle) -> None:
-    """hostcheck.host_profile.rollback brings the host back exactly, as playbooks/rollback.yml does."""
-    result = life.plays["user_rollback"]
-    assert result.rc == 0, result.describe()
-    before, after = life.snaps["before"], life.snaps["user_rolled_back"]
-    assert play.file_diff(before, after, ignore=IDLE_NOISE + PACKAGE_MANAGER_STATE) == {}
-    assert before.packages == after.packages
-    assert (before.users, before.groups, before.holds) == (after.users, after.groups, after.holds)
-    assert play.unit_diff(before, after, ignore_active=IDLE_UNITS + REACHED_TARGETS) == {}
+def test_the_lifecycle_ran_the_installed_collection(life: Lifecycle) -> None:
+    """On Debian 12 the dry run, converge, rerun and rollback above came from the installed
+    tarball, by the roles' full names (a role from the clone prints without the prefix)."""
+    for name in ("check", "converge", "rerun"):
+        output = life.plays[name].output
+        for role in ("host_baseline", "ssh_hardening", "firewall", "docker_host", "isolation", "provider_vast"):
+            assert f"TASK [{collection.FQCN}.{role} : " in output, (name, role)
+        assert "TASK [host_baseline : " not in output, name
+    assert life.plays["rollback"].argv[3] == f"{collection.FQCN}.rollback"
+    assert f"TASK [{collection.FQCN}.rollback_manifest : " in life.plays["rollback"].output
 
 
 # ---- the audit's view ---------------------------------------------------------------------------

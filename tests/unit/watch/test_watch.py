@@ -625,6 +625,21 @@ def test_cli_records_and_reports(tmp_path: Path, tcp_listener: int) -> None:
     assert proc.returncode == 0 and '"uptime": 1.0' in proc.stdout
 
 
+def test_report_on_a_database_with_no_sample_yet(tmp_path: Path) -> None:
+    """A recorder stopped between creating its database and its first sample: every format
+    says nothing was recorded, none crashes."""
+    db = tmp_path / "w.db"
+    with WatchWriter(db):
+        pass
+    assert read_recording(db).samples == []
+    for fmt in ("table", "json", "markdown", "html"):
+        proc = hostcheck("watch", "report", "--db", str(db), "--format", fmt)
+        assert proc.returncode == 0, (fmt, proc.stderr)
+        if fmt != "json":
+            assert "No sample recorded yet" in proc.stdout or "no sample recorded yet" in proc.stdout, fmt
+    assert '"uptime": null' in hostcheck("watch", "report", "--db", str(db), "--format", "json").stdout
+
+
 def _wait_for_schema(db: Path, limit_s: float = 30.0) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
