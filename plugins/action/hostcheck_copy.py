@@ -12,6 +12,10 @@ asked for here equal that state, this action answers "ok" from the controller; o
 ansible.builtin.copy itself. hostcheck_directory does the same for ansible.builtin.file with
 state=directory.
 
+When the record shows the file absent or different, and the task asks for nothing beyond
+content, mode, owner, group and validate, it is written by the module hostcheck_write in one call
+instead of the copy's three (outside --diff, whose before and after only the copy shows).
+
 A template is passed as content: "{{ lookup('ansible.builtin.template', 'x.j2') }}", so the
 text compared is the text written.
 
@@ -29,6 +33,8 @@ import re
 from ansible.plugins.action import ActionBase
 
 OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
+WRITE_ARGS = {"dest", "content", "mode", "owner", "group", "validate"}
+"""What hostcheck_write takes; a task asking for anything else goes to ansible.builtin.copy."""
 
 
 def attributes(args):
@@ -58,9 +64,15 @@ class ActionModule(ActionBase):
         if (isinstance(content, str) and attrs is not None
                 and not (args.get("backup") or args.get("remote_src") or args.get("src"))):
             digest = hashlib.sha1(content.encode("utf-8", "surrogateescape")).hexdigest()
-            if recorded_state(task_vars, args.get("dest")) == "file %s %s" % (digest, attrs):
+            state = recorded_state(task_vars, args.get("dest"))
+            if state == "file %s %s" % (digest, attrs):
                 return {"changed": False, "dest": args["dest"], "checksum": digest,
                         "msg": "already as wanted when the role recorded it"}
+            if (state is not None and (state == "absent" or state.startswith("file "))
+                    and set(args) <= WRITE_ARGS and not self._play_context.diff):
+                mode = args["mode"]
+                write = dict(args, mode="%o" % mode if isinstance(mode, int) else str(mode))
+                return self._execute_module(module_name="hostcheck_write", module_args=write, task_vars=task_vars)
         copy = self._shared_loader_obj.action_loader.get(
             "ansible.legacy.copy", task=self._task, connection=self._connection,
             play_context=self._play_context, loader=self._loader, templar=self._templar,
