@@ -60,6 +60,12 @@ options:
     type: list
     elements: str
     default: []
+  read_units:
+    description: systemd units whose enablement and activity are only read (returned in
+      C(units_now) with I(units)), not recorded.
+    type: list
+    elements: str
+    default: []
   users:
     description: Accounts about to be created; only absent ones are recorded.
     type: list
@@ -193,6 +199,13 @@ hostcheck_files_now:
       the host alone when they are equal.
   type: dict
   returned: when action is record and files or trees are given
+units_now:
+  description:
+    - For record, the enablement and activity of each of I(units) and I(read_units) now, as
+      C({"enabled": ..., "active": ...}) (what C(systemctl is-enabled) and C(is-active) print;
+      C(not-found) when it prints nothing), so a role needs no command of its own to read them.
+  type: dict
+  returned: when action is record
 recorded:
   description: Entries recorded by this call (or, in check mode, that would be).
   type: list
@@ -243,7 +256,7 @@ from ansible.module_utils.basic import AnsibleModule
 # try as optional, so each run ships whichever of the two it finds.
 try:
     from ansible.module_utils.hostcheck_manifest_kinds import PACKAGES, hold, record, rollback
-    from ansible.module_utils.hostcheck_manifest_state import Manifest, file_summary
+    from ansible.module_utils.hostcheck_manifest_state import Manifest, file_summary, unit_state
 except ImportError:
     from ansible_collections.hostcheck.host_profile.plugins.module_utils.hostcheck_manifest_kinds import (
         PACKAGES,
@@ -300,6 +313,7 @@ def main():
             trees=dict(type="list", elements="path", default=[]),
             packages=dict(type="list", elements="str", default=[]),
             units=dict(type="list", elements="str", default=[]),
+            read_units=dict(type="list", elements="str", default=[]),
             users=dict(type="list", elements="str", default=[]),
             groups=dict(type="list", elements="str", default=[]),
             group_members=dict(type="list", elements="str", default=[]),
@@ -334,6 +348,9 @@ def main():
     finally:
         manifest.unlock()
     result["changed"] = bool(result["recorded"] or result["undone"] or result["held"])
+    if action == "record":
+        result["units_now"] = {unit: unit_state(module, unit)
+                               for unit in module.params["units"] + module.params["read_units"]}
     paths = module.params["files"] + module.params["trees"] if action == "record" else []
     if paths:
         # The paths as they are now, so hostcheck_copy and hostcheck_directory can skip what
