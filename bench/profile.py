@@ -16,7 +16,7 @@ after the converge, and after rollback. Targets (issue 46): converge <= 40 s, re
 
 Run as root from the repository root:
     .venv/bin/python bench/profile.py                          # this tree, one round
-    .venv/bin/python bench/profile.py --baseline v0.1.0 --devsec-collection DIR \\
+    .venv/bin/python bench/profile.py --baseline REF --devsec-collection DIR \\
         --ansible-collections DIR --lynis --rounds 2 --json out.json
 
 The apt mirror is reached through slirp4netns, so a converge includes downloading docker.io.
