@@ -267,6 +267,7 @@ except ImportError:
     from ansible_collections.hostcheck.host_profile.plugins.module_utils.hostcheck_manifest_state import (
         Manifest,
         file_summary,
+        unit_state,
     )
 
 ACTIONS = ["record", "finalize_packages", "hold", "rollback", "status", "cleanup"]
