@@ -12,7 +12,8 @@ real. (The profile's firewall, Docker and isolation on plain Debian 12 are
 tests/lanes/profile/test_egress_isolation.py's converge and rollback.) What differs from real Ubuntu: docs/roles.md, "Ubuntu Server's defaults".
 The lifecycle runs once per distribution (module fixture; Debian 13 leaves out what only
 Ansible decides, see FULL_SUITE); each test then asserts on what was measured, so the tests
-can be selected or reordered freely.
+can be selected or reordered freely. On Debian 12 the profile is the installed collection,
+called as an operator calls it (how_the_profile_is_called); Debian 13 runs the clone's playbooks.
 
 The Docker engine runs in this lane (the host gets the container-side nspawn settings runc
 needs: cgroup2-only view, keyring and BPF syscalls, tests/lanes/profile/play.py), so the published
