@@ -91,17 +91,24 @@ def _cannot(report: Report, width: int, whole: bool) -> list[str]:
     return wrap(f"Cannot apply: {names} (why: in the details).", width)
 
 
+def _rating_only(owner_risk: str, width: int) -> list[str]:
+    """The owner-risk line cut to its rating (before the first ": " or ";"), its causes left to
+    the details."""
+    return wrap(owner_risk.split(": ", 1)[0].split(";")[0] + f" (its causes: `{DETAILS}`).", width)
+
+
 def _short_cause(group: UnknownGroup, width: int) -> list[str]:
     """A cause in at most two lines: its evidence (a CGNAT path, a list of files) is for ``--details``."""
     lines = wrap(unknown_text(group), width, first="- ", indent="  ")
     if len(lines) <= MAX_CAUSE_LINES:
         return lines
-    count = counted(len(group.checks), "check")
     words = group.cause.split()
-    while words and len(wrap(f"{' '.join(words)} ...: {count} ({ids_text(group.checks)})", width,
-                             first="- ", indent="  ")) > MAX_CAUSE_LINES:
+    while True:
+        lines = wrap(f"{' '.join(words)} ...: {counted(len(group.checks), 'check')} ({ids_text(group.checks)})",
+                     width, first="- ", indent="  ")
+        if len(lines) <= MAX_CAUSE_LINES or not words:
+            return lines
         words.pop()
-    return wrap(f"{' '.join(words)} ...: {count} ({ids_text(group.checks)})", width, first="- ", indent="  ")
 
 
 def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -> list[str]:
@@ -117,7 +124,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
     said = " ".join(answer.headline)
     risk = wrap(answer.owner_risk, width)
     if len(risk) > MAX_RISK_LINES:
-        risk = wrap(answer.owner_risk.split(": ", 1)[0].split(";")[0] + f" (its causes: `{DETAILS}`).", width)
+        risk = _rating_only(answer.owner_risk, width)
     if report.owner_risk.rating == Rating.HIGH and all(r.note in said for r in report.owner_risk.findings
                                                        if r.status == Status.WARN and r.level == Level.HIGH):
         risk = []  # the headline said it: owner risk HIGH, and why
@@ -201,7 +208,7 @@ def first_screen(report: Report, width: int, limit: int | None = SCREEN_LINES) -
             fixed = fixed[: len(fixed) - len(risk) - 1]
             risk = []
         elif squeeze == 4 and len(risk) > 1:  # the rating, its causes in the details
-            cut = wrap(answer.owner_risk.split(";")[0].split(": ", 1)[0] + f" (its causes: `{DETAILS}`).", width)
+            cut = _rating_only(answer.owner_risk, width)
             if len(cut) < len(risk):
                 fixed = fixed[: len(fixed) - len(risk)] + cut
                 risk = cut

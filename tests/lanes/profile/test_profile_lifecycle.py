@@ -309,8 +309,12 @@ class Profile:
     project: Path | None = None
     extra_vars: dict[str, Any] | None = None
 
+    def where(self) -> dict[str, Any]:
+        """Where the playbooks run from: the operator's directory, or the clone (the default)."""
+        return {"project": self.project} if self.project else {}
+
     def kwargs(self) -> dict[str, Any]:
-        return {"project": self.project} if self.project else {"extra_vars": self.extra_vars}
+        return self.where() or {"extra_vars": self.extra_vars}
 
 
 def how_the_profile_is_called(steps: Steps, host: LabHost, suite: str, tmp: Path,
@@ -395,8 +399,7 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     life.plays["rollback_check"] = P("rollback_check", BUDGET["rollback"], inventory, "rollback.yml", check=True,
                                      diff=True)
     life.snaps["after_rollback_check"] = play.snapshot(host)
-    life.plays["rollback"] = P("rollback", BUDGET["rollback"], profile.inventory, profile.rollback,
-                               **({"project": profile.project} if profile.project else {}))
+    life.plays["rollback"] = P("rollback", BUDGET["rollback"], profile.inventory, profile.rollback, **profile.where())
     life.snaps["rolled_back"] = play.snapshot(host)
     if life.suite == FULL_SUITE:
         # the clone's rollback.yml after the collection's: nothing is left to undo
