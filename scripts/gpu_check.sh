@@ -5,7 +5,9 @@
 #      nvidia-smi's own view of the card;
 #   2. hostcheck selftest --minutes 2 --yes --format json: every stage on the real driver;
 #   3. bench/selftest.py: the sampler's own cost per second of load, through real NVML;
-#   4. tests/unit/selftest/test_real_driver.py, where the virtualenv has pytest.
+#   4. the stages inside a container (--in-container), where Docker has a python:3.11+ or
+#      vastai/test:self-test image already;
+#   5. tests/unit/selftest/test_real_driver.py, where the virtualenv has pytest.
 # Everything lands in OUT_DIR (default: $OUT, else ./gpu-check): smi.xml, facts.json,
 # truth.txt, selftest.json, selftest.txt (stderr: the progress lines), sampler.txt, and
 # summary.txt with each step's exit status and time. docs/selftest.md ("Where it has run") takes
@@ -54,6 +56,12 @@ step "gpu_truth" 60 sh -c "'$python' bench/gpu_truth.py --facts '$out/facts.json
 # (no firewall, password SSH ...) would otherwise stop the run before the GPU is touched.
 step "hostcheck selftest" 330 sh -c "'$python' -m hostcheck.cli selftest --minutes 2 --yes --accept-owner-risk --format json -o '$out/selftest.json' 2>'$out/selftest.txt'"
 step "bench/selftest.py" 60 sh -c "'$python' bench/selftest.py --samples 300 >'$out/sampler.txt' 2>&1"
+# The stages inside a container, where Docker and an image with Python 3.11+ are already there
+# (nothing is pulled): the renter's path, through the NVIDIA runtime.
+image=$(docker image ls --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -m1 -E '^(python:3\.1[1-9]|vastai/test:self-test)' || true)
+if [ -n "$image" ]; then
+    step "selftest in $image" 150 sh -c "'$python' -m hostcheck.cli selftest --minutes 1 --yes --accept-owner-risk --in-container '$image' --format json -o '$out/selftest-container.json' 2>'$out/selftest-container.txt'"
+fi
 # The kernels on the real driver (the driver's JIT, the pattern read back), where pytest is there.
 if "$python" -c "import pytest" 2>/dev/null; then
     step "test_real_driver" 120 sh -c "'$python' -m pytest -p no:cacheprovider -q tests/unit/selftest/test_real_driver.py >'$out/real_driver.txt' 2>&1"

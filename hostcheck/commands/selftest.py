@@ -73,11 +73,12 @@ class Deps:
     kernel_lines: Callable[[float], list[str] | str]
     confirm: Callable[[str], bool]
     progress: Callable[[str], None]
-    docker_run: Callable[[str], tuple[int, str]] | None = None
+    in_container: Callable[[str, str, float, Callable[[str], None]], Any] = field(default=lambda *job: _docker(*job))
     interrupted: Callable[[], bool] = field(default=lambda: False)
     find_library: Callable[[str], str | None] = field(default=ctypes.util.find_library)
     on_hang: Callable[[str], None] = field(default=lambda message: _hard_stop(message))
     hang_margin_s: float = HANG_MARGIN_S
+    cuda_library: str = "libcuda.so.1"
 
 
 @dataclass
@@ -96,7 +97,7 @@ def selftest(
     max_temp: Annotated[int | None, typer.Option("--max-temp", help="Stop when a GPU reaches this temperature, °C (default: its slowdown temperature less 5).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Start without asking.")] = False,
     accept_owner_risk: Annotated[bool, typer.Option("--accept-owner-risk", help="Run even where the audit rates the owner risk high.")] = False,
-    in_container: Annotated[str | None, typer.Option("--in-container", help="Also start IMAGE through Docker with --gpus all, as a renter's job starts, and report Docker's own error if it fails.")] = None,
+    in_container: Annotated[str | None, typer.Option("--in-container", help="Run the stages inside IMAGE, started through Docker with --gpus all as a renter's job starts (the image needs python3 3.11+; it is never pulled).")] = None,
     watch_db: Annotated[Path | None, typer.Option("--watch-db", help="Store the run's result as an event in this `hostcheck watch` database.")] = None,
     cuda_library: Annotated[str, typer.Option("--cuda-library", hidden=True, help="The CUDA driver library to load.")] = "libcuda.so.1",
 ) -> None:
@@ -105,6 +106,11 @@ def selftest(
         raise UsageError(f"--minutes must be from 1 to {MAX_MINUTES:g}, not {minutes}")
     if max_temp is not None and not 30 <= max_temp <= 110:
         raise UsageError(f"--max-temp must be from 30 to 110 °C, not {max_temp}")
+    if in_container is not None:
+        from hostcheck.selftest.container import image_problem
+
+        if problem := image_problem(in_container):
+            raise UsageError(f"--in-container: {problem}")
     if watch_db is not None and watch_db.exists() and not watch_db.is_file():
         raise UsageError(f"--watch-db {watch_db}: not a regular file")
     request = Request(minutes, max_temp, yes, accept_owner_risk, in_container)
@@ -120,17 +126,17 @@ def real_deps(cuda_library: str) -> Deps:
     from hostcheck.collectors.gpu import load_nvml
     from hostcheck.facts import Unknown
     from hostcheck.selftest.cuda import Driver
-    from hostcheck.selftest.kernel_log import docker_run, journal_kernel_lines
+    from hostcheck.selftest.kernel_log import journal_kernel_lines
 
     nvml = load_nvml()
     return Deps(
         collect=lambda: collect_facts(CollectContext(offline=True)),
         nvml=None if isinstance(nvml, Unknown) else nvml,
         driver=lambda: Driver(cuda_library),
+        cuda_library=cuda_library,
         kernel_lines=journal_kernel_lines,
         confirm=lambda question: sys.stdin.isatty() and typer.confirm(question, default=False, err=True),
         progress=_progress_line(),
-        docker_run=docker_run,
     )
 
 
@@ -157,10 +163,9 @@ def execute(request: Request, deps: Deps, fmt: str) -> tuple[int, str, dict[str,
     from hostcheck.render.views import SelftestView
     from hostcheck.report import build_report
     from hostcheck.selftest import safety
-    from hostcheck.selftest.cuda import CudaUnavailable
     from hostcheck.selftest.results import Run
     from hostcheck.selftest.sampler import open_gpus
-    from hostcheck.selftest.stages import Environment, Options, estimate_seconds, run_gpu_stages
+    from hostcheck.selftest.stages import Options, estimate_seconds
     from hostcheck.selftest.verdict import exit_status, judge
 
     run = Run(started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), minutes=request.minutes)
@@ -187,12 +192,6 @@ def execute(request: Request, deps: Deps, fmt: str) -> tuple[int, str, dict[str,
     reasons = safety.refusals(facts, busy, report.owner_risk.rating, request.accept_owner_risk)
     if reasons:
         return EXIT_NOT_FEASIBLE, render(Kind.SELFTEST, SelftestView(run, refused=reasons), fmt), None
-    container = ""
-    if request.in_container and deps.docker_run is not None:
-        deps.progress(f"container: starting {request.in_container} with --gpus all")
-        status, said = deps.docker_run(request.in_container)
-        container = "" if status == 0 else said
-        run.preflight["container"] = {"image": request.in_container, "started": status == 0, "error": container}
     about, most = estimate_seconds(max(count, 1), request.minutes)
     gpus = "every GPU" if count == 0 else ("the GPU" if count == 1 else f"all {count} GPUs")
     plan = (f"The self-test runs {gpus} at full load for {request.minutes:g} min; about {_mmss(about)} "
@@ -203,31 +202,13 @@ def execute(request: Request, deps: Deps, fmt: str) -> tuple[int, str, dict[str,
     r = rules()
     options = Options(minutes=request.minutes, vram_share=r["vram_share"].value, max_temp_c=request.max_temp,
                       temperature_margin_c=int(r["temperature_margin_c"].value))
-    interrupted = False
-    try:
-        driver = deps.driver()
-    except CudaUnavailable as exc:
-        run.error = str(exc)
+    if request.in_container:
+        interrupted, container = _in_container(run, request.in_container, deps, options, most + deps.hang_margin_s)
     else:
-        env = Environment(driver=driver, nvml=deps.nvml, kernel_lines=deps.kernel_lines, progress=deps.progress,
-                          interrupted=deps.interrupted, find_library=deps.find_library)
-        limit = most + deps.hang_margin_s
-        watchdog = threading.Timer(limit, deps.on_hang, [
-            f"a GPU driver call did not return within {limit:.0f} s (the run's longest time and a margin): "
-            "the GPU has stopped answering. Stopping; the driver frees what this process held when it ends. "
-            "Look at the kernel log for an Xid (journalctl -k)."])
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            run_gpu_stages(run, env, options)
-        except KeyboardInterrupt:
-            interrupted = True
-            run.stopped = "interrupted (Ctrl-C)"
-        finally:
-            watchdog.cancel()
+        interrupted, container = _on_host(run, deps, options, most + deps.hang_margin_s), ""
     verdict = judge(run)
     if container:
-        verdict.headline.insert(0, f"The container did not start through Docker with --gpus all: {container}")
+        verdict.headline[:] = _not_started(request.in_container or "", container)
     deps.progress("")
     event = _event(run, verdict)
     text = render(Kind.SELFTEST, SelftestView(run, verdict), fmt)
@@ -235,6 +216,78 @@ def execute(request: Request, deps: Deps, fmt: str) -> tuple[int, str, dict[str,
         return EXIT_INTERRUPTED, text, event
     passed = exit_status(verdict) and not container
     return (EXIT_OK if passed else EXIT_NOT_FEASIBLE), text, event
+
+
+def _on_host(run: Any, deps: Deps, options: Any, limit: float) -> bool:
+    """The stages in this process; True when Ctrl-C stopped them."""
+    from hostcheck.selftest.cuda import CudaUnavailable
+    from hostcheck.selftest.stages import Environment, run_gpu_stages
+
+    try:
+        driver = deps.driver()
+    except CudaUnavailable as exc:
+        run.error = str(exc)
+        return False
+    env = Environment(driver=driver, nvml=deps.nvml, kernel_lines=deps.kernel_lines, progress=deps.progress,
+                      interrupted=deps.interrupted, find_library=deps.find_library)
+    watchdog = threading.Timer(limit, deps.on_hang, [
+        f"a GPU driver call did not return within {limit:.0f} s (the run's longest time and a margin): "
+        "the GPU has stopped answering. Stopping; the driver frees what this process held when it ends. "
+        "Look at the kernel log for an Xid (journalctl -k)."])
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        run_gpu_stages(run, env, options)
+    except KeyboardInterrupt:
+        run.stopped = "interrupted (Ctrl-C)"
+        return True
+    finally:
+        watchdog.cancel()
+    return False
+
+
+def _in_container(run: Any, image: str, deps: Deps, options: Any, limit: float) -> tuple[bool, str]:
+    """The stages inside ``image``: (stopped by Ctrl-C, Docker's own error when it did not start)."""
+    import time
+
+    from hostcheck.selftest.container import job, merge
+    from hostcheck.selftest.stages import read_kernel_log
+
+    deps.progress(f"container: starting {image} with --gpus all")
+    since = time.time()
+    outcome = deps.in_container(image, job(options.minutes, options.vram_share, options.max_temp_c,
+                                           options.temperature_margin_c, deps.cuda_library), limit, deps.progress)
+    run.preflight["container"] = {"image": image, "started": outcome.started,
+                                  "error": "" if outcome.started else outcome.error}
+    if not outcome.started:
+        return False, outcome.error
+    if outcome.run is not None:
+        merge(run, outcome.run)
+    if outcome.error:
+        run.error = outcome.error
+    read_kernel_log(run, deps.kernel_lines, since)
+    if outcome.interrupted:
+        run.stopped = run.stopped or "interrupted (Ctrl-C)"
+    return outcome.interrupted, ""
+
+
+def _docker(image: str, job: str, limit: float, progress: Callable[[str], None]) -> Any:
+    from hostcheck.selftest.container import run_in_container
+
+    return run_in_container(image, job, limit, progress)
+
+
+def _not_started(image: str, error: str) -> list[str]:
+    if "device driver" in error or "nvidia" in error.lower():
+        fix = ("install the NVIDIA Container Toolkit and register it with Docker (sudo nvidia-ctk runtime configure "
+               "--runtime=docker, then restart Docker), and rerun")
+    elif "find image" in error or "No such image" in error:
+        fix = f"pull the image first (docker pull {image}); the self-test never pulls one"
+    else:
+        fix = "fix what Docker said, and rerun"
+    return [f"The container did not start through Docker with --gpus all: {error}",
+            "What it means: a renter's job would not start either (Vast's self-test reports it as "
+            "daemon_startup_failed or nvml_failed).", f"What to do: {fix}."]
 
 
 def _hard_stop(message: str) -> None:

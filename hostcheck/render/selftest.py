@@ -21,7 +21,8 @@ FORMAT = 1
 
 
 def _wrap(text: str, indent: str = "", first: str = "") -> list[str]:
-    return textwrap.wrap(escape_text(text), WIDTH, initial_indent=first or indent, subsequent_indent=indent) or [first]
+    return textwrap.wrap(escape_text(text), WIDTH, initial_indent=first or indent, subsequent_indent=indent,
+                         break_on_hyphens=False) or [first]
 
 
 def _value(measured: Any, unit: str) -> str:
@@ -31,7 +32,7 @@ def _value(measured: Any, unit: str) -> str:
 
 def render_refusal(reasons: list[str]) -> str:
     """Why the self-test did not start, one reason a line."""
-    return "hostcheck selftest did not start:\n" + "".join(f"- {r}\n" for r in reasons)
+    return "hostcheck selftest did not start:\n" + "".join(f"- {escape_text(r)}\n" for r in reasons)
 
 
 def render_text(run: Run, verdict: Verdict) -> str:
@@ -43,8 +44,9 @@ def render_text(run: Run, verdict: Verdict) -> str:
         lines += _wrap(f"GPU {gpu.index}: {gpu.name}, {gpu.total_bytes >> 20:,} MiB, compute {gpu.compute_capability}, "
                        f"PCI {gpu.pci_bus_id}")
     if run.gpus:
+        inside = run.preflight.get("container", {}).get("image")
         lines += _wrap(f"Driver: CUDA {run.cuda_version}" + (f", NVIDIA {run.driver_version}" if run.driver_version else "")
-                       + f"; {run.seconds:g} s in all.")
+                       + f"; {run.seconds:g} s in all" + (f", inside {inside} (docker run --gpus all)." if inside else "."))
         lines.append("")
     for stage in STAGES:
         findings = verdict.stages.get(stage, [])

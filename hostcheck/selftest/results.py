@@ -3,7 +3,10 @@ verdict (judgement) reads it, the JSON output prints it. Nothing here judges."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,3 +115,79 @@ def summary(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     return {"min": round(min(values), 2), "median": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+MAX_ITEMS = 100_000  # samples of 8 GPUs over the longest run, at one a second, with room
+MAX_TEXT = 2000
+
+
+class BadRun(ValueError):
+    """A run read back from elsewhere (the container's worker) that is not one."""
+
+
+def run_from_dict(data: Any) -> Run:
+    """A :class:`Run` from its ``dataclasses.asdict`` form, checked field by field against the
+    types declared here: what a container wrote is input, not trusted (sizes bounded, unknown
+    keys refused, text cut)."""
+    return _typed(Run, data, "run")
+
+
+def _typed(kind: Any, value: Any, where: str) -> Any:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return _plain(value, where, depth=0)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _typed(next(a for a in args if a is not type(None)), value, where)
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise BadRun(f"{where}: not an object")
+        hints = typing.get_type_hints(kind)
+        unknown = set(value) - set(hints)
+        if unknown:
+            raise BadRun(f"{where}: unknown keys {sorted(unknown)[:3]}")
+        build: Any = kind
+        return build(**{name: _typed(hints[name], value[name], f"{where}.{name}") for name in value})
+    if origin is list:
+        if not isinstance(value, list) or len(value) > MAX_ITEMS:
+            raise BadRun(f"{where}: not a list of at most {MAX_ITEMS} items")
+        return [_typed(args[0], item, f"{where}[]") for item in value]
+    if origin is tuple:
+        if not isinstance(value, list) or len(value) != len(args):
+            raise BadRun(f"{where}: not a list of {len(args)}")
+        return tuple(_typed(a, item, f"{where}[]") for a, item in zip(args, value, strict=True))
+    if origin is dict:
+        if not isinstance(value, dict) or len(value) > 64:
+            raise BadRun(f"{where}: not an object of at most 64 keys")
+        return {str(k)[:80]: _typed(args[1], v, f"{where}.{k}"[:200]) for k, v in value.items()}
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise BadRun(f"{where}: not true or false")
+        return value
+    if kind is int:
+        if not isinstance(value, int) or isinstance(value, bool) or abs(value) > 1 << 64:
+            raise BadRun(f"{where}: not an integer")
+        return value
+    if kind is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value or abs(value) > 1e15:
+            raise BadRun(f"{where}: not a number")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise BadRun(f"{where}: not text")
+        return value[:MAX_TEXT]
+    raise BadRun(f"{where}: no reader for {kind}")
+
+
+def _plain(value: Any, where: str, depth: int) -> Any:
+    """JSON of a shape not declared here (the classified kernel lines): bounded in depth and size."""
+    if depth > 4:
+        raise BadRun(f"{where}: nested too deep")
+    if isinstance(value, dict):
+        return {str(k)[:80]: _plain(v, where, depth + 1) for k, v in list(value.items())[:64]}
+    if isinstance(value, list):
+        return [_plain(v, where, depth + 1) for v in value[:1000]]
+    if isinstance(value, str):
+        return value[:MAX_TEXT]
+    return value

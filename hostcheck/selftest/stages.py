@@ -23,7 +23,6 @@ from hostcheck.selftest import kernels
 from hostcheck.selftest.cuda import CUDA_ERROR_OUT_OF_MEMORY, CudaError, Driver
 from hostcheck.selftest.results import GpuLoad, GpuResult, PeerCopy, Run
 from hostcheck.selftest.sampler import NvmlGpu, Ticker, open_gpus
-from hostcheck.watch.xid import classify_line
 
 MIB = 1 << 20
 LINK_BYTES = 256 * MIB
@@ -283,7 +282,7 @@ def _load(run: Run, gpus: _Gpus, options: Options, nvml_gpus: list[NvmlGpu | Non
                 gpus.free(gpu.index, active[gpu.index][1])
             except CudaError as exc:
                 _failed(gpu, gpus, "load", exc)
-    _kernel_log(run, env, since_wall)
+    read_kernel_log(run, env.kernel_lines, since_wall)
 
 
 def _stopped(gpu: GpuResult, gpus: _Gpus, exc: CudaError, after_s: float) -> None:
@@ -292,11 +291,14 @@ def _stopped(gpu: GpuResult, gpus: _Gpus, exc: CudaError, after_s: float) -> Non
         gpu.load.ran_s = round(after_s, 2)
 
 
-def _kernel_log(run: Run, env: Environment, since_wall: float) -> None:
-    lines = env.kernel_lines(since_wall)
+def read_kernel_log(run: Run, kernel_lines: Callable[[float], list[str] | str], since_wall: float) -> None:
+    """The Xid and AER lines the kernel logged since the load started, classified into ``run``."""
+    lines = kernel_lines(since_wall)
     if isinstance(lines, str):
         run.kernel_log = lines
         return
+    from hostcheck.watch.xid import classify_line  # not on the container worker's path: it needs YAML
+
     for line in lines[-5000:]:
         detail = classify_line(line)
         if detail is not None and len(run.xid_lines) < MAX_KERNEL_LINES:

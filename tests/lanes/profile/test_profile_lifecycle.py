@@ -88,6 +88,7 @@ PROVIDER_ACCOUNT = ("getent passwd gpuprovider; id -nG gpuprovider; stat -c '%a 
 RENTAL_CONTAINER = "C.4242"
 """Named as Vast's agent names a rental's container (hostcheck/selftest/safety.py)."""
 SELFTEST = f"{HOSTCHECK} selftest --yes --minutes 1 --format json"
+STANDIN_HOOK = "/usr/local/bin/nvidia-container-runtime-hook"
 LAB_ADMIN_SUDOERS = "/etc/sudoers.d/90-lab-admin"
 """The lab admin's own NOPASSWD rule (tests/lab/rootfs.py): Ansible connects as that account."""
 OPENED_PORT = 8082
@@ -155,12 +156,13 @@ def booted_state(host: LabHost) -> dict[str, Any]:
 
 
 def build_test_image(host: LabHost) -> None:
-    """A tiny image from the host's own python (no registry is reachable from the lab)."""
+    """A tiny image from the host's own python and what its extension modules link (no registry
+    is reachable from the lab), with python3 on its PATH as a renter's image has."""
     python = host.sudo("readlink -f /usr/bin/python3", check=True).stdout.strip()  # python3.11 / 3.13
     version = python.rsplit("/", 1)[1]
     host.sudo(
-        f"set -e; cd /tmp; libs=$(ldd {python} | grep -o '/[^ ]*' | sort -u); "
-        f"tar -ch {python} $libs /usr/lib/{version} --exclude=/usr/lib/{version}/test 2>/dev/null "
+        f"set -e; cd /tmp; libs=$(ldd {python} /usr/lib/{version}/lib-dynload/*.so | grep -v ':$' | grep -o '/[^ ]*' | sort -u); "
+        f"tar -ch {python} /usr/bin/python3 $libs /usr/lib/{version} --exclude=/usr/lib/{version}/test 2>/dev/null "
         f"| docker import -c 'ENTRYPOINT [\"{python}\"]' - labpy >/dev/null",
         timeout=120, check=True)
 
@@ -451,6 +453,15 @@ def gate_and_refusals(P: Any, host: LabHost, life: Lifecycle, inventory: Path, t
     p["selftest_beside_rental"] = host.sudo(SELFTEST, timeout=180)
     host.sudo(f"docker rm -f {RENTAL_CONTAINER}", check=True)
     p["selftest_without_rental"] = host.sudo(f"{SELFTEST} --accept-owner-risk --in-container labpy", timeout=180)
+    # Docker registers its NVIDIA device driver when nvidia-container-runtime-hook is on its PATH
+    # as it starts. A stand-in hook that mounts nothing lets `--gpus all` start the container
+    # the way the NVIDIA runtime does, without a GPU: the stages' worker runs inside on the
+    # image's own python3 and finds no driver mounted.
+    host.sudo(f"printf '#!/bin/sh\\ncat >/dev/null\\n' >{STANDIN_HOOK} && chmod 755 {STANDIN_HOOK} "
+              "&& systemctl restart docker", check=True)
+    p["selftest_in_container"] = host.sudo(f"{SELFTEST} --accept-owner-risk --in-container labpy", timeout=180)
+    p["selftest_containers_left"] = host.sudo("docker ps -aq --filter name=hostcheck-selftest").stdout.strip()
+    host.sudo(f"rm -f {STANDIN_HOOK} && systemctl restart docker", check=True)
 
     # ---- rollback while a container exists ----------------------------------------------
     p["manifest_before_refusal"] = host.sudo("cat /var/lib/hostcheck-profile/manifest.json").stdout
@@ -765,6 +776,20 @@ def test_selftest_reports_dockers_own_error_when_a_gpu_container_cannot_start(li
     container = run["preflight"]["container"]
     assert container["image"] == "labpy" and container["started"] is False, container
     assert "could not select device driver" in container["error"], container
+
+
+@on_full_suite_only
+def test_selftest_runs_its_stages_inside_a_gpu_container(life: Lifecycle) -> None:
+    """--in-container through the real daemon's `--gpus all` path (its NVIDIA hook a stand-in
+    that mounts no driver): the container starts, the worker runs in it on the image's python3
+    with only hostcheck and nvidia-ml-py mounted, says the driver is missing there, and the
+    container is gone afterwards."""
+    result = life.probes["selftest_in_container"]
+    run = json.loads(result.stdout)
+    assert run["preflight"]["container"] == {"image": "labpy", "started": True, "error": ""}, result.stderr[-2000:]
+    assert run["error"].startswith("in the container, cannot load libcuda.so.1"), run["error"]
+    assert result.rc == 3 and not run["answer"]["passed"]
+    assert life.probes["selftest_containers_left"] == ""
 
 
 # ---- provider: never auto-enabled -------------------------------------------------------------

@@ -58,6 +58,13 @@ def test_a_rental_or_provider_container(name: str, image: str) -> None:
     assert f"a rental or provider container is running ({name} ({image}))" in text
 
 
+def test_a_refusal_never_writes_a_container_image_raw_to_the_terminal() -> None:
+    """A container's image is whatever its starter named it; the reason shows it escaped."""
+    code, text = refused("dedicated-4090.json", change=add_container("C.77", "evil\x1b]0;owned\x07:latest"))
+    assert code == EXIT_NOT_FEASIBLE
+    assert "\x1b" not in text and "(C.77 (evil\\x1b]0;owned\\x07:latest))" in text
+
+
 def test_another_program_on_the_gpu() -> None:
     from types import SimpleNamespace
 
@@ -91,37 +98,6 @@ def test_the_refusal_as_json() -> None:
     code, text, _ = execute(Request(minutes=1, max_temp=None, yes=True, accept_owner_risk=False), deps, "json")
     doc = json.loads(text)
     assert code == EXIT_NOT_FEASIBLE and len(doc["refused"]) == 2 and doc["preflight"]["owner_risk"] == "high"
-
-
-def test_a_container_that_does_not_start_says_dockers_words(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """--in-container: Docker's own error, as `docker run --gpus all` prints it when the NVIDIA
-    runtime is missing (a stand-in for the daemon: the message is the one Docker 24+ prints)."""
-    from hostcheck.selftest.cuda import CudaUnavailable
-
-    said = ('docker: Error response from daemon: could not select device driver "" with capabilities: '
-            "[[gpu]].")
-    facts = load_snapshot(standins.SNAPSHOTS / "dedicated-4090.json")
-
-    def no_driver() -> Any:
-        raise CudaUnavailable("cannot load libcuda.so.1: not on this machine")
-
-    asked: list[str] = []
-    deps = Deps(collect=lambda: facts, nvml=RecordedNvml([standins.desktop_4090()]), driver=no_driver,
-                kernel_lines=lambda since: [], confirm=lambda q: True, progress=lambda line: None,
-                docker_run=lambda image: (asked.append(image), (125, said))[1])
-    code, text, _ = execute(Request(minutes=1, max_temp=None, yes=True, accept_owner_risk=False,
-                                    in_container="vastai/test:self-test-v2-cuda-12.8"), deps, "json")
-    doc = json.loads(text)
-    assert asked == ["vastai/test:self-test-v2-cuda-12.8"] and code == EXIT_NOT_FEASIBLE
-    assert doc["answer"]["headline"].startswith(f"The container did not start through Docker with --gpus all: {said}")
-    assert doc["preflight"]["container"] == {"image": "vastai/test:self-test-v2-cuda-12.8", "started": False, "error": said}
-
-
-def test_docker_run_refuses_an_option_for_an_image() -> None:
-    from hostcheck.selftest.kernel_log import docker_run
-
-    status, said = docker_run("--privileged")
-    assert status == 2 and "not an image name" in said
 
 
 def test_a_rental_the_docker_api_lists(request: pytest.FixtureRequest, tmp_path: Any) -> None:
