@@ -75,13 +75,9 @@ def mounts() -> list[tuple[str, str]]:
 
 
 def job(minutes: float, vram_share: float, max_temp_c: int | None, temperature_margin_c: int,
-        cuda_library: str = "libcuda.so.1") -> str:
+        cuda_library: str) -> str:
     return json.dumps({"minutes": minutes, "vram_share": vram_share, "max_temp_c": max_temp_c,
                        "temperature_margin_c": temperature_margin_c, "cuda_library": cuda_library})
-
-
-def worker_argv(python: str, job_json: str) -> list[str]:
-    return [python, "-c", BOOTSTRAP, job_json]
 
 
 def docker_argv(docker: str, image: str, name: str, job_json: str) -> list[str]:
@@ -90,7 +86,7 @@ def docker_argv(docker: str, image: str, name: str, job_json: str) -> list[str]:
             "-e", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
             "--network", "none", "--security-opt", "no-new-privileges",
             *volumes, "-e", f"PYTHONPATH={INSIDE}", "-e", "PYTHONDONTWRITEBYTECODE=1",
-            "--entrypoint", "python3", image, *worker_argv("python3", job_json)[1:]]
+            "--entrypoint", "python3", image, "-c", BOOTSTRAP, job_json]
 
 
 def run_in_container(image: str, job_json: str, limit_s: float, progress: Callable[[str], None]) -> Outcome:
@@ -118,12 +114,10 @@ def _signal(process: subprocess.Popen[bytes], hard: bool) -> None:
 
 
 def run_worker(argv: list[str], limit_s: float, progress: Callable[[str], None],
-               stop: Callable[[subprocess.Popen[bytes], bool], None] = _signal,
-               env: dict[str, str] | None = None) -> Outcome:
+               stop: Callable[[subprocess.Popen[bytes], bool], None] = _signal) -> Outcome:
     """Run the worker's command, pass its progress lines on, and read its result."""
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=env)
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         return Outcome(started=False, error=f"{argv[0]} could not run: {exc.strerror or exc}")
     out = bytearray()
