@@ -308,6 +308,7 @@ def _event(run: Any, verdict: Any) -> dict[str, Any]:
         "passed": verdict.first_failed is None and not verdict.unjudged,
         "minutes": run.minutes,
         "stopped": run.stopped,
+        "in_container": run.preflight.get("container", {}).get("image"),
         "gpus": [{"index": g.index, "name": g.name[:60], "h2d_gbps": g.h2d_gbps, "d2h_gbps": g.d2h_gbps,
                   "pattern_errors": g.pattern_errors} for g in run.gpus[:16]],
     }

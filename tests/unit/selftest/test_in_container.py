@@ -113,9 +113,13 @@ def test_the_kernel_log_is_read_on_the_host(libcuda: Path, docker: Path, monkeyp
 def test_a_card_that_cannot_give_the_vram_share_inside(libcuda: Path, docker: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HC_FAKE_CUDA", "total_mib=16384;free_mib=9000")
-    code, doc = run(deps(libcuda))
+    code, text, event = execute(Request(minutes=MINUTES, max_temp=None, yes=True, accept_owner_risk=False,
+                                        in_container=IMAGE), deps(libcuda), "json")
+    doc = json.loads(text)
     assert doc["answer"]["first_failed_stage"] == "vram" and code == EXIT_NOT_FEASIBLE
     assert "CUDA_ERROR_OUT_OF_MEMORY" in json.dumps(stage(doc, "vram"))
+    # what --watch-db stores says where the stages ran
+    assert event is not None and event["in_container"] == IMAGE and event["first_failed_stage"] == "vram"
 
 
 @pytest.mark.parametrize(("said", "fix"), [
