@@ -12,7 +12,9 @@ free what they allocated; a container that does not end in time is killed.
 from __future__ import annotations
 
 import collections
+import csv
 import importlib.util
+import io
 import json
 import os
 import re
@@ -80,8 +82,15 @@ def job(minutes: float, vram_share: float, max_temp_c: int | None, temperature_m
                        "temperature_margin_c": temperature_margin_c, "cuda_library": cuda_library})
 
 
+def _bind(host: str, inside: str) -> str:
+    """A read-only bind in --mount's CSV form, which quotes what -v's colons cannot carry."""
+    line = io.StringIO()
+    csv.writer(line, lineterminator="").writerow(["type=bind", f"source={host}", f"target={inside}", "readonly"])
+    return line.getvalue()
+
+
 def docker_argv(docker: str, image: str, name: str, job_json: str) -> list[str]:
-    volumes = [arg for host, inside in mounts() for arg in ("-v", f"{host}:{inside}:ro")]
+    volumes = [arg for host, inside in mounts() for arg in ("--mount", _bind(host, inside))]
     return [docker, "run", "--rm", "--pull", "never", "--name", name, "--gpus", "all",
             "-e", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
             "--network", "none", "--security-opt", "no-new-privileges",

@@ -4,7 +4,7 @@
 `run` reads the options hostcheck passes the way docker does, refuses any it does not know,
 and then runs the container's command as the container would: its entrypoint (python3) is
 this machine's Python with no site-packages (-S: a bare image's interpreter), the read-only
-volumes are the only extra paths it sees (linked into a private directory), and its
+bind mounts are the only extra paths it sees (linked into a private directory), and its
 environment is the -e variables, with nothing of the caller's but PATH and the CUDA
 stand-in's scenario (HC_FAKE_CUDA). `kill --signal SIG NAME` and `kill NAME` signal it by its
 name. HC_DOCKER_SAY="STATUS:MESSAGE" makes `run` fail as the daemon does: MESSAGE on stderr,
@@ -13,6 +13,7 @@ exit STATUS. Each call's arguments are appended to $HC_DOCKER_STATE/calls (one J
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-VALUED = {"--pull", "--name", "--gpus", "-e", "--network", "--security-opt", "-v", "--entrypoint"}
+VALUED = {"--pull", "--name", "--gpus", "-e", "--network", "--security-opt", "--mount", "--entrypoint"}
 FLAGS = {"--rm"}
 
 
@@ -49,9 +50,10 @@ def run(args: list[str], state: Path) -> int:
         return 125
     with tempfile.TemporaryDirectory() as root:
         remap: dict[str, str] = {}
-        for volume in options.get("-v", []):
-            host, inside, mode = volume.split(":")
-            assert mode == "ro", volume
+        for mount in options.get("--mount", []):
+            fields = dict(f.partition("=")[::2] for f in next(csv.reader([mount])))
+            assert fields == {"type": "bind", "source": fields["source"], "target": fields["target"], "readonly": ""}, mount
+            host, inside = fields["source"], fields["target"]
             link = Path(root) / inside.strip("/")
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(host)

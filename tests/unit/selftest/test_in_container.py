@@ -96,8 +96,9 @@ def test_the_stages_run_inside_and_come_back(libcuda: Path, docker: Path, monkey
     assert ["--pull", "never"] == options[options.index("--pull"):][:2]
     assert ["--network", "none"] == options[options.index("--network"):][:2]
     assert ["--security-opt", "no-new-privileges"] == options[options.index("--security-opt"):][:2]
-    volumes = [options[i + 1] for i, a in enumerate(options) if a == "-v"]
-    assert volumes and all(v.endswith(":ro") for v in volumes), volumes
+    mounts = [options[i + 1] for i, a in enumerate(options) if a == "--mount"]
+    assert mounts and all(m.startswith("type=bind,") and m.endswith(",readonly") for m in mounts), mounts
+    assert "-v" not in options
     assert argv[image_at + 1:image_at + 3] == ["-c", BOOTSTRAP]
 
 
@@ -151,6 +152,14 @@ def test_ctrl_c_stops_the_stages_inside_which_free_what_they_hold(libcuda: Path,
     assert code == EXIT_INTERRUPTED and doc["stopped"] == "interrupted (Ctrl-C)"
     assert doc["released"] and doc["gpus"][0]["load"]["ran_s"] < 30
     assert ["kill", "--signal", "INT", f"hostcheck-selftest-{__import__('os').getpid()}"] in calls(docker)
+
+
+def test_a_mount_source_with_a_comma_or_colon_stays_one_field() -> None:
+    import csv
+
+    bind = container._bind("/home/o,wner/venv:3/hostcheck", "/opt/hostcheck-selftest/hostcheck")
+    assert next(csv.reader([bind])) == ["type=bind", "source=/home/o,wner/venv:3/hostcheck",
+                                        "target=/opt/hostcheck-selftest/hostcheck", "readonly"]
 
 
 def test_an_image_whose_python_is_too_old() -> None:
