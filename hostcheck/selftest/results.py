@@ -147,6 +147,10 @@ def _typed(kind: Any, value: Any, where: str) -> Any:
         unknown = set(value) - set(hints)
         if unknown:
             raise BadRun(f"{where}: unknown keys {sorted(unknown)[:3]}")
+        missing = [f.name for f in dataclasses.fields(kind) if f.name not in value
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise BadRun(f"{where}: missing {', '.join(missing)}")
         build: Any = kind
         return build(**{name: _typed(hints[name], value[name], f"{where}.{name}") for name in value})
     if origin is list:

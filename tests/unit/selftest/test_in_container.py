@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hostcheck.commands.selftest import Deps, Request, execute
 from hostcheck.exit_codes import EXIT_INTERRUPTED, EXIT_NOT_FEASIBLE
@@ -191,6 +193,9 @@ def _document(run: dict[str, Any]) -> bytes:
     (_document({"started_at": "", "gpus": [{"index": 0, "pcie_gen": [4]}]}), "not a list of 2"),
     (_document({"started_at": "", "peers": [{}] * 100_001}), "at most 100000 items"),
     (_document({"started_at": "", "released": "yes"}), "run.released: not true or false"),
+    (_document({}), "run: missing started_at"),
+    (_document({"started_at": "", "peers": [{"source": 0}]}), "run.peers[]: missing destination, peer_to_peer"),
+    (b'{"format": "hostcheck-selftest-worker/1", "run": {"started_at": "", "seconds": Infinity}}', "not a number"),
 ])
 def test_what_a_container_writes_is_input(out: bytes, words: str) -> None:
     outcome = container.read_result(0, out, "")
@@ -240,3 +245,38 @@ def test_an_option_for_an_image_is_a_usage_error() -> None:
 
     result = CliRunner().invoke(app, ["selftest", "--yes", "--in-container", "--privileged"])
     assert result.exit_code == EXIT_USAGE and "--in-container: not an image name: '--privileged'" in result.output
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=30)
+_REAL_KEYS = st.sampled_from(["started_at", "gpus", "peers", "load", "samples", "pcie_gen", "errors", "index",
+                              "t", "nccl_gbps", "skipped", "released", "source", "xid_lines"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_REAL_KEYS | st.text(max_size=8), _JSON, max_size=6)
+       | st.fixed_dictionaries({"started_at": st.just(""), "gpus": st.lists(st.fixed_dictionaries(
+           {"index": st.integers(-3, 70), "total_bytes": st.integers(-1, 1 << 40), "name": st.text(max_size=10)},
+           optional={"load": st.fixed_dictionaries({"index": st.integers(0, 3)}, optional={
+               "samples": st.lists(st.fixed_dictionaries({"t": st.floats(-10, 1e6)}, optional={
+                   "sm_clock_mhz": st.integers(-5, 5000), "temperature_c": st.integers(-50, 200),
+                   "power_w": st.floats(-1, 1000), "reasons": st.integers(0, 1 << 40)}), max_size=5)}),
+               "h2d_gbps": st.floats(-1, 100), "pattern_errors": st.integers(-1, 10),
+               "allocated_bytes": st.integers(-1, 1 << 40), "wanted_bytes": st.integers(-1, 1 << 40)}),
+           max_size=3)}))
+def test_no_container_output_makes_the_host_fail(run: dict[str, Any]) -> None:
+    """Whatever a container prints as its run, the host reads a run or says why not: never an
+    exception of its own."""
+    document = json.dumps({"format": FORMAT, "run": run}).encode()
+    outcome = container.read_result(0, document, "")
+    assert (outcome.run is None) == bool(outcome.error)
+    if outcome.run is not None:  # and what it measured is judged and shown like any run
+        from hostcheck.render.formats import Kind, render
+        from hostcheck.render.views import SelftestView
+        from hostcheck.selftest.verdict import judge
+
+        host_run = Run(started_at="2026-12-07T00:00:00+00:00")
+        container.merge(host_run, outcome.run)
+        view = SelftestView(host_run, judge(host_run))
+        assert render(Kind.SELFTEST, view, "json") and render(Kind.SELFTEST, view, "table")
