@@ -10,6 +10,11 @@ changes anything. Every run: `lynis audit system --quick`, index read from its r
 
 Run as root from the repository root:
     .venv/bin/python bench/lynis.py --devsec-collection DIR --ansible-collections DIR [--json out.json]
+    .venv/bin/python bench/lynis.py --vm [--json out.json]
+
+--vm: the profile on the VM lane's qemu VM instead, where the kernel is the VM's own (in a
+container the kernel-wide sysctls, the running kernel and AppArmor are the machine's): Lynis
+before and after site.yml, with this machine's Lynis copied in.
 
 DIR for --devsec-collection: a checkout of github.com/dev-sec/ansible-collection-hardening.
 DIR for --ansible-collections: a folder holding ansible_collections/ (the `ansible` wheel
@@ -20,11 +25,14 @@ left out and says why.
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import os
 import re
 import shutil
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -64,8 +72,8 @@ def test_points(log: str) -> dict[str, list[int]]:
     return points
 
 
-def lynis_index(host: Any) -> dict[str, Any]:
-    result = host.sudo(f"{LYNIS} >/dev/null 2>&1; cat /var/log/lynis-bench.dat", timeout=900)
+def lynis_index(host: Any, timeout: float = 900) -> dict[str, Any]:
+    result = host.sudo(f"{LYNIS} >/dev/null 2>&1; cat /var/log/lynis-bench.dat", timeout=timeout)
     fields: dict[str, list[str]] = {}
     for line in result.stdout.splitlines():
         key, _, value = line.partition("=")
@@ -84,6 +92,32 @@ def lynis_index(host: Any) -> dict[str, Any]:
 def install_lynis(host: Any) -> None:
     host.sudo("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
               "lynis >/dev/null", check=True, timeout=900)
+
+
+def copy_lynis(host: Any) -> None:
+    """This machine's Lynis (scripts/test installs it) into ``host``: the VM installs nothing
+    from a mirror for the bench."""
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w:gz") as tar:
+        for path in ("/usr/sbin/lynis", "/usr/share/lynis", "/etc/lynis"):
+            tar.add(path, arcname=path.lstrip("/"))
+    host.sudo("base64 -d | tar -xz -C /", input=base64.b64encode(payload.getvalue()).decode(), check=True,
+              timeout=120)
+
+
+def vm_column(lab: Any) -> dict[str, Any]:
+    """The profile on the VM lane's qemu VM (its own kernel, so the kernel-wide sysctls apply):
+    Lynis before and after site.yml. Under TCG each Lynis run takes about 15 minutes and the
+    converge about 8, so there is no rerun or rollback column here (the nspawn host has them)."""
+    vm = lab.start_vm()
+    copy_lynis(vm)
+    col: dict[str, Any] = {"before": lynis_index(vm, timeout=2700)}
+    converge = play.run_playbook(vm.inventory_path, "site.yml")
+    if converge.rc != 0:
+        raise SystemExit(f"converge failed:\n{converge.describe()}")
+    col["converge_s"] = round(converge.seconds, 1)
+    col["after"] = lynis_index(vm, timeout=2700)
+    return col
 
 
 def profile_column(host: Any) -> dict[str, Any]:
@@ -162,10 +196,23 @@ def main() -> int:
     parser.add_argument("--devsec-collection", type=Path)
     parser.add_argument("--ansible-collections", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--vm", action="store_true",
+                        help="the profile on a qemu VM instead (a kernel of its own; about 40 minutes under TCG)")
     args = parser.parse_args()
     with_devsec = bool(args.devsec_collection and args.ansible_collections)
     lab = Lab(ensure_rootfs())
     figures: dict[str, Any] = {}
+    if args.vm:
+        try:
+            figures["vm"] = vm_column(lab)
+        finally:
+            lab.close()
+        col = figures["vm"]
+        print(f"lynis --quick on the VM: fresh {col['before']['index']}, after site.yml {col['after']['index']} "
+              f"(converge {col['converge_s']} s under TCG)")
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        return 0
     try:
         with play.docker_capable_env():
             hosts = lab.start_hosts(2 if with_devsec else 1, nspawn_args=play.DOCKER_NSPAWN_ARGS)
