@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,6 @@ class Outcome:
     error: str = ""
     run: Run | None = None  # what the stages measured inside; None when nothing came back
     interrupted: bool = False
-    said: list[str] = field(default_factory=list)
 
 
 IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255}")
@@ -172,7 +171,6 @@ def run_worker(argv: list[str], limit_s: float, progress: Callable[[str], None],
     said = " ".join(tail)[-ERROR_TAIL:]
     outcome = read_result(process.returncode, bytes(out), said)
     outcome.interrupted = interrupted
-    outcome.said = list(tail)
     if timed_out:
         outcome.error = (f"the container did not end within {limit_s:.0f} s (the run's longest time and a margin) "
                          "and was killed; the GPU may have stopped answering: look at the kernel log (journalctl -k)")

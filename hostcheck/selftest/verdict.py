@@ -143,6 +143,9 @@ def _vram(gpu: GpuResult) -> list[Finding]:
         return [_finding("SELF-1020", gpu.index, status, measured, share.value, Operator.GE, "of total",
                          f"asked for {gpu.wanted_bytes // MIB:,} of {total_mib:,} MiB: {error}; {free} was free, "
                          "so the most it could give is the share shown")]
+    if gpu.total_bytes <= 0:  # no total to take the share of: unknown, never a pass
+        return [_finding("SELF-1020", gpu.index, Status.ERROR, None, share.value, Operator.GE, "of total",
+                         f"the driver reported {gpu.total_bytes} bytes of memory in all")]
     found = [_finding("SELF-1020", gpu.index, Status.PASS, round(gpu.allocated_bytes / gpu.total_bytes, 3), share.value,
                       Operator.GE, "of total", f"{gpu.allocated_bytes // MIB:,} of {total_mib:,} MiB")]
     if gpu.pattern_errors is not None:
