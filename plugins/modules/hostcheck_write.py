@@ -57,14 +57,45 @@ checksum:
   returned: always
 """
 
+# Ansible substitutes the arguments as JSON for the marker below and pipes this file to the
+# host's Python as it is (see hostcheck_read): no AnsiballZ, so no ansible.module_utils, and the
+# standard library only.
+# <<INCLUDE_ANSIBLE_MODULE_JSON_ARGS>>
+
 import grp
 import hashlib
+import json
 import os
 import pwd
+import shlex
 import stat
+import subprocess
+import sys
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
+ARGS = "<<INCLUDE_ANSIBLE_MODULE_COMPLEX_ARGS>>"
+REQUIRED = ("dest", "content", "mode", "owner", "group")
+
+
+def finish(result, failed=None):
+    if failed:
+        result.update(failed=True, msg="hostcheck_write: %s" % failed)
+    print(json.dumps(result))
+    sys.exit(1 if failed else 0)
+
+
+def arguments(raw):
+    """The options as strings, or why not."""
+    unknown = sorted(k for k in raw if k not in REQUIRED + ("validate",) and not k.startswith("_ansible_"))
+    if unknown:
+        return None, "unsupported parameters: %s" % ", ".join(unknown)
+    missing = [k for k in REQUIRED if raw.get(k) is None]
+    if missing:
+        return None, "missing required arguments: %s" % ", ".join(missing)
+    wrong = [k for k in REQUIRED + ("validate",) if raw.get(k) is not None and not isinstance(raw[k], (str, int))]
+    if wrong:
+        return None, "must be strings: %s" % ", ".join(wrong)
+    return {k: (None if raw.get(k) is None else str(raw[k])) for k in REQUIRED + ("validate",)}, None
 
 
 def current(dest):
@@ -80,19 +111,26 @@ def current(dest):
         return handle.read(), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
 
 
+def validated(command, temporary, result):
+    """Run the validate command on the temporary file; finish with its output when it fails."""
+    if "%s" not in command:
+        finish(result, "validate must contain %%s: %s" % command)
+    try:
+        done = subprocess.run(shlex.split(command % shlex.quote(temporary)), stdin=subprocess.DEVNULL,
+                              capture_output=True, check=False)
+    except OSError as exc:
+        finish(result, "cannot run the validate command: %s" % (exc.strerror or exc))
+    if done.returncode != 0:
+        result.update(exit_status=done.returncode, stdout=done.stdout.decode("utf-8", "replace"),
+                      stderr=done.stderr.decode("utf-8", "replace"))
+        finish(result, "failed to validate")
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            dest=dict(type="path", required=True),
-            content=dict(type="str", required=True, no_log=True),
-            mode=dict(type="str", required=True),
-            owner=dict(type="str", required=True),
-            group=dict(type="str", required=True),
-            validate=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+    raw = json.loads(ARGS)
+    p, why = arguments(raw)
+    if why:
+        finish({"changed": False}, why)
     dest = p["dest"]
     data = p["content"].encode("utf-8", "surrogateescape")
     result = dict(dest=dest, checksum=hashlib.sha1(data).hexdigest(), changed=False)
@@ -102,16 +140,16 @@ def main():
         gid = int(p["group"]) if p["group"].isdigit() else grp.getgrnam(p["group"]).gr_gid
         now = current(dest)
     except (ValueError, KeyError) as exc:
-        module.fail_json(msg="hostcheck_write: %s" % exc, **result)
+        finish(result, str(exc))
     if now == (data, mode, uid, gid):
-        module.exit_json(**result)
+        finish(result)
     result["changed"] = True
-    if module.check_mode:
-        module.exit_json(**result)
+    if raw.get("_ansible_check_mode"):
+        finish(result)
     if now is not None and now[0] == data:  # only the attributes differ
         os.chown(dest, uid, gid)
         os.chmod(dest, mode)
-        module.exit_json(**result)
+        finish(result)
     folder = os.path.dirname(dest) or "."
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".hostcheck-", suffix=".tmp")
     try:
@@ -122,18 +160,12 @@ def main():
             out.flush()
             os.fsync(out.fileno())
         if p["validate"]:
-            if "%s" not in p["validate"]:
-                module.fail_json(msg="hostcheck_write: validate must contain %%s: %s" % p["validate"], **result)
-            rc, out, err = module.run_command(p["validate"] % temporary)
-            if rc != 0:
-                module.fail_json(msg="failed to validate", exit_status=rc, stdout=out, stderr=err, **result)
-        if module.selinux_enabled():
-            module.set_default_selinux_context(temporary, False)
+            validated(p["validate"], temporary, result)
         os.rename(temporary, dest)
     finally:
         if os.path.lexists(temporary):
             os.unlink(temporary)
-    module.exit_json(**result)
+    finish(result)
 
 
 if __name__ == "__main__":

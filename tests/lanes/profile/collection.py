@@ -47,6 +47,7 @@ collections_scan_sys_path = false
 roles_path = ./roles
 interpreter_python = auto_silent
 retry_files_enabled = false
+callbacks_enabled = hostcheck.host_profile.preload
 
 [ssh_connection]
 pipelining = true

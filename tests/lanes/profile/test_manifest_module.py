@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.ansible, pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="the module records owners and refuses to run without root")]
 
 LIBRARY = play.REPO / "roles/rollback_manifest/library"
-# Inside a play the role puts its module_utils/ on the path; an ad-hoc call names it.
-MODULE_UTILS = play.REPO / "roles/rollback_manifest/module_utils"
 
 
 def manifest(tmp: Path, check: bool = False, netns: str | None = None, **args: Any) -> dict[str, Any]:
@@ -39,8 +37,7 @@ def manifest(tmp: Path, check: bool = False, netns: str | None = None, **args: A
     if check:
         argv.append("--check")
     env = play.ansible_env({"ANSIBLE_PYTHON_INTERPRETER": str(play.VENV_BIN / "python"),
-                            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False", "ANSIBLE_LOCALHOST_WARNING": "False",
-                            "ANSIBLE_MODULE_UTILS": str(MODULE_UTILS)})
+                            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False", "ANSIBLE_LOCALHOST_WARNING": "False"})
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     line = proc.stdout.strip().splitlines()[-1]
     _, _, payload = line.partition("=> ")

@@ -50,7 +50,7 @@ def run(tmp: Path, check: bool = False, diff: bool = False, validate: str | None
         argv.append("--diff")
     env = play.ansible_env({"ANSIBLE_PYTHON_INTERPRETER": str(play.VENV_BIN / "python"),
                             "ANSIBLE_LOCALHOST_WARNING": "False",
-                            "ANSIBLE_LIBRARY": str(ROLE / "library"), "ANSIBLE_MODULE_UTILS": str(ROLE / "module_utils"),
+                            "ANSIBLE_LIBRARY": str(ROLE / "library"),
                             "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins")})
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, cwd=tmp)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -1,0 +1,1 @@
+../../../plugins/modules/hostcheck_read.py

@@ -1,1 +1,0 @@
-../../../plugins/module_utils/hostcheck_manifest_state.py

@@ -1,0 +1,132 @@
+"""hostcheck_read, hostcheck_write and hostcheck_manifest take their arguments as JSON pasted
+into their source by Ansible (no AnsiballZ). Run by real Ansible on this machine, against files
+in a temporary directory only:
+
+- hostcheck_read answers what ansible.builtin.command and ansible.builtin.slurp answer for the
+  same argv or file, kills a probe that overruns with everything it started, and runs in check
+  mode (it only reads);
+- arguments that could break out of the pasted JSON (quotes, triple quotes, backslashes,
+  newlines, Unicode line separators) arrive byte for byte;
+- unknown, missing and mistyped arguments are refused with the option's name, as
+  AnsibleModule refuses them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lanes.profile import play
+
+pytestmark = [pytest.mark.ansible, pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="hostcheck_manifest refuses to run without root")]
+
+LIBRARY = play.REPO / "roles/rollback_manifest/library"
+# What a shell, Python's triple-quoted strings and JSON each treat specially.
+HOSTILE = 'a"""b\'\'\'c \\ \\n \\" $(id) `id` \n second line\u2028\u00e9\t\x00end'
+
+
+def call(module: str, args: dict[str, Any], check: bool = False) -> dict[str, Any]:
+    """One ad-hoc call on this machine: the module's result as `ansible --tree` saves it, and
+    whether the call failed (ansible's exit status: the saved result leaves that out)."""
+    with tempfile.TemporaryDirectory() as tree:
+        argv = [str(play.VENV_BIN / "ansible"), "localhost", "-c", "local", "-M", str(LIBRARY), "-m", module,
+                "-a", json.dumps(args), "-t", tree]
+        if check:
+            argv.append("--check")
+        env = play.ansible_env({"ANSIBLE_PYTHON_INTERPRETER": str(play.VENV_BIN / "python"),
+                                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False", "ANSIBLE_LOCALHOST_WARNING": "False"})
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        result: dict[str, Any] = json.loads((Path(tree) / "localhost").read_text())
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+    result["failed"] = proc.returncode == 2
+    return result
+
+
+@pytest.mark.parametrize("argv", [
+    ["sh", "-c", "printf 'one\\ntwo\\n\\n'; printf 'warn\\n' >&2"],
+    ["sh", "-c", "printf 'x'; exit 3"],
+    ["cat", "/etc/hostname"],
+])
+def test_read_answers_what_command_answers(argv: list[str]) -> None:
+    ours, builtin = call("hostcheck_read", {"argv": argv}), call("ansible.builtin.command", {"argv": argv})
+    for key in ("rc", "stdout", "stderr", "stdout_lines"):
+        assert ours[key] == builtin[key], key
+    assert ours["failed"] == builtin["failed"]
+    assert ours["changed"] is False
+
+
+def test_read_of_a_file_answers_what_slurp_answers(tmp_path: Path) -> None:
+    target = tmp_path / "config"
+    target.write_bytes(b"\x00binary\xff and text\n\n")
+    ours, builtin = call("hostcheck_read", {"src": str(target)}), call("ansible.builtin.slurp", {"src": str(target)})
+    assert ours["content"] == builtin["content"]
+    assert base64.b64decode(ours["content"]) == target.read_bytes()
+    missing = call("hostcheck_read", {"src": str(tmp_path / "absent")})
+    assert missing["failed"] is True and "No such file" in missing["msg"]
+
+
+def test_read_runs_in_check_mode() -> None:
+    assert call("hostcheck_read", {"argv": ["echo", "read"]}, check=True)["stdout"] == "read"
+
+
+def test_read_kills_an_overrunning_probe_and_what_it_started(tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    result = call("hostcheck_read", {"argv": ["sh", "-c", f"sleep 300 & echo $! > {marker}; sleep 300"],
+                                     "timeout": 2})
+    assert time.monotonic() - started < 60
+    assert result["failed"] is True and "did not finish within 2 s" in result["msg"]
+    grandchild = int(marker.read_text())
+    for _ in range(50):
+        if not Path(f"/proc/{grandchild}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{grandchild}").exists(), "the probe's background child survived the timeout"
+
+
+def test_hostile_arguments_arrive_byte_for_byte(tmp_path: Path) -> None:
+    echoed = call("hostcheck_read", {"argv": ["printf", "%s", HOSTILE.replace("\x00", "")]})
+    assert echoed["stdout"] == HOSTILE.replace("\x00", "").rstrip("\r\n")
+    dest = tmp_path / "written"
+    wrote = call("hostcheck_write", {"dest": str(dest), "content": HOSTILE, "mode": "0640",
+                                     "owner": "root", "group": "root"})
+    assert wrote["changed"] is True
+    assert dest.read_bytes() == HOSTILE.encode()
+    assert call("hostcheck_write", {"dest": str(dest), "content": HOSTILE, "mode": "0640",
+                                    "owner": "root", "group": "root"})["changed"] is False
+
+
+@pytest.mark.parametrize(("module", "args", "says"), [
+    ("hostcheck_read", {"argv": ["true"], "shell": True}, "unsupported parameters: shell"),
+    ("hostcheck_read", {"timeout": 5}, "exactly one of argv and src"),
+    ("hostcheck_read", {"argv": ["true"], "src": "/etc/hostname"}, "exactly one of argv and src"),
+    ("hostcheck_read", {"argv": "true"}, "argv must be a non-empty list"),
+    ("hostcheck_read", {"argv": ["true"], "timeout": 0}, "timeout must be a positive"),
+    ("hostcheck_write", {"dest": "/nonexistent/x", "content": "x", "mode": "0600", "owner": "root"},
+     "missing required arguments: group"),
+    ("hostcheck_write", {"dest": "/nonexistent/x", "content": "x", "mode": "0600", "owner": "root", "group": "root",
+                         "backup": True}, "unsupported parameters: backup"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "action": "record"}, "missing: role"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "action": "erase"}, "action must be one of"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "files": {"a": 1}}, "files must be a list"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "remove_empty": "maybe"},
+     "remove_empty must be a boolean"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "colour": "red"},
+     "unsupported parameters: colour"),
+    ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r",
+                            "sysctl_defaults": [{"key": "net.ipv4.conf.{}.rp_filter", "value": "1"}]},
+     "missing required argument in sysctl_defaults: interfaces"),
+])
+def test_bad_arguments_are_refused_by_name(module: str, args: dict[str, Any], says: str) -> None:
+    result = call(module, args)
+    assert result["failed"] is True
+    assert says in result["msg"]
