@@ -14,7 +14,7 @@ state=directory.
 
 When the record shows the file absent or different, and the task asks for nothing beyond
 content, mode, owner, group and validate, it is written by the module hostcheck_write in one call
-instead of the copy's three (outside --diff, whose before and after only the copy shows).
+instead of the copy's three, with the same before and after under --diff.
 
 A template is named with template: NAME instead of content, and rendered here by the
 ansible.builtin.template lookup with the task's variables, so the text compared is the text
@@ -91,7 +91,7 @@ class ActionModule(ActionBase):
                 return {"changed": False, "dest": args["dest"], "checksum": digest,
                         "msg": "already as wanted when the role recorded it"}
             if (state is not None and (state == "absent" or state.startswith("file "))
-                    and set(args) <= WRITE_ARGS and not self._play_context.diff):
+                    and set(args) <= WRITE_ARGS):
                 mode = args["mode"]
                 write = dict(args, mode="%o" % mode if isinstance(mode, int) else str(mode))
                 return self._execute_module(module_name="hostcheck_write", module_args=write, task_vars=task_vars)

@@ -17,6 +17,8 @@ description:
     drop-in directory of sshd, sudo, systemd, sysctl, modprobe or APT reads), already with the
     mode, owner and group asked for, is checked with I(validate) when given, and is renamed over
     I(dest). Nothing is written when the content, mode, owner and group are as asked.
+  - With C(--diff) it returns what ansible.builtin.copy shows: the content before and after,
+    and the mode, owner and group before and after when they change.
   - Refuses a I(dest) that is a symbolic link or not a regular file (the action then leaves it
     to ansible.builtin.copy, which the role's record would have sent it to anyway).
 options:
@@ -111,6 +113,27 @@ def current(dest):
         return handle.read(), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
 
 
+def account(getter, ident):
+    try:
+        return getter(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def diff(dest, now, data, mode, uid, gid):
+    """The content's diff, then the attributes' when they change, as copy and file show them."""
+    shown = [{"before_header": dest, "after_header": dest,
+              "before": "" if now is None else now[0].decode("utf-8", "surrogateescape"),
+              "after": data.decode("utf-8", "surrogateescape")}]
+    if now is not None and now[1:] != (mode, uid, gid):
+        shown.append({
+            "before": {"path": dest, "mode": "%04o" % now[1], "owner": account(pwd.getpwuid, now[2]),
+                       "group": account(grp.getgrgid, now[3])},
+            "after": {"path": dest, "mode": "%04o" % mode, "owner": account(pwd.getpwuid, uid),
+                      "group": account(grp.getgrgid, gid)}})
+    return shown
+
+
 def validated(command, temporary, result):
     """Run the validate command on the temporary file; finish with its output when it fails."""
     if "%s" not in command:
@@ -144,6 +167,8 @@ def main():
     if now == (data, mode, uid, gid):
         finish(result)
     result["changed"] = True
+    if raw.get("_ansible_diff"):
+        result["diff"] = diff(dest, now, data, mode, uid, gid)
     if raw.get("_ansible_check_mode"):
         finish(result)
     if now is not None and now[0] == data:  # only the attributes differ

@@ -105,6 +105,34 @@ def test_hostile_arguments_arrive_byte_for_byte(tmp_path: Path) -> None:
                                     "owner": "root", "group": "root"})["changed"] is False
 
 
+def test_write_shows_the_diff_copy_shows(tmp_path: Path) -> None:
+    """Under --check --diff, the same file through hostcheck_write and ansible.builtin.copy."""
+    dest, out = tmp_path / "app.conf", tmp_path / "results.json"
+    dest.write_text("answer = 41\n")
+    dest.chmod(0o600)
+    args = {"dest": str(dest), "content": "answer = 42\n", "mode": "0640", "owner": "root", "group": "root"}
+    book = [{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Ours", "hostcheck_write": args, "register": "ours"},
+        {"name": "The builtin", "ansible.builtin.copy": args, "register": "builtin"},
+        {"name": "Save both", "delegate_to": "localhost", "check_mode": False, "diff": False,
+         "ansible.builtin.copy": {"content": "{{ {'ours': ours, 'builtin': builtin} | to_json }}", "dest": str(out)}},
+    ]}]
+    (tmp_path / "book.yml").write_text(json.dumps(book))
+    proc = subprocess.run(
+        [str(play.VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-M", str(LIBRARY),
+         "--check", "--diff", str(tmp_path / "book.yml")], capture_output=True, text=True, timeout=120,
+        env=play.ansible_env({"ANSIBLE_PYTHON_INTERPRETER": str(play.VENV_BIN / "python"),
+                              "ANSIBLE_LOCALHOST_WARNING": "False"}))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    results = json.loads(out.read_text())
+    ours, builtin = results["ours"], results["builtin"]
+    assert ours["changed"] and builtin["changed"]
+    assert (ours["diff"][0]["before"], ours["diff"][0]["after"]) == (builtin["diff"][0]["before"],
+                                                                   builtin["diff"][0]["after"])
+    assert (ours["diff"][1]["before"]["mode"], ours["diff"][1]["after"]["mode"]) == ("0600", "0640")
+    assert dest.read_text() == "answer = 41\n", "check mode wrote nothing"
+
+
 @pytest.mark.parametrize(("module", "args", "says"), [
     ("hostcheck_read", {"argv": ["true"], "shell": True}, "unsupported parameters: shell"),
     ("hostcheck_read", {"timeout": 5}, "exactly one of argv and src"),

@@ -109,7 +109,9 @@ def test_a_file_not_as_wanted_is_written_in_one_call_validated_and_never_through
 
     conf.write_text("answer = 40\n")
     shown = run(tmp_path, check=True, diff=True)
-    assert shown["file"]["changed"] and "answer = 40" in shown["file"]["diff"][0]["before"], "--diff: the copy's diff"
+    assert shown["file"]["changed"] and written_in_one_call(shown["file"]), "--diff keeps the one call"
+    content = shown["file"]["diff"][0]
+    assert "answer = 40" in content["before"] and "answer = 42" in content["after"], "--diff: before and after"
     assert conf.read_text() == "answer = 40\n"
 
     target = tmp_path / "elsewhere.conf"
