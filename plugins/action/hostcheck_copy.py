@@ -19,7 +19,7 @@ instead of the copy's three, with the same before and after under --diff.
 A template is named with template: NAME instead of content, and rendered here by the
 ansible.builtin.template lookup with the task's variables, so the text compared is the text
 written. The lookup deep-copies every variable before each render (0.14 s a file on the bench's
-host, most of a rerun's controller time); here it gets a shallow copy. The deep copy only
+controller, 1.5 s of a rerun); here it gets a shallow copy. The deep copy only
 guards the variables against a template that changes them, in a worker process that ends with
 the task.
 
