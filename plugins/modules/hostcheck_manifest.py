@@ -25,7 +25,7 @@ options:
   action:
     description: What to do.
     type: str
-    choices: [record, finalize_packages, hold, rollback, status, cleanup]
+    choices: [record, finalize_packages, rollback, status, cleanup]
     default: record
   role:
     description: Role the entries belong to (required except for status and cleanup).
@@ -161,8 +161,9 @@ options:
         default: false
   hold_patterns:
     description:
-      - For C(action=hold), regular expressions (full match) of package names. Installed
-        packages that match and are not on hold are recorded and put on hold.
+      - For C(action=record), regular expressions (full match) of package names. Installed
+        packages that match and are not on hold are recorded and put on hold, after everything
+        else this call records (rollback takes them off hold first).
     type: list
     elements: str
     default: []
@@ -565,6 +566,25 @@ def unit_state(module, unit):
     _rc, active, _err = module.run_command(["systemctl", "is-active", unit])
     enabled = enabled.strip() or "not-found"
     return {"enabled": enabled, "active": active.strip() or "unknown"}
+
+
+def unit_states(units):
+    """unit_state for several units, their systemctl calls side by side (each one mostly waits
+    on systemd); a systemctl that cannot start reads as not-found and unknown."""
+    calls = {}
+    for unit in dict.fromkeys(units):
+        for question in ("is-enabled", "is-active"):
+            try:
+                calls[unit, question] = subprocess.Popen(
+                    ["systemctl", question, unit], stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except OSError:
+                calls[unit, question] = None
+    answers = {key: (proc.communicate()[0].decode("utf-8", "surrogateescape").strip() if proc else "")
+               for key, proc in calls.items()}
+    return {unit: {"enabled": answers[unit, "is-enabled"] or "not-found",
+                   "active": answers[unit, "is-active"] or "unknown"}
+            for unit in dict.fromkeys(units)}
 
 
 def sysctl_path(key):
@@ -1095,8 +1115,8 @@ class PackagesKind(Kind):
 
 
 class HoldKind(Kind):
-    """A package put on hold (action=hold): installed packages matching hold_patterns that
-    were not on hold. Holding happens here too, right after the entries are saved."""
+    """A package put on hold: installed packages matching a record's hold_patterns that were not
+    on hold. Holding happens here too, right after the entries are saved."""
 
     NAME = "hold"
 
@@ -1245,13 +1265,6 @@ def record(module, manifest, role):
     return rec
 
 
-def hold(module, manifest, role):
-    """action=hold: returns (entries recorded, packages put on hold)."""
-    rec = Recording(module, manifest, role)
-    held = HOLD.record(rec, module.params["hold_patterns"])
-    return rec.recorded, held
-
-
 def rollback(module, manifest, role):
     """action=rollback: replays the role's entries newest first, dropping each once undone."""
     ctx = Undo(module)
@@ -1275,7 +1288,7 @@ def rollback(module, manifest, role):
 # ---------------------------------------------------------------------------------------------
 # The actions.
 
-ACTIONS = ["record", "finalize_packages", "hold", "rollback", "status", "cleanup"]
+ACTIONS = ["record", "finalize_packages", "rollback", "status", "cleanup"]
 
 
 def cleanup(module, manifest, result):
@@ -1292,16 +1305,16 @@ def cleanup(module, manifest, result):
 def dispatch(module, manifest, action, role, result):
     if action == "record":
         rec = record(module, manifest, role)
-        result["recorded"], result["absent_packages"] = rec.recorded, rec.absent_packages
-        result["packages_pending"] = rec.packages_pending
+        result["absent_packages"], result["packages_pending"] = rec.absent_packages, rec.packages_pending
         if rec.recorded and not module.check_mode:
             manifest.save()
+        if module.params["hold_patterns"]:
+            result["held"] = HOLD.record(rec, module.params["hold_patterns"])
+        result["recorded"] = rec.recorded
     elif action == "finalize_packages":
         result["recorded"] = PACKAGES.finalize(module, manifest, role, module.params["packages"])
         if result["recorded"] and not module.check_mode:
             manifest.save()
-    elif action == "hold":
-        result["recorded"], result["held"] = hold(module, manifest, role)
     elif action == "rollback":
         undo = rollback(module, manifest, role)
         result["undone"], result["kept"], result["errors"] = undo.undone, undo.kept, undo.errors
@@ -1335,7 +1348,7 @@ def main():
             hold_patterns=dict(type="list", elements="str", default=[]),
             remove_empty=dict(type="bool", default=True),
         ),
-        required_if=[("action", a, ("role",)) for a in ("record", "finalize_packages", "hold", "rollback")],
+        required_if=[("action", a, ("role",)) for a in ("record", "finalize_packages", "rollback")],
         supports_check_mode=True,
     )
     if os.geteuid() != 0:
@@ -1355,8 +1368,7 @@ def main():
         manifest.unlock()
     result["changed"] = bool(result["recorded"] or result["undone"] or result["held"])
     if action == "record":
-        result["units_now"] = {unit: unit_state(module, unit)
-                               for unit in module.params["units"] + module.params["read_units"]}
+        result["units_now"] = unit_states(module.params["units"] + module.params["read_units"])
     paths = module.params["files"] + module.params["trees"] if action == "record" else []
     if paths:
         # The paths as they are now, so hostcheck_copy and hostcheck_directory can skip what

@@ -17,8 +17,8 @@ description:
     drop-in directory of sshd, sudo, systemd, sysctl, modprobe or APT reads), already with the
     mode, owner and group asked for, is checked with I(validate) when given, and is renamed over
     I(dest). Nothing is written when the content, mode, owner and group are as asked.
-  - With C(--diff) it returns what ansible.builtin.copy shows: the content before and after,
-    and the mode, owner and group before and after when they change.
+  - With C(--diff) it returns what ansible.builtin.copy shows (the content before and after,
+    and the mode, owner and group before and after when they change).
   - Refuses a I(dest) that is a symbolic link or not a regular file (the action then leaves it
     to ansible.builtin.copy, which the role's record would have sent it to anyway).
 options:

@@ -7,6 +7,8 @@ if [ -w /proc/sys/kernel/dmesg_restrict ]; then echo "kernel_sysctl writable"; f
 dpkg-query -W -f '${Package} ${db:Status-Status}\n' $HOSTCHECK_NTP_DAEMONS 2>/dev/null | sed 's/^/ntp /'
 grep -rhsE '^[^#]*(-security|/updates|security\.debian\.org|security\.ubuntu\.com)([[:space:]/]|$)' /etc/apt/sources.list /etc/apt/sources.list.d | sed 's/^/security_source /'
 awk '$1 == "UID_MIN" || $1 == "UID_MAX" {print "login_defs", $1, $2}' "$HOSTCHECK_LOGIN_DEFS" 2>/dev/null
+# The whole file too: hardening.yml rewrites its keys in place.
+if [ -f "$HOSTCHECK_LOGIN_DEFS" ]; then printf 'login_defs_base64 '; base64 -w0 "$HOSTCHECK_LOGIN_DEFS"; echo; fi
 # A home counts when it is a directory itself, not a link to one.
 getent passwd | while IFS=: read -r _name _password uid _gid _gecos home _shell; do
   if [ -d "$home" ] && [ ! -L "$home" ]; then echo "home $uid $home"; fi

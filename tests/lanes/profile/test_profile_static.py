@@ -4,6 +4,7 @@ and the roles that fix them."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -71,6 +72,17 @@ def test_ansible_lint_production_profile_passes_on_the_installed_collection(buil
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
     assert "Profile 'production' was required, and it passed" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in (play.REPO / "plugins/modules").glob("*.py")))
+def test_module_documentation_parses(module: str) -> None:
+    """ansible-doc reads each module's DOCUMENTATION, EXAMPLES and RETURN (ansible-lint only warns)."""
+    proc = subprocess.run([str(play.VENV_BIN / "ansible-doc"), "--json", "-t", "module", module], cwd=play.REPO,
+                          env=play.ansible_env({"ANSIBLE_LIBRARY": str(play.REPO / "plugins/modules")}),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)[module]
+    assert doc["doc"]["options"] and doc["return"], sorted(doc)
 
 
 @pytest.mark.parametrize("playbook", ["site.yml", "provider-enable.yml", "rollback.yml", "audit.yml", "watch-report.yml"])
