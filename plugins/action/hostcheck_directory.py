@@ -3,7 +3,8 @@
 # Apache-2.0
 """ansible.builtin.file with state=directory, answered from the controller when the role's
 manifest record found the directory already with this mode, owner and group (see
-hostcheck_copy, whose helpers it shares).
+hostcheck_copy, whose helpers it shares), and made by hostcheck_write (state=directory) in
+one call when the record found it absent or with other attributes.
 
 A symbolic mode that only takes permissions away ("g-w,o-rwx", no owner or group asked for) is
 answered the same way when the recorded mode has none of those bits: the builtin would change
@@ -28,6 +29,8 @@ recorded_state = _helpers.recorded_state
 STRIP = re.compile(r"^([ugoa]+)-([rwx]+)$")
 SHIFT = {"u": (6,), "g": (3,), "o": (0,), "a": (6, 3, 0)}
 BITS = {"r": 4, "w": 2, "x": 1}
+DIRECTORY_ARGS = {"path", "state", "mode", "owner", "group"}
+"""What hostcheck_write takes for a directory; a task asking for anything else goes to the builtin."""
 
 
 def strip_mask(mode):
@@ -67,4 +70,11 @@ class ActionModule(ActionBase):
             if (attrs is not None and recorded == "dir - " + attrs) or already_stripped(args, recorded):
                 return {"changed": False, "path": args["path"], "state": "directory",
                         "msg": "already as wanted when the role recorded it"}
+            # Absent or a plain directory with other attributes when recorded: one JSON-args call.
+            if (attrs is not None and set(args) <= DIRECTORY_ARGS
+                    and (recorded == "absent" or (recorded or "").startswith("dir "))):
+                mode = args["mode"]
+                write = {"dest": args["path"], "state": "directory", "owner": args["owner"], "group": args["group"],
+                         "mode": "%o" % mode if isinstance(mode, int) else str(mode)}
+                return self._execute_module(module_name="hostcheck_write", module_args=write, task_vars=task_vars)
         return self._execute_module(module_name="ansible.legacy.file", module_args=args, task_vars=task_vars)

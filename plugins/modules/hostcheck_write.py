@@ -21,15 +21,16 @@ description:
     and the mode, owner and group before and after when they change).
   - Refuses a I(dest) that is a symbolic link or not a regular file (the action then leaves it
     to ansible.builtin.copy, which the role's record would have sent it to anyway).
+  - With I(state=directory), what hostcheck_directory runs for a directory the record found
+    absent or with other attributes, in one call instead of the file module's AnsiballZ one.
 options:
   dest:
     description: The file.
     type: path
     required: true
   content:
-    description: The whole content (UTF-8).
+    description: The whole content (UTF-8); required with I(state=file).
     type: str
-    required: true
   mode:
     description: Octal mode, e.g. C("0644").
     type: str
@@ -45,18 +46,31 @@ options:
   validate:
     description: Command run on the temporary file before it replaces I(dest); C(%s) is its path.
     type: str
+  state:
+    description:
+      - C(directory) makes I(dest) a directory with this mode, owner and group, as
+        ansible.builtin.file with C(state=directory) does (missing parents are created with the
+        same attributes); I(content) and I(validate) are not taken then. An existing directory
+        only gets its mode, owner and group set; anything else at I(dest) is refused.
+    type: str
+    choices: [file, directory]
+    default: file
 author: hostcheck contributors
 """
 
 RETURN = r"""
 dest:
-  description: The file.
+  description: The file or directory.
   type: str
   returned: always
 checksum:
   description: SHA1 of the content asked for.
   type: str
-  returned: always
+  returned: when state is file
+path:
+  description: The directory (as ansible.builtin.file returns it).
+  type: str
+  returned: when state is directory
 """
 
 # Ansible substitutes the arguments as JSON for the marker below and pipes this file to the
@@ -77,6 +91,7 @@ import tempfile
 
 ARGS = "<<INCLUDE_ANSIBLE_MODULE_COMPLEX_ARGS>>"
 REQUIRED = ("dest", "content", "mode", "owner", "group")
+OPTIONAL = ("validate", "state")
 
 
 def finish(result, failed=None):
@@ -88,16 +103,26 @@ def finish(result, failed=None):
 
 def arguments(raw):
     """The options as strings, or why not."""
-    unknown = sorted(k for k in raw if k not in REQUIRED + ("validate",) and not k.startswith("_ansible_"))
+    unknown = sorted(k for k in raw if k not in REQUIRED + OPTIONAL and not k.startswith("_ansible_"))
     if unknown:
         return None, "unsupported parameters: %s" % ", ".join(unknown)
-    missing = [k for k in REQUIRED if raw.get(k) is None]
+    state = raw.get("state") or "file"
+    if state not in ("file", "directory"):
+        return None, "state must be one of file, directory, got %r" % (state,)
+    if state == "directory":
+        given = [k for k in ("content", "validate") if raw.get(k) is not None]
+        if given:
+            return None, "state=directory takes no %s" % ", ".join(given)
+    required = [k for k in REQUIRED if state == "file" or k != "content"]
+    missing = [k for k in required if raw.get(k) is None]
     if missing:
         return None, "missing required arguments: %s" % ", ".join(missing)
-    wrong = [k for k in REQUIRED + ("validate",) if raw.get(k) is not None and not isinstance(raw[k], (str, int))]
+    wrong = [k for k in REQUIRED + OPTIONAL if raw.get(k) is not None and not isinstance(raw[k], (str, int))]
     if wrong:
         return None, "must be strings: %s" % ", ".join(wrong)
-    return {k: (None if raw.get(k) is None else str(raw[k])) for k in REQUIRED + ("validate",)}, None
+    params = {k: (None if raw.get(k) is None else str(raw[k])) for k in REQUIRED + OPTIONAL}
+    params["state"] = state
+    return params, None
 
 
 def current(dest):
@@ -149,11 +174,64 @@ def validated(command, temporary, result):
         finish(result, "failed to validate")
 
 
+def directory(p, raw):
+    """state=directory: mkdir -p with the attributes on every directory created, or the
+    attributes set on the existing directory."""
+    dest = os.path.normpath(p["dest"])
+    result = dict(dest=dest, path=dest, state="directory", changed=False)
+    try:
+        mode = int(p["mode"], 8)
+        uid = int(p["owner"]) if p["owner"].isdigit() else pwd.getpwnam(p["owner"]).pw_uid
+        gid = int(p["group"]) if p["group"].isdigit() else grp.getgrnam(p["group"]).gr_gid
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        st = None
+    except (ValueError, KeyError, OSError) as exc:
+        finish(result, str(exc))
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        finish(result, "%s already exists and is not a directory (a link, a file or a device)" % dest)
+    if st is not None and (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (mode, uid, gid):
+        finish(result)
+    result["changed"] = True
+    if raw.get("_ansible_diff"):
+        if st is None:
+            result["diff"] = {"before": {"path": dest, "state": "absent"}, "after": {"path": dest, "state": "directory"}}
+        else:
+            result["diff"] = {
+                "before": {"path": dest, "mode": "%04o" % stat.S_IMODE(st.st_mode),
+                           "owner": account(pwd.getpwuid, st.st_uid), "group": account(grp.getgrgid, st.st_gid)},
+                "after": {"path": dest, "mode": "%04o" % mode, "owner": account(pwd.getpwuid, uid),
+                          "group": account(grp.getgrgid, gid)}}
+    if raw.get("_ansible_check_mode"):
+        finish(result)
+    if st is None:
+        missing = []
+        path = dest
+        while not os.path.lexists(path):
+            missing.append(path)
+            path = os.path.dirname(path)
+        for path in reversed(missing):
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                if not os.path.isdir(path) or os.path.islink(path):
+                    finish(result, "%s appeared meanwhile and is not a directory" % path)
+                continue
+            os.chown(path, uid, gid)
+            os.chmod(path, mode)
+    else:
+        os.chown(dest, uid, gid)
+        os.chmod(dest, mode)
+    finish(result)
+
+
 def main():
     raw = json.loads(ARGS)
     p, why = arguments(raw)
     if why:
         finish({"changed": False}, why)
+    if p["state"] == "directory":
+        directory(p, raw)
     dest = p["dest"]
     data = p["content"].encode("utf-8", "surrogateescape")
     result = dict(dest=dest, checksum=hashlib.sha1(data).hexdigest(), changed=False)

@@ -133,6 +133,41 @@ def test_write_shows_the_diff_copy_shows(tmp_path: Path) -> None:
     assert dest.read_text() == "answer = 41\n", "check mode wrote nothing"
 
 
+def attrs(path: Path) -> tuple[str, int, int]:
+    st = path.lstat()
+    return oct(st.st_mode & 0o7777), st.st_uid, st.st_gid
+
+
+def test_write_makes_a_directory_as_the_file_module_does(tmp_path: Path) -> None:
+    """state=directory next to ansible.builtin.file state=directory: the same tree, parents
+    included (the file module gives each directory it creates the attributes asked for), the
+    same answer for a directory already as asked, attributes set on an existing one."""
+    ask = {"state": "directory", "mode": "0750", "owner": "nobody", "group": "daemon"}
+    ours, builtin = tmp_path / "ours", tmp_path / "builtin"
+    made = call("hostcheck_write", {"dest": str(ours / "a/b"), **ask})
+    made_builtin = call("ansible.builtin.file", {"path": str(builtin / "a/b"), **ask})
+    assert made["changed"] and made_builtin["changed"] and not made["failed"]
+    for rel in ("", "a", "a/b"):
+        assert attrs(ours / rel) == attrs(builtin / rel), rel
+    assert attrs(ours / "a/b")[0] == "0o750"
+    again = call("hostcheck_write", {"dest": str(ours / "a/b"), **ask})
+    assert again["changed"] is False and again["failed"] is False
+    (ours / "a/b").chmod(0o777)
+    fixed = call("hostcheck_write", {"dest": str(ours / "a/b"), **ask})
+    assert fixed["changed"] and attrs(ours / "a/b")[0] == "0o750"
+
+
+def test_write_of_a_directory_in_check_mode_changes_nothing_and_refuses_a_link(tmp_path: Path) -> None:
+    ask = {"state": "directory", "mode": "0700", "owner": "root", "group": "root"}
+    planned = call("hostcheck_write", {"dest": str(tmp_path / "new"), **ask}, check=True)
+    assert planned["changed"] and not (tmp_path / "new").exists()
+    (tmp_path / "elsewhere").mkdir(mode=0o755)
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    refused = call("hostcheck_write", {"dest": str(tmp_path / "link"), **ask})
+    assert refused["failed"] and "not a directory" in refused["msg"]
+    assert attrs(tmp_path / "elsewhere")[0] == "0o755", "the link's target is left alone"
+
+
 @pytest.mark.parametrize(("module", "args", "says"), [
     ("hostcheck_read", {"argv": ["true"], "shell": True}, "unsupported parameters: shell"),
     ("hostcheck_read", {"timeout": 5}, "exactly one of argv and src"),
@@ -143,6 +178,10 @@ def test_write_shows_the_diff_copy_shows(tmp_path: Path) -> None:
      "missing required arguments: group"),
     ("hostcheck_write", {"dest": "/nonexistent/x", "content": "x", "mode": "0600", "owner": "root", "group": "root",
                          "backup": True}, "unsupported parameters: backup"),
+    ("hostcheck_write", {"dest": "/nonexistent/x", "state": "directory", "content": "x", "mode": "0700",
+                         "owner": "root", "group": "root"}, "state=directory takes no content"),
+    ("hostcheck_write", {"dest": "/nonexistent/x", "state": "link", "mode": "0700", "owner": "root", "group": "root"},
+     "state must be one of file, directory"),
     ("hostcheck_manifest", {"path": "/nonexistent/m.json", "action": "record"}, "missing: role"),
     ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "action": "erase"}, "action must be one of"),
     ("hostcheck_manifest", {"path": "/nonexistent/m.json", "role": "r", "files": {"a": 1}}, "files must be a list"),
