@@ -41,13 +41,18 @@ WRITE_ARGS = {"dest", "content", "mode", "owner", "group", "validate"}
 """What hostcheck_write takes; a task asking for anything else goes to ansible.builtin.copy."""
 
 
+def octal(mode):
+    """The task's mode as hostcheck_write takes it (YAML may have made 0644 an int)."""
+    return "%o" % mode if isinstance(mode, int) else str(mode)
+
+
 def attributes(args):
     """"MODE OWNER GROUP" as the manifest writes them, or None when mode, owner or group is
     missing or the mode is symbolic (the outcome then depends on the host)."""
     mode, owner, group = args.get("mode"), args.get("owner"), args.get("group")
     if mode is None or owner is None or group is None:
         return None
-    mode = "%o" % mode if isinstance(mode, int) else str(mode)
+    mode = octal(mode)
     if not OCTAL_MODE.match(mode):
         return None
     return "%04o %s %s" % (int(mode, 8), owner, group)
@@ -92,8 +97,7 @@ class ActionModule(ActionBase):
                         "msg": "already as wanted when the role recorded it"}
             if (state is not None and (state == "absent" or state.startswith("file "))
                     and set(args) <= WRITE_ARGS):
-                mode = args["mode"]
-                write = dict(args, mode="%o" % mode if isinstance(mode, int) else str(mode))
+                write = dict(args, mode=octal(args["mode"]))
                 return self._execute_module(module_name="hostcheck_write", module_args=write, task_vars=task_vars)
         copy = self._shared_loader_obj.action_loader.get(
             "ansible.legacy.copy", task=self._task, connection=self._connection,

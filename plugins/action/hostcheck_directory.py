@@ -25,6 +25,7 @@ _helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_helpers)
 attributes = _helpers.attributes
 recorded_state = _helpers.recorded_state
+octal = _helpers.octal
 
 STRIP = re.compile(r"^([ugoa]+)-([rwx]+)$")
 SHIFT = {"u": (6,), "g": (3,), "o": (0,), "a": (6, 3, 0)}
@@ -73,8 +74,7 @@ class ActionModule(ActionBase):
             # Absent or a plain directory with other attributes when recorded: one JSON-args call.
             if (attrs is not None and set(args) <= DIRECTORY_ARGS
                     and (recorded == "absent" or (recorded or "").startswith("dir "))):
-                mode = args["mode"]
                 write = {"dest": args["path"], "state": "directory", "owner": args["owner"], "group": args["group"],
-                         "mode": "%o" % mode if isinstance(mode, int) else str(mode)}
+                         "mode": octal(args["mode"])}
                 return self._execute_module(module_name="hostcheck_write", module_args=write, task_vars=task_vars)
         return self._execute_module(module_name="ansible.legacy.file", module_args=args, task_vars=task_vars)

@@ -561,16 +561,10 @@ def group_names():
     return sorted(g.gr_name for g in grp.getgrall())
 
 
-def unit_state(module, unit):
-    _rc, enabled, _err = module.run_command(["systemctl", "is-enabled", unit])
-    _rc, active, _err = module.run_command(["systemctl", "is-active", unit])
-    enabled = enabled.strip() or "not-found"
-    return {"enabled": enabled, "active": active.strip() or "unknown"}
-
-
 def unit_states(units):
-    """unit_state for several units, their systemctl calls side by side (each one mostly waits
-    on systemd); a systemctl that cannot start reads as not-found and unknown."""
+    """Each unit's enablement and activity as `systemctl is-enabled` and `is-active` print them
+    (not-found and unknown when they print nothing), the calls side by side: each one mostly
+    waits on systemd."""
     calls = {}
     for unit in dict.fromkeys(units):
         for question in ("is-enabled", "is-active"):
@@ -585,6 +579,10 @@ def unit_states(units):
     return {unit: {"enabled": answers[unit, "is-enabled"] or "not-found",
                    "active": answers[unit, "is-active"] or "unknown"}
             for unit in dict.fromkeys(units)}
+
+
+def unit_state(unit):
+    return unit_states([unit])[unit]
 
 
 def sysctl_path(key):
@@ -810,16 +808,16 @@ class UnitKind(Kind):
     def record(self, rec, values):
         for unit in values:
             if rec.manifest.find(self.NAME, unit) is None:
-                rec.add(rec.entry(self.NAME, unit, **unit_state(rec.module, unit)))
+                rec.add(rec.entry(self.NAME, unit, **unit_state(unit)))
 
     def undo(self, ctx, entry):
         unit = entry["key"]
-        now = unit_state(ctx.module, unit)
+        now = unit_state(unit)
         ok = True
         if entry["enabled"] != "masked" and now["enabled"] == "masked":
             ctx.undone.append({"unit": unit, "action": "unmask"})
             ok &= ctx.run(["systemctl", "unmask", unit], "unit " + unit)
-            now = unit_state(ctx.module, unit) if not ctx.check else dict(now, enabled=entry["enabled"])
+            now = unit_state(unit) if not ctx.check else dict(now, enabled=entry["enabled"])
         if entry["enabled"] == "masked" and now["enabled"] != "masked":
             ctx.undone.append({"unit": unit, "action": "mask"})
             ok &= ctx.run(["systemctl", "mask", unit], "unit " + unit)

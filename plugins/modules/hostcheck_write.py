@@ -145,17 +145,29 @@ def account(getter, ident):
         return str(ident)
 
 
-def diff(dest, now, data, mode, uid, gid):
+def wanted(p):
+    """(mode, uid, gid) asked for; raises ValueError or KeyError for a bad mode or account."""
+    mode = int(p["mode"], 8)
+    uid = int(p["owner"]) if p["owner"].isdigit() else pwd.getpwnam(p["owner"]).pw_uid
+    gid = int(p["group"]) if p["group"].isdigit() else grp.getgrnam(p["group"]).gr_gid
+    return mode, uid, gid
+
+
+def attribute_diff(path, before, after):
+    """Mode, owner and group before and after, each a (mode, uid, gid), as the file module shows them."""
+    def shown(attrs):
+        return {"path": path, "mode": "%04o" % attrs[0], "owner": account(pwd.getpwuid, attrs[1]),
+                "group": account(grp.getgrgid, attrs[2])}
+    return {"before": shown(before), "after": shown(after)}
+
+
+def diff(dest, now, data, attrs):
     """The content's diff, then the attributes' when they change, as copy and file show them."""
     shown = [{"before_header": dest, "after_header": dest,
               "before": "" if now is None else now[0].decode("utf-8", "surrogateescape"),
               "after": data.decode("utf-8", "surrogateescape")}]
-    if now is not None and now[1:] != (mode, uid, gid):
-        shown.append({
-            "before": {"path": dest, "mode": "%04o" % now[1], "owner": account(pwd.getpwuid, now[2]),
-                       "group": account(grp.getgrgid, now[3])},
-            "after": {"path": dest, "mode": "%04o" % mode, "owner": account(pwd.getpwuid, uid),
-                      "group": account(grp.getgrgid, gid)}})
+    if now is not None and now[1:] != attrs:
+        shown.append(attribute_diff(dest, now[1:], attrs))
     return shown
 
 
@@ -180,9 +192,7 @@ def directory(p, raw):
     dest = os.path.normpath(p["dest"])
     result = dict(dest=dest, path=dest, state="directory", changed=False)
     try:
-        mode = int(p["mode"], 8)
-        uid = int(p["owner"]) if p["owner"].isdigit() else pwd.getpwnam(p["owner"]).pw_uid
-        gid = int(p["group"]) if p["group"].isdigit() else grp.getgrnam(p["group"]).gr_gid
+        mode, uid, gid = attrs = wanted(p)
         st = os.lstat(dest)
     except FileNotFoundError:
         st = None
@@ -190,18 +200,13 @@ def directory(p, raw):
         finish(result, str(exc))
     if st is not None and not stat.S_ISDIR(st.st_mode):
         finish(result, "%s already exists and is not a directory (a link, a file or a device)" % dest)
-    if st is not None and (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (mode, uid, gid):
+    now = None if st is None else (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    if now == attrs:
         finish(result)
     result["changed"] = True
     if raw.get("_ansible_diff"):
-        if st is None:
-            result["diff"] = {"before": {"path": dest, "state": "absent"}, "after": {"path": dest, "state": "directory"}}
-        else:
-            result["diff"] = {
-                "before": {"path": dest, "mode": "%04o" % stat.S_IMODE(st.st_mode),
-                           "owner": account(pwd.getpwuid, st.st_uid), "group": account(grp.getgrgid, st.st_gid)},
-                "after": {"path": dest, "mode": "%04o" % mode, "owner": account(pwd.getpwuid, uid),
-                          "group": account(grp.getgrgid, gid)}}
+        result["diff"] = (attribute_diff(dest, now, attrs) if now is not None else
+                          {"before": {"path": dest, "state": "absent"}, "after": {"path": dest, "state": "directory"}})
     if raw.get("_ansible_check_mode"):
         finish(result)
     if st is None:
@@ -236,17 +241,15 @@ def main():
     data = p["content"].encode("utf-8", "surrogateescape")
     result = dict(dest=dest, checksum=hashlib.sha1(data).hexdigest(), changed=False)
     try:
-        mode = int(p["mode"], 8)
-        uid = int(p["owner"]) if p["owner"].isdigit() else pwd.getpwnam(p["owner"]).pw_uid
-        gid = int(p["group"]) if p["group"].isdigit() else grp.getgrnam(p["group"]).gr_gid
+        mode, uid, gid = attrs = wanted(p)
         now = current(dest)
     except (ValueError, KeyError) as exc:
         finish(result, str(exc))
-    if now == (data, mode, uid, gid):
+    if now == (data,) + attrs:
         finish(result)
     result["changed"] = True
     if raw.get("_ansible_diff"):
-        result["diff"] = diff(dest, now, data, mode, uid, gid)
+        result["diff"] = diff(dest, now, data, attrs)
     if raw.get("_ansible_check_mode"):
         finish(result)
     if now is not None and now[0] == data:  # only the attributes differ
