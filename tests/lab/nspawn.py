@@ -35,7 +35,7 @@ from tests.lab import cgroups
 from tests.lab.errors import LabError
 from tests.lab.remote import ADMIN, RemoteHost
 from tests.lab.rootfs import ADMIN_UID, CGROUP2_ONLY, ensure_rootfs
-from tests.lab.util import log, pid_alive, run, sha512_crypt, wait_for
+from tests.lab.util import log, pid_alive, run, shadow_hash, wait_for
 
 if TYPE_CHECKING:
     from tests.lab.session import Lab
@@ -484,7 +484,7 @@ def _stage_file(upper: Path, lower: Path, rel: str, content: str | bytes, mode: 
 
 
 def _shadow_with_password(shadow: Path, user: str, password: str) -> str:
-    hashed = sha512_crypt(password)
+    hashed = shadow_hash(password)
     lines = []
     for line in shadow.read_text().splitlines():
         fields = line.split(":")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -79,6 +81,18 @@ def pid_starttime(pid: int) -> str:
         return ""
 
 
-def sha512_crypt(password: str) -> str:
-    """A /etc/shadow hash (openssl, since Python's crypt module is deprecated)."""
-    return run(["openssl", "passwd", "-6", "-stdin"], input=password).stdout.strip()
+def shadow_hash(password: str) -> str:
+    """A /etc/shadow hash as Debian 12 and 13 make one (the installer, passwd and chpasswd:
+    yescrypt at libxcrypt's default cost), from this machine's libcrypt (Python's crypt module
+    is deprecated; openssl knows no yescrypt)."""
+    libcrypt = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    libcrypt.crypt_gensalt.restype = ctypes.c_char_p
+    libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    libcrypt.crypt.restype = ctypes.c_char_p
+    libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    # No random bytes given: libxcrypt takes them from the kernel.
+    setting = libcrypt.crypt_gensalt(b"$y$", 0, None, 0)
+    hashed = libcrypt.crypt(password.encode(), setting) if setting else None
+    if not hashed or not hashed.startswith(b"$y$"):
+        raise LabError("this machine's libcrypt cannot make a yescrypt hash")
+    return hashed.decode()

@@ -30,7 +30,7 @@ from tests.lab import timing
 from tests.lab.errors import LabError
 from tests.lab.remote import RemoteHost
 from tests.lab.rootfs import Rootfs, cache_dir, cache_lock
-from tests.lab.util import log, run, sha512_crypt, wait_for
+from tests.lab.util import log, run, shadow_hash, wait_for
 
 if TYPE_CHECKING:
     from tests.lab.session import Lab
@@ -203,7 +203,7 @@ class LabVM(RemoteHost):
 
     def _cmdline(self) -> str:
         key = base64.b64encode(self.lab.key.with_suffix(".pub").read_bytes().strip()).decode()
-        pw = base64.b64encode(sha512_crypt(self.admin_password).encode()).decode()
+        pw = base64.b64encode(shadow_hash(self.admin_password).encode()).decode()
         pwauth = "yes" if self.password_auth else "no"
         return (f"root=/dev/vda rw console=ttyS0 quiet hostcheck.key={key} hostcheck.pw={pw} "
                 f"hostcheck.pwauth={pwauth}")

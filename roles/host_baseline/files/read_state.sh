@@ -23,4 +23,5 @@ done
 # Only pam-auth-update changes the session stack, and only hardening.yml runs it.
 if grep -qs pam_umask.so "$HOSTCHECK_COMMON_SESSION"; then echo "pam_umask active"; fi
 if [ -e /var/run/reboot-required ]; then echo "reboot_required"; fi
+if [ -d "$HOSTCHECK_NEEDRESTART_CONF_D" ]; then echo "needrestart_conf_d"; fi
 true

@@ -6,9 +6,9 @@ way Ubuntu Server ships (Vast requires Ubuntu 22.04/24.04, which the lab cannot 
 default reproduced with Debian's own packages: ufw enabled with `ufw allow OpenSSH`, sshd
 started by ssh.socket with ssh.service disabled (Ubuntu 24.04's layout), cloud-init's sshd
 drop-in turning password logins back on and its sudoers file giving `ubuntu` NOPASSWD sudo,
-systemd-resolved's 127.0.0.53 stub, needrestart and unattended-upgrades. Plus a human account
-in the docker group, and hostcheck installed so the audit gate and the audit reports are
-real. (The profile's firewall, Docker and isolation on plain Debian 12 are
+systemd-resolved's 127.0.0.53 stub, needrestart (restarting services on its own, as 24.04's
+does) and unattended-upgrades. Plus a human account in the docker group, and hostcheck
+installed so the audit gate and the audit reports are real. (The profile's firewall, Docker and isolation on plain Debian 12 are
 tests/lanes/profile/test_egress_isolation.py's converge and rollback.) What differs from real Ubuntu: docs/roles.md, "Ubuntu Server's defaults".
 The lifecycle runs once per distribution (module fixture; Debian 13 leaves out what only
 Ansible decides, see FULL_SUITE); each test then asserts on what was measured, so the tests
@@ -93,6 +93,9 @@ LAB_ADMIN_SUDOERS = "/etc/sudoers.d/90-lab-admin"
 """The lab admin's own NOPASSWD rule (tests/lab/rootfs.py): Ansible connects as that account."""
 OPENED_PORT = 8082
 """A host service the profile opens (firewall_allowed_tcp_ports): ufw would still drop it."""
+RESTART_PROBE_BIN = "/usr/local/sbin/hostcheck-restart-probe"
+RESTART_PROBE_UNIT = "hostcheck-restart-probe.service"
+"""A service that needrestart_after_an_upgrade leaves on an old binary."""
 # The sysctls ufw's start (every boot, every `ufw reload`) writes from /etc/ufw/sysctl.conf and
 # host_baseline sets too: the two fought over them while ufw stayed enabled.
 UFW_SYSCTLS = "net.ipv4.conf.all.log_martians net.ipv4.conf.default.log_martians net.ipv4.conf.all.accept_redirects"
@@ -285,11 +288,42 @@ systemctl disable --now ssh.service
 systemctl enable --now ssh.socket
 """
 
+# Ubuntu 24.04's needrestart restarts what an apt run left on old libraries without asking,
+# unattended-upgrades included; Debian's does not, so its own setting stands in for that.
+NEEDRESTART_STANDIN = """printf '$nrconf{restart} = '"'a'"';\\n' > /etc/needrestart/conf.d/50-ubuntu-noble-restarts.conf"""
+# A service an upgrade leaves on an old file: a copy of sleep, its unit under /run (gone again
+# before the next snapshot or boot).
+RESTART_PROBE = f"""set -e
+cp /usr/bin/sleep {RESTART_PROBE_BIN}
+printf '[Service]\\nExecStart={RESTART_PROBE_BIN} infinity\\n' > /run/systemd/system/{RESTART_PROBE_UNIT}
+systemctl daemon-reload
+systemctl start {RESTART_PROBE_UNIT}
+"""
+
+
+def needrestart_after_an_upgrade(host: LabHost) -> dict[str, str]:
+    """The probe service's binary replaced as a package upgrade replaces files, then needrestart
+    run as apt runs it at the end of a transaction (no terminal, noninteractive): the service's
+    PID before and after, and what needrestart printed. The service is removed afterwards."""
+    pid = f"systemctl show -p MainPID --value {RESTART_PROBE_UNIT}"
+    host.sudo(RESTART_PROBE, check=True)
+    try:
+        before = host.sudo(pid, check=True).stdout.strip()
+        host.sudo(f"cp /usr/bin/sleep {RESTART_PROBE_BIN}.new && mv -f {RESTART_PROBE_BIN}.new {RESTART_PROBE_BIN}",
+                  check=True)
+        output = host.sudo("DEBIAN_FRONTEND=noninteractive needrestart </dev/null", timeout=120).stdout
+        return {"pid_before": before, "pid_after": host.sudo(pid, check=True).stdout.strip(), "output": output}
+    finally:
+        host.sudo(f"systemctl stop {RESTART_PROBE_UNIT}; rm -f /run/systemd/system/{RESTART_PROBE_UNIT} "
+                  f"{RESTART_PROBE_BIN}; systemctl daemon-reload", check=True)
+
 
 def prepare(host: LabHost, life: Lifecycle) -> None:
     """The host as Ubuntu Server ships it (UBUNTU_DEFAULTS), a human in the docker group; two
     snapshots of it idle, and its runtime network state."""
     host.sudo(UBUNTU_DEFAULTS, timeout=120, check=True)
+    host.sudo(NEEDRESTART_STANDIN, check=True)
+    life.probes["needrestart_before"] = needrestart_after_an_upgrade(host)
     host.sudo("groupadd docker && useradd -m -s /bin/bash -G docker alice", check=True)
     host.close_ssh_masters()
     life.probes["ssh_layout_before"] = unit_states(host, ("ssh.socket", "ssh.service", "ufw.service"))
@@ -359,6 +393,7 @@ def converge_and_probe(P: Any, steps: Steps, host: LabHost, life: Lifecycle, inv
     life.probes["ufw_reload"] = host.sudo("ufw reload")
     life.probes["sysctls_after_ufw_reload"] = host.sudo(f"sysctl {UFW_SYSCTLS}").stdout
     life.plays["rerun"] = P("rerun", BUDGET["rerun"], profile.inventory, profile.playbook, **profile.kwargs())
+    life.probes["needrestart_converged"] = needrestart_after_an_upgrade(host)
     life.snaps["converged"] = play.snapshot(host)
     if life.suite == FULL_SUITE:
         # the clone's site.yml on the host the collection converged
@@ -720,6 +755,17 @@ def test_security_only_updates_no_reboot(life: Lifecycle) -> None:
     assert 'Unattended-Upgrade::Automatic-Reboot "false";' in cfg
     assert 'APT::Periodic::Unattended-Upgrade "1";' in cfg
     assert life.probes["units"]["apt-daily-upgrade.timer"][0] == "enabled"
+
+
+def test_needrestart_lists_but_never_restarts_a_service(life: Lifecycle) -> None:
+    """Ubuntu's automatic restarts (stood in for) restart the probe service before the profile;
+    after it, needrestart still names the service and leaves it running."""
+    before, after = life.probes["needrestart_before"], life.probes["needrestart_converged"]
+    assert before["pid_before"] != before["pid_after"], before
+    assert "Restarting services" in before["output"], before["output"]
+    assert after["pid_before"] == after["pid_after"] != "0", after
+    assert f"systemctl restart {RESTART_PROBE_UNIT}" in after["output"], after["output"]
+    assert "Restarting services" not in after["output"], after["output"]
 
 
 def test_hold_applied(life: Lifecycle) -> None:
