@@ -81,18 +81,28 @@ def pid_starttime(pid: int) -> str:
         return ""
 
 
+CRYPT_GENSALT_OUTPUT_SIZE = 192
+CRYPT_DATA_SIZE = 32768
+"""libxcrypt's <crypt.h>: the room crypt_gensalt_rn writes a setting into, and sizeof(struct
+crypt_data), the room crypt_rn works in."""
+
+
 def shadow_hash(password: str) -> str:
     """A /etc/shadow hash as Debian 12 and 13 make one (the installer, passwd and chpasswd:
     yescrypt at libxcrypt's default cost), from this machine's libcrypt (Python's crypt module
-    is deprecated; openssl knows no yescrypt)."""
+    is deprecated; openssl knows no yescrypt). Lab hosts start side by side in threads, so only
+    libxcrypt's reentrant calls are used: crypt() and crypt_gensalt() share static buffers."""
     libcrypt = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
-    libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-    libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-    libcrypt.crypt.restype = ctypes.c_char_p
-    libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    gensalt, crypt = libcrypt.crypt_gensalt_rn, libcrypt.crypt_rn
+    gensalt.restype = crypt.restype = ctypes.c_void_p
+    gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int]
+    setting = ctypes.create_string_buffer(CRYPT_GENSALT_OUTPUT_SIZE)
     # No random bytes given: libxcrypt takes them from the kernel.
-    setting = libcrypt.crypt_gensalt(b"$y$", 0, None, 0)
-    hashed = libcrypt.crypt(password.encode(), setting) if setting else None
-    if not hashed or not hashed.startswith(b"$y$"):
+    if not gensalt(b"$y$", 0, None, 0, setting, len(setting)):
+        raise LabError("this machine's libcrypt cannot make a yescrypt setting")
+    data = ctypes.create_string_buffer(CRYPT_DATA_SIZE)  # zeroed, as crypt_rn asks
+    hashed = crypt(password.encode(), setting.value, data, len(data))
+    if not hashed or not ctypes.string_at(hashed).startswith(b"$y$"):
         raise LabError("this machine's libcrypt cannot make a yescrypt hash")
-    return hashed.decode()
+    return ctypes.string_at(hashed).decode()
